@@ -1,0 +1,13 @@
+// The kvscope-cli subcommands. Each takes the arguments after its own name,
+// prints to stdout, and returns the process exit code; kvscope::Error
+// escaping one is printed by main() as "kvscope-cli: <message>" (exit 1).
+#pragma once
+
+#include "app/cli/args.h"
+
+namespace kvscope::cli {
+
+int run_calc(Args& args);        // calc_command.cpp
+int run_bench_paint(Args& args); // bench_paint_command.cpp: block map paint time
+
+} // namespace kvscope::cli

@@ -1,0 +1,66 @@
+// kvscope-cli: the engine from the command line. See README.md ("Command line").
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "app/cli/commands.h"
+#include "engine/core/error.h"
+#include "engine/core/log.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: kvscope-cli [--log-level LEVEL] COMMAND [OPTIONS]
+
+commands:
+  calc         KV cache memory calculator: bytes per token, per sequence, total,
+               and how many sequences fit on a GPU, for every KV dtype
+               --preset NAME | --layers L --kv-heads H --head-dim D
+               [--tokens N] [--seqs N] [--kv-dtype D] [--block-size B]
+               [--gpu NAME | --gpu-mem-gib G] [--weights TYPE] [--gpu-util F] [--json]
+               calc --list  shows the model and GPU presets
+  bench paint  time to paint the block map of a large pool
+               [--blocks N] [--frames F] [--json]
+
+LEVEL: trace, debug, info, warn, error, critical, off (default info)
+)";
+
+int dispatch(const std::string& command, kvscope::cli::Args& args) {
+    using namespace kvscope::cli;
+    if (command == "calc")
+        return run_calc(args);
+    if (command == "bench") {
+        const auto which = args.subcommand();
+        if (which == "paint")
+            return run_bench_paint(args);
+        throw kvscope::Error("bench needs a benchmark name: paint");
+    }
+    throw kvscope::Error("unknown command '" + command + "'");
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::vector<std::string> words(argv + 1, argv + argc);
+    if (words.empty() || words[0] == "--help" || words[0] == "-h") {
+        std::fputs(kUsage, words.empty() ? stderr : stdout);
+        return words.empty() ? 2 : 0;
+    }
+    try {
+        if (words.size() >= 2 && words[0] == "--log-level") {
+            kvscope::set_log_level(words[1]);
+            words.erase(words.begin(), words.begin() + 2);
+        }
+        if (words.empty())
+            throw kvscope::Error("missing command");
+        const std::string command = words[0];
+        kvscope::cli::Args args(std::vector<std::string>(words.begin() + 1, words.end()));
+        if (args.flag("--help")) {
+            std::fputs(kUsage, stdout);
+            return 0;
+        }
+        return dispatch(command, args);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "kvscope-cli: %s\n", e.what());
+        return 1;
+    }
+}

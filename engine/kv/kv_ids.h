@@ -1,0 +1,11 @@
+#pragma once
+
+#include <cstdint>
+
+namespace kvscope {
+
+using BlockId = std::uint32_t; // index of a physical block in a pool
+using SeqId = std::uint64_t;   // a sequence the KV cache holds tokens for
+using TokenId = std::int32_t;  // a vocabulary id
+
+} // namespace kvscope

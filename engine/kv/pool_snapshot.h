@@ -1,0 +1,47 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/kv/allocation_mode.h"
+#include "engine/kv/fragmentation.h"
+#include "engine/kv/kv_ids.h"
+#include "engine/kv/kv_layout.h"
+#include "engine/kv/pool_snapshot_types.h"
+
+namespace kvscope {
+
+// One sequence as the KV cache holds it.
+struct SequenceInfo {
+    SeqId id = 0;
+    std::uint32_t num_tokens = 0;
+    std::uint32_t capacity_tokens = 0;      // contiguous: prompt + max_new_tokens; paged: blocks * block_size
+    std::uint32_t cached_prefix_tokens = 0; // taken from the prefix cache at allocation
+    bool swapped = false;                   // its blocks are in the host swap pool
+    std::vector<BlockId> blocks;            // block table (empty while swapped)
+    std::size_t internal_waste_slots = 0;
+    std::size_t reserved_waste_slots = 0;
+};
+
+// An immutable picture of a KV pool at one moment: cheap to hand to another
+// thread, never pointing back into the manager.
+struct PoolSnapshot {
+    AllocationMode mode = AllocationMode::Paged;
+    KvLayout layout;
+    std::vector<BlockInfo> blocks;     // indexed by BlockId
+    std::vector<SeqId> owners;         // see BlockInfo::owner_begin
+    std::vector<SequenceInfo> sequences; // ascending id
+    FragmentationStats fragmentation;
+    std::uint32_t swap_blocks_total = 0;
+    std::uint32_t swap_blocks_used = 0;
+    std::uint64_t prefix_hit_tokens = 0;   // prompt tokens served from the prefix cache
+    std::uint64_t prefix_query_tokens = 0; // prompt tokens looked up
+
+    std::span<const SeqId> owners_of(BlockId block) const {
+        const BlockInfo& b = blocks.at(block);
+        return std::span<const SeqId>(owners).subspan(b.owner_begin, b.owner_count);
+    }
+};
+
+} // namespace kvscope

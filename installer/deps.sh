@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages kvscope needs to build, test and run,
+# and nothing when they are all present already. Package names and why each
+# is needed: ../shared/design/TOOLCHAIN.md and README.md ("Building").
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config dpkg-dev file fonts-dejavu-core
+  qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6
+  libspdlog-dev nlohmann-json3-dev
+  xvfb xauth
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "kvscope: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
