@@ -1,0 +1,43 @@
+// engine/tokenizer: the vocabulary a tokenizer is built from, as a plain
+// struct (tests build one by hand; read_vocabulary fills it from a GGUF file).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvscope {
+
+class GgufFile;
+
+// tokenizer.ggml.token_type values (SentencePiece's piece types).
+enum class TokenType : std::int32_t {
+    normal = 1,       // ordinary text piece, takes part in merges
+    unknown = 2,      // <unk>
+    control = 3,      // <s>, </s>: never produced from text unless parse_special
+    user_defined = 4, // always matched as a whole string in the text
+    unused = 5,       // may be merged, then split again into its parts
+    byte = 6,         // <0xNN>: byte fallback
+};
+
+struct Vocabulary {
+    std::string model; // tokenizer.ggml.model: "llama" = SentencePiece BPE
+    std::vector<std::string> tokens; // SentencePiece pieces, U+2581 for space
+    std::vector<float> scores;       // higher merges first
+    std::vector<std::int32_t> types; // TokenType values
+    std::int32_t bos = -1; // -1 = none
+    std::int32_t eos = -1;
+    std::int32_t unk = -1;
+    std::int32_t pad = -1;
+    bool add_bos = false; // encode(..., add_special) puts BOS in front
+    bool add_eos = false;
+    bool add_space_prefix = true; // SentencePiece dummy prefix
+};
+
+// Reads the tokenizer.ggml.* keys. Missing optional keys get llama.cpp's
+// defaults (for "llama": BOS 1, EOS 2, UNK 0, add BOS, space prefix; scores 0
+// and type normal when those arrays are absent). Throws kvscope::Error when
+// the model or token list is missing or an id does not fit in 32 bits.
+Vocabulary read_vocabulary(const GgufFile& file);
+
+} // namespace kvscope
