@@ -9,9 +9,13 @@
 #include <string>
 #include <vector>
 
+#include <QTemporaryDir>
+
 #include "engine/core/error.h"
+#include "engine/model/gguf_file.h"
 #include "engine/tokenizer/stream_decoder.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "model/gguf_writer.h"
 #include "tokenizer_test_support.h"
 
 using namespace kvscope;
@@ -106,6 +110,9 @@ private slots:
     void rejects_bad_vocabularies_data();
     void rejects_bad_vocabularies();
     void rejects_out_of_range_ids();
+    void reads_vocabulary_with_llama_cpp_defaults();
+    void reads_vocabulary_keys();
+    void vocabulary_read_errors();
 };
 
 void TestTokenizer::highest_score_merges_first() {
@@ -336,6 +343,85 @@ void TestTokenizer::rejects_out_of_range_ids() {
     const Tokenizer tok(make_vocab({{kSpace}}));
     QVERIFY(error_of([&] { tok.decode(Ids{1, 5000}); }).contains("token id 5000 is out of range"));
     QVERIFY(!error_of([&] { StreamDecoder(tok).push(-1); }).isEmpty());
+}
+
+namespace {
+
+// Writes `gguf` to a temporary file and reads its vocabulary.
+Vocabulary read_written(const test::GgufWriter& gguf) {
+    const QTemporaryDir dir;
+    const std::string path = dir.filePath("vocab.gguf").toStdString();
+    gguf.write(path);
+    return read_vocabulary(GgufFile(path));
+}
+
+test::GgufWriter tiny_llama_vocab() {
+    test::GgufWriter gguf;
+    gguf.add_string("tokenizer.ggml.model", "llama");
+    gguf.add_string_array("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", kSpace, "a"});
+    return gguf;
+}
+
+} // namespace
+
+void TestTokenizer::reads_vocabulary_with_llama_cpp_defaults() {
+    // Only the model and the tokens: llama.cpp assumes scores 0, all types
+    // normal, <unk> 0, <s> 1, </s> 2, BOS added and the dummy prefix.
+    const Vocabulary v = read_written(tiny_llama_vocab());
+    QCOMPARE(v.model, std::string("llama"));
+    QCOMPARE(v.tokens.size(), std::size_t{5});
+    QCOMPARE(v.scores, std::vector<float>(5, 0.0f));
+    QCOMPARE(v.types, Ids(5, static_cast<std::int32_t>(TokenType::normal)));
+    QCOMPARE(v.unk, 0);
+    QCOMPARE(v.bos, 1);
+    QCOMPARE(v.eos, 2);
+    QCOMPARE(v.pad, -1);
+    QVERIFY(v.add_bos && !v.add_eos && v.add_space_prefix);
+    const Tokenizer tok(v);
+    QCOMPARE(tok.encode("a"), (Ids{1, 3, 4}));
+}
+
+void TestTokenizer::reads_vocabulary_keys() {
+    test::GgufWriter gguf = tiny_llama_vocab();
+    gguf.add_array<float>("tokenizer.ggml.scores", test::GgufWriter::F32, {0, 0, 0, -1, -2});
+    gguf.add_array<std::int32_t>("tokenizer.ggml.token_type", test::GgufWriter::I32,
+                                 {2, 3, 3, 1, 4});
+    gguf.add_u32("tokenizer.ggml.bos_token_id", 2);
+    gguf.add_u32("tokenizer.ggml.eos_token_id", 1);
+    gguf.add_u32("tokenizer.ggml.unknown_token_id", 4);
+    gguf.add_u32("tokenizer.ggml.padding_token_id", 3);
+    gguf.add_bool("tokenizer.ggml.add_bos_token", false);
+    gguf.add_bool("tokenizer.ggml.add_eos_token", true);
+    gguf.add_bool("tokenizer.ggml.add_space_prefix", false);
+    const Vocabulary v = read_written(gguf);
+    QCOMPARE(v.scores, (std::vector<float>{0, 0, 0, -1, -2}));
+    QCOMPARE(v.types, (Ids{2, 3, 3, 1, 4}));
+    QCOMPARE(v.bos, 2);
+    QCOMPARE(v.eos, 1);
+    QCOMPARE(v.unk, 4);
+    QCOMPARE(v.pad, 3);
+    QVERIFY(!v.add_bos && v.add_eos && !v.add_space_prefix);
+}
+
+void TestTokenizer::vocabulary_read_errors() {
+    test::GgufWriter no_model;
+    no_model.add_string_array("tokenizer.ggml.tokens", {"a"});
+    QVERIFY(error_of([&] { read_written(no_model); }).contains("tokenizer.ggml.model is missing"));
+
+    test::GgufWriter no_tokens;
+    no_tokens.add_string("tokenizer.ggml.model", "llama");
+    QVERIFY(error_of([&] { read_written(no_tokens); }).contains("tokenizer.ggml.tokens is missing"));
+
+    test::GgufWriter huge_id = tiny_llama_vocab();
+    huge_id.add_u64("tokenizer.ggml.eos_token_id", 1ull << 40);
+    QVERIFY(error_of([&] { read_written(huge_id); }).contains("does not fit a 32-bit token id"));
+
+    test::GgufWriter gpt2;
+    gpt2.add_string("tokenizer.ggml.model", "gpt2");
+    gpt2.add_string_array("tokenizer.ggml.tokens", {"a"});
+    const Vocabulary v = read_written(gpt2);
+    QVERIFY(!v.add_bos);
+    QVERIFY(error_of([&] { Tokenizer tok(v); }).contains("unsupported tokenizer 'gpt2'"));
 }
 
 QTEST_GUILESS_MAIN(TestTokenizer)
