@@ -9,6 +9,9 @@
 #include "app/cli/weight_formats.h"
 #include "engine/core/error.h"
 #include "engine/kv/kv_memory_calc.h"
+#include "engine/model/gguf_file.h"
+#include "engine/model/model_config.h"
+#include "engine/model/tensor_stats.h"
 #include "engine/presets/device_presets.h"
 #include "engine/presets/model_presets.h"
 
@@ -27,25 +30,53 @@ std::string bytes_text(double bytes) {
     return text;
 }
 
+std::string count_text(double n) {
+    const char* units[] = {"", "K", "M", "B"};
+    int u = 0;
+    while (n >= 1000.0 && u < 3) {
+        n /= 1000.0;
+        ++u;
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, u == 0 ? "%.0f" : "%.2f%s", n, units[u]);
+    return text;
+}
+
 struct Device {
     std::string name;
     std::uint64_t bytes = 0;
 };
 
-// The model's shape: a preset, or explicit --layers/--kv-heads/--head-dim.
-ModelGeometry read_geometry(Args& args) {
-    if (const auto preset = args.value("--preset"))
-        return find_model_preset(*preset);
-    ModelGeometry g;
-    g.name = "custom";
-    g.n_layers = static_cast<std::uint32_t>(args.int_or("--layers", 0, 0, 1024));
-    g.n_kv_heads = static_cast<std::uint32_t>(args.int_or("--kv-heads", 0, 0, 1024));
-    const auto head_dim = static_cast<std::uint32_t>(args.int_or("--head-dim", 0, 0, 4096));
-    if (g.n_layers == 0 || g.n_kv_heads == 0 || head_dim == 0)
-        throw Error("calc needs --preset NAME, or --layers, --kv-heads and --head-dim (calc --list shows presets)");
-    g.n_heads = g.n_kv_heads;
-    g.dim = g.n_heads * head_dim;
-    return g;
+// What the calculator needs of a model: its KV shape and, for --gpu, the
+// bytes of its weights.
+struct CalcModel {
+    std::string name;
+    KvGeometry kv;
+    std::uint64_t parameters = 0; // 0: unknown (explicit dimensions)
+    std::optional<std::uint64_t> file_weight_bytes; // a GGUF's real tensor bytes
+    std::uint64_t context = 4096;                   // default --tokens
+};
+
+CalcModel read_model(Args& args) {
+    if (const auto path = args.value("--model")) {
+        const GgufFile file(*path);
+        const ModelConfig config = read_model_config(file);
+        const TensorStats stats = tensor_stats(file);
+        return {config.name.empty() ? *path : config.name, {config.n_layers, config.n_kv_heads, config.head_dim},
+                stats.parameters, stats.bytes, config.context_length};
+    }
+    if (const auto preset = args.value("--preset")) {
+        const ModelGeometry& g = find_model_preset(*preset);
+        return {g.name, g.kv(), g.parameters(), std::nullopt, g.context};
+    }
+    CalcModel m{"custom", {}, 0, std::nullopt, 4096};
+    m.kv.n_layers = static_cast<std::uint32_t>(args.int_or("--layers", 0, 0, 1024));
+    m.kv.n_kv_heads = static_cast<std::uint32_t>(args.int_or("--kv-heads", 0, 0, 1024));
+    m.kv.head_dim = static_cast<std::uint32_t>(args.int_or("--head-dim", 0, 0, 4096));
+    if (m.kv.n_layers == 0 || m.kv.n_kv_heads == 0 || m.kv.head_dim == 0)
+        throw Error("calc needs --preset NAME, --model FILE.gguf, or --layers, --kv-heads and --head-dim "
+                    "(calc --list shows presets)");
+    return m;
 }
 
 std::optional<Device> read_device(Args& args) {
@@ -59,8 +90,8 @@ std::optional<Device> read_device(Args& args) {
     return std::nullopt;
 }
 
-nlohmann::json answer_json(const KvMemoryAnswer& a) {
-    nlohmann::json j{{"bytes_per_token", a.bytes_per_token},
+nlohmann::ordered_json answer_json(const KvMemoryAnswer& a) {
+    nlohmann::ordered_json j{{"bytes_per_token", a.bytes_per_token},
                      {"bytes_per_block", a.bytes_per_block},
                      {"bytes_per_sequence", a.bytes_per_sequence},
                      {"fixed_bytes", a.fixed_bytes},
@@ -72,10 +103,10 @@ nlohmann::json answer_json(const KvMemoryAnswer& a) {
     return j;
 }
 
-void print_json(const ModelGeometry& g, const KvMemoryQuestion& q, KvDtype dtype, const std::optional<Device>& device,
+void print_json(const CalcModel& m, const KvMemoryQuestion& q, KvDtype dtype, const std::optional<Device>& device,
                 const std::string& weights, const std::vector<KvMemoryAnswer>& answers) {
-    nlohmann::json j{{"model", {{"name", g.name}, {"layers", g.n_layers}, {"kv_heads", g.n_kv_heads},
-                                {"head_dim", g.head_dim()}, {"parameters", g.name == "custom" ? 0 : g.parameters()}}},
+    nlohmann::ordered_json j{{"model", {{"name", m.name}, {"layers", m.kv.n_layers}, {"kv_heads", m.kv.n_kv_heads},
+                                {"head_dim", m.kv.head_dim}, {"parameters", m.parameters}}},
                      {"tokens", q.tokens_per_sequence},
                      {"sequences", q.sequences},
                      {"block_size", q.block_size},
@@ -91,17 +122,17 @@ void print_json(const ModelGeometry& g, const KvMemoryQuestion& q, KvDtype dtype
     std::printf("%s\n", j.dump(2).c_str());
 }
 
-void print_table(const ModelGeometry& g, const KvMemoryQuestion& q, KvDtype dtype, const std::optional<Device>& device,
+void print_table(const CalcModel& m, const KvMemoryQuestion& q, KvDtype dtype, const std::optional<Device>& device,
                  const std::string& weights, const std::vector<KvMemoryAnswer>& answers) {
-    std::printf("KV cache of %s: %u layers x %u KV heads x head_dim %u, block size %u\n", g.name.c_str(), g.n_layers,
-                g.n_kv_heads, g.head_dim(), q.block_size);
+    std::printf("KV cache of %s: %u layers x %u KV heads x head_dim %u, block size %u\n", m.name.c_str(),
+                m.kv.n_layers, m.kv.n_kv_heads, m.kv.head_dim, q.block_size);
     std::printf("%llu tokens per sequence x %llu sequences\n", static_cast<unsigned long long>(q.tokens_per_sequence),
                 static_cast<unsigned long long>(q.sequences));
     if (device)
-        std::printf("on %s (%s, %.0f%% usable) next to %s of %s weights (%.2fB parameters)\n", device->name.c_str(),
+        std::printf("on %s (%s, %.0f%% usable) next to %s of weights (%s, %s parameters)\n", device->name.c_str(),
                     bytes_text(static_cast<double>(device->bytes)).c_str(), q.memory_fraction * 100,
                     bytes_text(static_cast<double>(q.weight_bytes)).c_str(), weights.c_str(),
-                    static_cast<double>(g.parameters()) / 1e9);
+                    count_text(static_cast<double>(m.parameters)).c_str());
     std::printf("\n%-10s %12s %14s %14s %8s%s\n", "kv dtype", "per token", "per sequence", "total", "vs f16",
                 device ? "   sequences that fit" : "");
     const double f16_token = static_cast<double>(answer_kv_memory(q, KvDtype::F16).bytes_per_token);
@@ -138,30 +169,36 @@ int run_calc(Args& args) {
         print_presets();
         return 0;
     }
-    const ModelGeometry geometry = read_geometry(args);
+    const CalcModel model = read_model(args);
     KvMemoryQuestion q;
-    q.geometry = geometry.kv();
-    q.tokens_per_sequence = static_cast<std::uint64_t>(
-        args.int_or("--tokens", geometry.context ? geometry.context : 4096, 1, std::int64_t{1} << 32));
+    q.geometry = model.kv;
+    q.tokens_per_sequence = static_cast<std::uint64_t>(args.int_or("--tokens", static_cast<std::int64_t>(model.context), 1, std::int64_t{1} << 32));
     q.sequences = static_cast<std::uint64_t>(args.int_or("--seqs", 1, 1, 1 << 20));
     q.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
     const KvDtype dtype = parse_kv_dtype(args.value_or("--kv-dtype", "f16"));
     const std::optional<Device> device = read_device(args);
-    const std::string weights = args.value_or("--weights", "f16");
+    const auto weights_option = args.value("--weights");
     q.memory_fraction = args.number_or("--gpu-util", 0.9, 0.01, 1.0);
     const bool json = args.flag("--json");
     args.finish();
+    std::string weights = "-";
     if (device) {
-        if (geometry.name == "custom")
-            throw Error("--gpu needs --preset: the weights' size comes from the model's shape");
+        if (model.parameters == 0)
+            throw Error("--gpu needs --preset or --model: the weights' size comes from the model");
+        if (model.file_weight_bytes && !weights_option) {
+            weights = "as in the file";
+            q.weight_bytes = *model.file_weight_bytes;
+        } else {
+            weights = weights_option.value_or("f16");
+            q.weight_bytes = weight_bytes(model.parameters, weights);
+        }
         q.device_bytes = device->bytes;
-        q.weight_bytes = weight_bytes(geometry.parameters(), weights);
     }
     const std::vector<KvMemoryAnswer> answers = answer_kv_memory_all_dtypes(q);
     if (json)
-        print_json(geometry, q, dtype, device, weights, answers);
+        print_json(model, q, dtype, device, weights, answers);
     else
-        print_table(geometry, q, dtype, device, weights, answers);
+        print_table(model, q, dtype, device, weights, answers);
     return 0;
 }
 

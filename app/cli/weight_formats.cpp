@@ -1,37 +1,40 @@
 #include "app/cli/weight_formats.h"
 
 #include <array>
+#include <cctype>
 
 #include "engine/core/error.h"
+#include "engine/model/ggml_type.h"
 
 namespace kvscope::cli {
 namespace {
 
-// ggml block layouts: bytes per block of `values` weights.
-struct WeightFormat {
-    const char* name;
-    std::uint64_t values;
-    std::uint64_t bytes;
-};
-constexpr std::array kFormats{
-    WeightFormat{"f32", 1, 4},     WeightFormat{"f16", 1, 2},     WeightFormat{"bf16", 1, 2},
-    WeightFormat{"q8_0", 32, 34},  WeightFormat{"q6_k", 256, 210}, WeightFormat{"q5_k", 256, 176},
-    WeightFormat{"q4_k", 256, 144}, WeightFormat{"q4_0", 32, 18},
-};
+// The GGUF weight types people download, named as llama.cpp's file names do.
+constexpr std::array kTypes{GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
+                            GgmlType::Q6_K, GgmlType::Q5_K, GgmlType::Q4_K, GgmlType::Q4_0};
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
 
 } // namespace
 
 std::uint64_t weight_bytes(std::uint64_t parameters, const std::string& type) {
-    for (const WeightFormat& f : kFormats)
-        if (type == f.name)
-            return (parameters + f.values - 1) / f.values * f.bytes;
+    for (GgmlType t : kTypes)
+        if (type == lower(to_string(t))) {
+            const GgmlTypeTraits& tr = traits(t);
+            return (parameters + tr.block_values - 1) / tr.block_values * tr.block_bytes;
+        }
     throw Error("unknown weight type '" + type + "' (known: " + weight_format_names() + ")");
 }
 
 std::string weight_format_names() {
     std::string names;
-    for (const WeightFormat& f : kFormats)
-        names += (names.empty() ? "" : ", ") + std::string(f.name);
+    for (GgmlType t : kTypes)
+        names += (names.empty() ? "" : ", ") + lower(to_string(t));
     return names;
 }
 

@@ -65,6 +65,11 @@ public:
     // Bytes of those blocks: what a sequence of `tokens` tokens costs when paged.
     std::size_t bytes_for_tokens(std::size_t tokens) const;
 
+    // Strides between value rows of one layer's K (or V) region: from one
+    // KV head to the next, and from one slot to the next.
+    std::size_t value_head_stride() const { return std::size_t{block_size_} * row_value_bytes(); }
+    std::size_t value_slot_stride() const { return row_value_bytes(); }
+
     // Byte offsets inside a block of the row (layer, kv_head, slot).
     std::size_t k_offset(std::uint32_t layer, std::uint32_t kv_head, std::uint32_t slot) const;
     std::size_t v_offset(std::uint32_t layer, std::uint32_t kv_head, std::uint32_t slot) const;

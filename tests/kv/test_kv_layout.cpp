@@ -103,6 +103,8 @@ void TestKvLayout::block_regions_tile_every_byte_once() {
     for (std::size_t i = 0; i < covered.size(); ++i)
         QVERIFY2(covered[i] == 1, qPrintable(QStringLiteral("byte %1 covered %2 times").arg(i).arg(covered[i])));
     QCOMPARE(layout.bytes_per_block(), layout.bytes_per_token() * 4);
+    QCOMPARE(layout.value_head_stride(), layout.k_offset(2, 1, 0) - layout.k_offset(2, 0, 0));
+    QCOMPARE(layout.value_slot_stride(), layout.v_offset(2, 1, 3) - layout.v_offset(2, 1, 2));
 }
 
 void TestKvLayout::rejects_bad_geometry() {

@@ -1,0 +1,92 @@
+#include "engine/runtime/generation.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "engine/core/error.h"
+#include "engine/kv/kv_cache_manager.h"
+#include "engine/runtime/runner.h"
+
+namespace kvscope {
+namespace {
+
+constexpr SeqId kSeq = 1;
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// A pool holding exactly this sequence's blocks.
+KvCacheManager sequence_cache(const Model& model, std::size_t tokens, KvDtype dtype, std::uint32_t block_size) {
+    const ModelConfig& c = model.config();
+    const KvLayout layout({c.n_layers, c.n_kv_heads, c.head_dim}, dtype, block_size);
+    return KvCacheManager({layout, static_cast<std::uint32_t>(layout.blocks_for_tokens(tokens)),
+                           AllocationMode::Paged, false, 0, 0.0});
+}
+
+void check_fits(const Model& model, std::size_t prompt, std::size_t max_new) {
+    if (prompt == 0)
+        throw Error("the prompt is empty: at least one token (e.g. BOS) is needed");
+    const std::size_t context = model.config().context_length;
+    if (context > 0 && prompt + max_new > context)
+        throw Error("prompt of " + std::to_string(prompt) + " tokens + " + std::to_string(max_new) +
+                    " new tokens exceeds the model's context of " + std::to_string(context) + " tokens");
+}
+
+} // namespace
+
+GenerateResult generate(const Model& model, std::span<const TokenId> prompt, const GenerateOptions& options) {
+    check_fits(model, prompt.size(), options.max_new_tokens);
+    KvCacheManager kv = sequence_cache(model, prompt.size() + options.max_new_tokens, options.kv_dtype,
+                                       options.block_size);
+    Runner runner(model.config(), model.weights(), kv.layout());
+    Sampler sampler(options.sampling);
+    GenerateResult result;
+    result.kv_bytes = kv.pool().num_blocks() * kv.layout().bytes_per_block();
+    std::vector<TokenId> history(prompt.begin(), prompt.end());
+
+    auto start = std::chrono::steady_clock::now();
+    kv.allocate(kSeq, prompt, options.max_new_tokens);
+    const SeqChunk first{kSeq, prompt, 0, true};
+    std::vector<float> logits = runner.forward({&first, 1}, kv);
+    result.prefill_seconds = seconds_since(start);
+    start = std::chrono::steady_clock::now();
+    while (result.tokens.size() < options.max_new_tokens) {
+        if (options.on_logits)
+            options.on_logits(logits);
+        const TokenId token = sampler.sample(logits, history);
+        result.tokens.push_back(token);
+        history.push_back(token);
+        const bool stop = std::find(options.stop_tokens.begin(), options.stop_tokens.end(), token) !=
+                          options.stop_tokens.end();
+        if ((options.on_token && !options.on_token(token)) || stop ||
+            result.tokens.size() == options.max_new_tokens)
+            break;
+        const auto position = kv.num_tokens(kSeq);
+        kv.append(kSeq, token);
+        const SeqChunk next{kSeq, std::span<const TokenId>(&history.back(), 1), position, true};
+        logits = runner.forward({&next, 1}, kv);
+    }
+    result.decode_seconds = seconds_since(start);
+    return result;
+}
+
+std::vector<float> teacher_forced_logits(const Model& model, std::span<const TokenId> tokens, KvDtype kv_dtype,
+                                         std::uint32_t block_size) {
+    check_fits(model, tokens.size(), 0);
+    KvCacheManager kv = sequence_cache(model, tokens.size(), kv_dtype, block_size);
+    Runner runner(model.config(), model.weights(), kv.layout());
+    std::vector<float> all;
+    kv.allocate(kSeq, tokens.first(1), static_cast<std::uint32_t>(tokens.size() - 1));
+    for (std::uint32_t p = 0; p < tokens.size(); ++p) {
+        if (p > 0)
+            kv.append(kSeq, tokens[p]);
+        const SeqChunk chunk{kSeq, tokens.subspan(p, 1), p, true};
+        const std::vector<float> logits = runner.forward({&chunk, 1}, kv);
+        all.insert(all.end(), logits.begin(), logits.end());
+    }
+    return all;
+}
+
+} // namespace kvscope

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "engine/kv/kv_dtype.h"
+#include "engine/kv/kv_ids.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/sampler.h"
+
+namespace kvscope {
+
+struct GenerateOptions {
+    std::uint32_t max_new_tokens = 64;
+    SamplingParams sampling;
+    KvDtype kv_dtype = KvDtype::F16;
+    std::uint32_t block_size = 16;
+    std::vector<TokenId> stop_tokens; // generation ends after emitting one of these
+    // Called with each new token; return false to stop early.
+    std::function<bool(TokenId)> on_token;
+    // Called with the logits of every position from the prompt's last on
+    // (teacher forcing and accuracy checks).
+    std::function<void(std::span<const float>)> on_logits;
+};
+
+struct GenerateResult {
+    std::vector<TokenId> tokens; // generated, without the prompt
+    double prefill_seconds = 0;
+    double decode_seconds = 0;   // all decode steps after the first token
+    std::size_t kv_bytes = 0;    // the pool this sequence ran in
+};
+
+// One sequence through the paged KV cache: prefill the prompt in one chunk,
+// then decode token by token, each step appending a slot and running the
+// model. Throws kvscope::Error when the prompt is empty or the prompt plus
+// max_new_tokens exceeds the model's context.
+GenerateResult generate(const Model& model, std::span<const TokenId> prompt, const GenerateOptions& options);
+
+// Teacher forcing: feeds `tokens` one position at a time and returns the
+// logits at every position (tokens.size() x vocab_size).
+std::vector<float> teacher_forced_logits(const Model& model, std::span<const TokenId> tokens, KvDtype kv_dtype,
+                                         std::uint32_t block_size = 16);
+
+} // namespace kvscope

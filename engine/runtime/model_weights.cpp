@@ -1,0 +1,75 @@
+#include "engine/runtime/model_weights.h"
+
+#include <string>
+
+#include "engine/core/error.h"
+
+namespace kvscope {
+namespace {
+
+const GgufTensorInfo& tensor(const GgufFile& file, const std::string& name) {
+    const GgufTensorInfo* t = file.find_tensor(name);
+    if (!t)
+        throw Error(file.path() + ": tensor " + name + " is missing");
+    return *t;
+}
+
+WeightMatrix matrix(const GgufFile& file, const std::string& name) {
+    const GgufTensorInfo& t = tensor(file, name);
+    const auto raw = static_cast<std::uint32_t>(t.type);
+    if (!kernels::cpu::is_weight_type(raw) || t.dims.size() != 2)
+        throw Error(file.path() + ": tensor " + name + " of type " + std::string(to_string(t.type)) +
+                    " cannot be used as a weight matrix");
+    WeightMatrix m;
+    m.type = static_cast<kernels::cpu::WeightType>(raw);
+    m.data = t.data;
+    m.cols = t.dims[0];
+    m.rows = t.dims[1];
+    m.row_bytes = kernels::cpu::weight_row_bytes(m.type, m.cols);
+    return m;
+}
+
+// 1-D norm weights and biases; read_model_config has checked they are F32.
+const float* vector_f32(const GgufFile& file, const std::string& name) {
+    const GgufTensorInfo& t = tensor(file, name);
+    if (t.type != GgmlType::F32)
+        throw Error(file.path() + ": tensor " + name + " must be F32");
+    return reinterpret_cast<const float*>(t.data);
+}
+
+} // namespace
+
+ModelWeights::ModelWeights(const GgufFile& file, const ModelConfig& config)
+    : token_embd(matrix(file, "token_embd.weight")),
+      output(config.tied_embeddings ? token_embd : matrix(file, "output.weight")),
+      output_norm(vector_f32(file, "output_norm.weight")) {
+    for (std::uint32_t l = 0; l < config.n_layers; ++l) {
+        auto name = [l](const char* suffix) { return block_tensor_name(l, suffix); };
+        LayerWeights w;
+        w.attn_norm = vector_f32(file, name("attn_norm.weight"));
+        w.q = matrix(file, name("attn_q.weight"));
+        w.k = matrix(file, name("attn_k.weight"));
+        w.v = matrix(file, name("attn_v.weight"));
+        w.o = matrix(file, name("attn_output.weight"));
+        if (config.qkv_bias) {
+            w.q_bias = vector_f32(file, name("attn_q.bias"));
+            w.k_bias = vector_f32(file, name("attn_k.bias"));
+            w.v_bias = vector_f32(file, name("attn_v.bias"));
+        }
+        w.ffn_norm = vector_f32(file, name("ffn_norm.weight"));
+        w.gate = matrix(file, name("ffn_gate.weight"));
+        w.up = matrix(file, name("ffn_up.weight"));
+        w.down = matrix(file, name("ffn_down.weight"));
+        layers.push_back(w);
+    }
+}
+
+std::size_t ModelWeights::bytes_read_per_token() const {
+    auto bytes = [](const WeightMatrix& m) { return m.rows * m.row_bytes; };
+    std::size_t total = bytes(output);
+    for (const LayerWeights& w : layers)
+        total += bytes(w.q) + bytes(w.k) + bytes(w.v) + bytes(w.o) + bytes(w.gate) + bytes(w.up) + bytes(w.down);
+    return total;
+}
+
+} // namespace kvscope

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "engine/model/gguf_file.h"
+#include "engine/model/model_config.h"
+#include "kernels/cpu/weight_type.h"
+
+namespace kvscope {
+
+// A weight matrix as it lies in the mapped GGUF file: `rows` rows of `cols`
+// values in a ggml block format. Never copied, never expanded.
+struct WeightMatrix {
+    kernels::cpu::WeightType type = kernels::cpu::WeightType::F32;
+    const void* data = nullptr;
+    std::size_t rows = 0;
+    std::size_t cols = 0;
+    std::size_t row_bytes = 0;
+};
+
+struct LayerWeights {
+    const float* attn_norm = nullptr;
+    WeightMatrix q, k, v, o;
+    const float* q_bias = nullptr; // qwen2 only
+    const float* k_bias = nullptr;
+    const float* v_bias = nullptr;
+    const float* ffn_norm = nullptr;
+    WeightMatrix gate, up, down;
+};
+
+// Pointers into a GgufFile's tensors, checked against the config
+// (read_model_config has validated names, shapes and types). The file must
+// outlive this object.
+struct ModelWeights {
+    WeightMatrix token_embd;
+    WeightMatrix output; // token_embd when the embeddings are tied
+    const float* output_norm = nullptr;
+    std::vector<LayerWeights> layers;
+
+    ModelWeights(const GgufFile& file, const ModelConfig& config);
+    // Bytes of all weights a decode step reads (every matrix once, the
+    // embedding row aside): the memory-bandwidth cost of one token.
+    std::size_t bytes_read_per_token() const;
+};
+
+} // namespace kvscope

@@ -1,0 +1,172 @@
+#include "engine/runtime/runner.h"
+
+#include <string>
+
+#include "engine/core/error.h"
+#include "engine/model/ggml_type.h"
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/kv_write.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/norm.h"
+#include "kernels/cpu/paged_attention.h"
+#include "kernels/cpu/rope.h"
+
+namespace kvscope {
+namespace cpu = kernels::cpu;
+namespace {
+
+void matmul(const WeightMatrix& w, const std::vector<float>& in, std::size_t n, std::vector<float>& out) {
+    out.resize(n * w.rows);
+    cpu::matmul(w.type, w.data, w.rows, w.cols, in.data(), n, out.data());
+}
+
+void add_bias(std::vector<float>& rows, const float* bias, std::size_t width) {
+    if (!bias)
+        return;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        rows[i] += bias[i % width];
+}
+
+void rms_norm_rows(const std::vector<float>& in, const float* weight, std::size_t width, float eps,
+                   std::vector<float>& out) {
+    out.resize(in.size());
+    for (std::size_t r = 0; r < in.size() / width; ++r)
+        cpu::rms_norm(in.data() + r * width, weight, width, eps, out.data() + r * width);
+}
+
+} // namespace
+
+Runner::Runner(const ModelConfig& config, const ModelWeights& weights, const KvLayout& layout)
+    : config_(config), weights_(weights), layout_(layout) {
+    if (config.rope_scaling && config.rope_scaling->factor != 1.0)
+        throw Error("RoPE scaling '" + config.rope_scaling->type + "' is not supported yet");
+    if (config.rope_freq_factors)
+        throw Error("RoPE frequency factors (rope_freqs.weight) are not supported yet");
+    const KvGeometry& g = layout.geometry();
+    if (g.n_layers != config.n_layers || g.n_kv_heads != config.n_kv_heads || g.head_dim != config.head_dim)
+        throw Error("the KV layout does not match the model's layers, KV heads or head dim");
+    if (layout.dtype() != KvDtype::F32 && layout.dtype() != KvDtype::F16)
+        throw Error("KV dtype " + std::string(to_string(layout.dtype())) +
+                    " is not supported by the CPU attention yet (use f32 or f16)");
+}
+
+cpu::PagedKv Runner::paged_kv(KvCacheManager& kv, std::uint32_t layer) const {
+    cpu::PagedKv p;
+    p.pool = kv.block_data(0);
+    p.n_blocks = kv.config().num_blocks;
+    p.bytes_per_block = layout_.bytes_per_block();
+    p.k_offset = layout_.k_offset(layer, 0, 0);
+    p.v_offset = layout_.v_offset(layer, 0, 0);
+    p.head_stride = layout_.value_head_stride();
+    p.slot_stride = layout_.value_slot_stride();
+    p.block_size = layout_.block_size();
+    p.elem = layout_.dtype() == KvDtype::F16 ? cpu::KvElem::F16 : cpu::KvElem::F32;
+    p.n_kv_heads = config_.n_kv_heads;
+    p.head_dim = config_.head_dim;
+    return p;
+}
+
+std::vector<float> Runner::forward(std::span<const SeqChunk> batch, KvCacheManager& kv) {
+    n_ = 0;
+    positions_.clear();
+    for (const SeqChunk& c : batch) {
+        if (c.tokens.empty())
+            throw Error("a batch chunk has no tokens");
+        if (c.start + c.tokens.size() > kv.num_tokens(c.seq))
+            throw Error("sequence " + std::to_string(c.seq) + ": positions up to " +
+                        std::to_string(c.start + c.tokens.size()) + " are not allocated in the KV cache");
+        for (std::size_t i = 0; i < c.tokens.size(); ++i)
+            positions_.push_back(c.start + static_cast<std::uint32_t>(i));
+        n_ += c.tokens.size();
+    }
+    embed(batch);
+    for (std::uint32_t l = 0; l < config_.n_layers; ++l) {
+        attention_block(weights_.layers[l], l, batch, kv);
+        ffn_block(weights_.layers[l]);
+    }
+    return logits(batch);
+}
+
+void Runner::embed(std::span<const SeqChunk> batch) {
+    const std::size_t dim = config_.embedding_dim;
+    const WeightMatrix& e = weights_.token_embd;
+    x_.resize(n_ * dim);
+    std::size_t row = 0;
+    for (const SeqChunk& c : batch)
+        for (TokenId t : c.tokens) {
+            if (t < 0 || static_cast<std::size_t>(t) >= e.rows)
+                throw Error("token id " + std::to_string(t) + " is outside the vocabulary of " +
+                            std::to_string(e.rows));
+            const auto* src = static_cast<const std::byte*>(e.data) + static_cast<std::size_t>(t) * e.row_bytes;
+            dequantize_row(static_cast<GgmlType>(e.type), src, x_.data() + row++ * dim, dim);
+        }
+}
+
+void Runner::attention_block(const LayerWeights& w, std::uint32_t layer, std::span<const SeqChunk> batch,
+                             KvCacheManager& kv) {
+    const std::size_t dim = config_.embedding_dim, hd = config_.head_dim;
+    const std::size_t q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
+    rms_norm_rows(x_, w.attn_norm, dim, static_cast<float>(config_.norm_eps), xn_);
+    matmul(w.q, xn_, n_, q_);
+    matmul(w.k, xn_, n_, k_);
+    matmul(w.v, xn_, n_, v_);
+    add_bias(q_, w.q_bias, q_dim);
+    add_bias(k_, w.k_bias, kv_dim);
+    add_bias(v_, w.v_bias, kv_dim);
+    const auto style = config_.rope_style == RopeStyle::NeoXHalves ? cpu::RopeStyle::Halves
+                                                                   : cpu::RopeStyle::AdjacentPairs;
+    const auto theta = static_cast<float>(config_.rope_theta);
+    for (std::size_t r = 0; r < n_; ++r) {
+        cpu::rope(q_.data() + r * q_dim, config_.n_heads, hd, hd, positions_[r], theta, style);
+        cpu::rope(k_.data() + r * kv_dim, config_.n_kv_heads, hd, hd, positions_[r], theta, style);
+    }
+    const cpu::PagedKv pkv = paged_kv(kv, layer);
+    att_.resize(n_ * q_dim);
+    std::size_t row = 0;
+    for (const SeqChunk& c : batch) {
+        for (std::size_t i = 0; i < c.tokens.size(); ++i) {
+            const SlotRef slot = kv.slot_of(c.seq, positions_[row + i]);
+            cpu::write_kv(pkv, slot.block, slot.slot, k_.data() + (row + i) * kv_dim, v_.data() + (row + i) * kv_dim);
+        }
+        const auto ctx = static_cast<std::uint32_t>(c.start + c.tokens.size());
+        scratch_.resize(cpu::paged_attention_scratch_floats(ctx, config_.head_dim));
+        cpu::paged_attention(pkv, kv.block_table(c.seq), ctx, q_.data() + row * q_dim,
+                             static_cast<std::uint32_t>(c.tokens.size()), config_.n_heads,
+                             att_.data() + row * q_dim, scratch_);
+        row += c.tokens.size();
+    }
+    matmul(w.o, att_, n_, proj_);
+    for (std::size_t i = 0; i < x_.size(); ++i)
+        x_[i] += proj_[i];
+}
+
+void Runner::ffn_block(const LayerWeights& w) {
+    rms_norm_rows(x_, w.ffn_norm, config_.embedding_dim, static_cast<float>(config_.norm_eps), xn_);
+    matmul(w.gate, xn_, n_, gate_);
+    matmul(w.up, xn_, n_, up_);
+    cpu::silu_mul(gate_.data(), up_.data(), gate_.data(), gate_.size());
+    matmul(w.down, gate_, n_, proj_);
+    for (std::size_t i = 0; i < x_.size(); ++i)
+        x_[i] += proj_[i];
+}
+
+std::vector<float> Runner::logits(std::span<const SeqChunk> batch) {
+    const std::size_t dim = config_.embedding_dim;
+    std::vector<float> last_rows;
+    std::size_t end = 0;
+    for (const SeqChunk& c : batch) {
+        end += c.tokens.size();
+        if (c.want_logits)
+            last_rows.insert(last_rows.end(), x_.begin() + static_cast<std::ptrdiff_t>((end - 1) * dim),
+                             x_.begin() + static_cast<std::ptrdiff_t>(end * dim));
+    }
+    if (last_rows.empty())
+        return {};
+    std::vector<float> normed;
+    rms_norm_rows(last_rows, weights_.output_norm, dim, static_cast<float>(config_.norm_eps), normed);
+    std::vector<float> out;
+    matmul(weights_.output, normed, normed.size() / dim, out);
+    return out;
+}
+
+} // namespace kvscope

@@ -1,0 +1,62 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/kv/kv_cache_manager.h"
+#include "engine/model/model_config.h"
+#include "engine/runtime/model_weights.h"
+#include "kernels/cpu/paged_kv.h"
+
+namespace kvscope {
+
+// One sequence's share of a forward step: `tokens` at positions
+// [start, start + tokens.size()). A prefill chunk has several tokens, a
+// decode step one. Their KV slots must already be allocated in the
+// KvCacheManager (allocate / append), and positions before `start` written.
+struct SeqChunk {
+    SeqId seq = 0;
+    std::span<const TokenId> tokens;
+    std::uint32_t start = 0;
+    bool want_logits = true; // logits of the chunk's last token
+};
+
+// The forward pass of a LLaMA-family decoder over a batch of sequences of
+// different lengths, reading and writing K/V through the paged cache:
+//   embed -> per layer [RMSNorm -> Q,K,V (+bias) -> RoPE -> write K,V to
+//   their slots -> paged attention -> output proj -> residual -> RMSNorm ->
+//   SwiGLU FFN -> residual] -> RMSNorm -> logits
+class Runner {
+public:
+    // Throws kvscope::Error when the model needs something this runner does
+    // not do yet (RoPE scaling, frequency factors) or the KV layout does not
+    // match the model.
+    Runner(const ModelConfig& config, const ModelWeights& weights, const KvLayout& layout);
+
+    // Logits of every chunk that wants them, vocab_size floats each, in
+    // batch order.
+    std::vector<float> forward(std::span<const SeqChunk> batch, KvCacheManager& kv);
+
+    const ModelConfig& config() const { return config_; }
+
+private:
+    void embed(std::span<const SeqChunk> batch);
+    void attention_block(const LayerWeights& w, std::uint32_t layer, std::span<const SeqChunk> batch,
+                         KvCacheManager& kv);
+    void ffn_block(const LayerWeights& w);
+    std::vector<float> logits(std::span<const SeqChunk> batch);
+    kernels::cpu::PagedKv paged_kv(KvCacheManager& kv, std::uint32_t layer) const;
+
+    const ModelConfig& config_;
+    const ModelWeights& weights_;
+    KvLayout layout_;
+    std::size_t n_ = 0; // tokens in the current step
+    // Activations, n_ rows each: residual stream, normed input, q, k, v,
+    // attention output, FFN gate/up, projection output.
+    std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, proj_;
+    std::vector<std::uint32_t> positions_;
+    std::vector<float> scratch_;
+};
+
+} // namespace kvscope
