@@ -1,0 +1,67 @@
+#pragma once
+
+#include <QImage>
+#include <QRect>
+#include <QString>
+#include <QtGui/qrgb.h>
+
+#include "engine/kv/pool_snapshot_types.h"
+
+namespace kvscope::ui {
+
+// How each block state looks, defined once so the block map, its legend and
+// the tests agree:
+//   Free        pale grey
+//   Used        owner colour filled from the bottom in proportion to
+//               fill / block_size, a pale tint of it above (empty slots)
+//   Shared      as Used, with dark diagonal hatching
+//   Reserved    hollow: owner-coloured outline around a near-white tint
+//   CachedFree  mid grey with a white dot (content kept until evicted)
+// Cells under 4-5 px drop the outline and the dot but keep distinct colours.
+namespace block_colors {
+inline constexpr QRgb kBackground = 0xFFFFFFFF;
+inline constexpr QRgb kFree = 0xFFE3E6EB;
+inline constexpr QRgb kCachedFree = 0xFF8E959E;
+inline constexpr QRgb kCachedMark = 0xFFFFFFFF;
+
+QRgb empty_slots(QRgb owner);   // Used/Shared above the fill line
+QRgb shared_hatch(QRgb owner);  // Shared's diagonal lines
+QRgb reserved_inside(QRgb owner);
+} // namespace block_colors
+
+struct CellLook {
+    BlockState state = BlockState::Free;
+    QRgb owner = 0;    // colour of the block's first owner; unused when it has none
+    double fill = 0.0; // filled slots / block size, 0..1
+};
+
+// Paints cells by writing a 32-bit image's pixels directly: one QPainter
+// call per block would be far too slow for 65,536 blocks.
+class CellPainter {
+public:
+    explicit CellPainter(QImage& image); // Format_RGB32 or Format_ARGB32(_Premultiplied)
+    void paint(const QRect& cell, const CellLook& look);
+
+private:
+    // An owner's derived colours, kept for the next cell: runs of blocks
+    // usually belong to one sequence.
+    struct Shades {
+        QRgb owner = 0, empty = 0, hatch = 0, inside = 0;
+    };
+    const Shades& shades(QRgb owner);
+    void fill_rows(const QRect& cell, const CellLook& look, int hatch_period);
+    void paint_reserved(const QRect& cell, const Shades& s);
+    void paint_cached_free(const QRect& cell);
+    void fill_rect(const QRect& rect, QRgb color);
+    QRgb* row(int y) { return pixels_ + y * stride_; }
+
+    QRgb* pixels_;
+    qsizetype stride_; // in pixels
+    QRect bounds_;
+    Shades shades_;
+    bool haveShades_ = false;
+};
+
+QString block_state_name(BlockState state); // "Free", "Used", "Shared", "Reserved", "Cached free"
+
+} // namespace kvscope::ui
