@@ -1,5 +1,6 @@
 #include "ui/block_map_widget.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include <QHelpEvent>

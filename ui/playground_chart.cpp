@@ -1,5 +1,7 @@
 #include "ui/playground_chart.h"
 
+#include <algorithm>
+
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
