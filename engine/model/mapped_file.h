@@ -1,0 +1,31 @@
+// A read-only memory mapping of a whole file (POSIX mmap).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace kvscope {
+
+class MappedFile {
+public:
+    // Maps `path` read-only; throws kvscope::Error naming the file and the
+    // system's reason. An empty file gives an empty mapping (data() null).
+    explicit MappedFile(const std::string& path);
+    ~MappedFile();
+
+    MappedFile(MappedFile&& other) noexcept;
+    MappedFile& operator=(MappedFile&& other) noexcept;
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+
+    const std::byte* data() const { return data_; }
+    std::size_t size() const { return size_; }
+
+private:
+    void unmap() noexcept;
+
+    const std::byte* data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+} // namespace kvscope

@@ -1,0 +1,32 @@
+#include "engine/model/tensor_stats.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
+namespace kvscope {
+
+TensorStats tensor_stats(const GgufFile& file) {
+    TensorStats stats;
+    for (const GgufTensorInfo& t : file.tensors()) {
+        // Fits in 64 bits: no type packs more than 5 values per byte, and
+        // the file holds every byte.
+        const std::uint64_t values = std::accumulate(t.dims.begin(), t.dims.end(),
+                                                     std::uint64_t{1}, std::multiplies<>());
+        auto it = std::find_if(stats.by_type.begin(), stats.by_type.end(),
+                               [&](const TensorTypeStats& s) { return s.type == t.type; });
+        if (it == stats.by_type.end())
+            it = stats.by_type.insert(stats.by_type.end(), TensorTypeStats{t.type});
+        ++stats.tensors;
+        stats.parameters += values;
+        stats.bytes += t.n_bytes;
+        ++it->tensors;
+        it->parameters += values;
+        it->bytes += t.n_bytes;
+    }
+    std::sort(stats.by_type.begin(), stats.by_type.end(),
+              [](const auto& a, const auto& b) { return a.type < b.type; });
+    return stats;
+}
+
+} // namespace kvscope

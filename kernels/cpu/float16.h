@@ -1,0 +1,29 @@
+// Conversions from the 16-bit float formats found in model files (IEEE
+// binary16 "f16" and bfloat16) to float. Bit-exact for every input,
+// including subnormals, infinities and NaN, on any C++20 compiler.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+
+namespace kvscope::kernels::cpu {
+
+inline float f16_to_f32(std::uint16_t h) {
+    const std::uint32_t sign = (h & 0x8000u) << 16;
+    const std::uint32_t exponent = (h >> 10) & 0x1Fu;
+    const std::uint32_t mantissa = h & 0x3FFu;
+    if (exponent == 0x1F) // infinity or NaN: keep the payload
+        return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));
+    if (exponent != 0) // normal: rebias 15 -> 127
+        return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+    // Zero or subnormal: mantissa * 2^-24 is exact in float.
+    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+    return sign != 0 ? -magnitude : magnitude;
+}
+
+// bfloat16 is the top half of a float.
+inline float bf16_to_f32(std::uint16_t h) {
+    return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
+}
+
+} // namespace kvscope::kernels::cpu

@@ -1,0 +1,153 @@
+#include "kernels/cpu/quant_blocks.h"
+
+#include <cstring>
+
+#include "kernels/cpu/float16.h"
+
+namespace kvscope::kernels::cpu {
+namespace {
+
+template <typename Block>
+Block load_block(const void* src, std::size_t index) {
+    Block block;
+    std::memcpy(&block, static_cast<const unsigned char*>(src) + index * sizeof(Block),
+                sizeof(Block));
+    return block;
+}
+
+std::uint16_t load_u16(const void* src, std::size_t index) {
+    std::uint16_t bits;
+    std::memcpy(&bits, static_cast<const unsigned char*>(src) + 2 * index, 2);
+    return bits;
+}
+
+// Sub-block j (0..7) of a Q4_K/Q5_K block: scale and min are 6 bits each.
+// Sub-blocks 0-3 keep them in the low 6 bits of bytes j and j+4; sub-blocks
+// 4-7 keep their low 4 bits in the nibbles of byte j+4 and their top 2 bits
+// in the spare top bits of bytes j-4 (scale) and j (min).
+struct ScaleMin {
+    float scale;
+    float min;
+};
+
+ScaleMin unpack_k_scale_min(const std::uint8_t* q, int j) {
+    if (j < 4)
+        return {static_cast<float>(q[j] & 63), static_cast<float>(q[j + 4] & 63)};
+    const int scale = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
+    const int min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    return {static_cast<float>(scale), static_cast<float>(min)};
+}
+
+} // namespace
+
+void dequantize_row_f16(const void* src, float* dst, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+        dst[i] = f16_to_f32(load_u16(src, i));
+}
+
+void dequantize_row_bf16(const void* src, float* dst, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+        dst[i] = bf16_to_f32(load_u16(src, i));
+}
+
+void dequantize_row_q8_0(const void* src, float* dst, std::size_t n) {
+    for (std::size_t b = 0; b < n / kQuantBlockValues; ++b, dst += kQuantBlockValues) {
+        const auto block = load_block<BlockQ8_0>(src, b);
+        const float d = f16_to_f32(block.d);
+        for (std::size_t i = 0; i < kQuantBlockValues; ++i)
+            dst[i] = static_cast<float>(block.qs[i]) * d;
+    }
+}
+
+void dequantize_row_q4_0(const void* src, float* dst, std::size_t n) {
+    constexpr std::size_t half = kQuantBlockValues / 2;
+    for (std::size_t b = 0; b < n / kQuantBlockValues; ++b, dst += kQuantBlockValues) {
+        const auto block = load_block<BlockQ4_0>(src, b);
+        const float d = f16_to_f32(block.d);
+        for (std::size_t i = 0; i < half; ++i) {
+            dst[i] = static_cast<float>((block.qs[i] & 0x0F) - 8) * d;
+            dst[i + half] = static_cast<float>((block.qs[i] >> 4) - 8) * d;
+        }
+    }
+}
+
+void dequantize_row_q5_0(const void* src, float* dst, std::size_t n) {
+    constexpr std::size_t half = kQuantBlockValues / 2;
+    for (std::size_t b = 0; b < n / kQuantBlockValues; ++b, dst += kQuantBlockValues) {
+        const auto block = load_block<BlockQ5_0>(src, b);
+        const float d = f16_to_f32(block.d);
+        std::uint32_t qh;
+        std::memcpy(&qh, block.qh, sizeof qh);
+        for (std::size_t i = 0; i < half; ++i) {
+            const int high_lo = static_cast<int>((qh >> i) & 1u) << 4;
+            const int high_hi = static_cast<int>((qh >> (i + half)) & 1u) << 4;
+            dst[i] = static_cast<float>(((block.qs[i] & 0x0F) | high_lo) - 16) * d;
+            dst[i + half] = static_cast<float>(((block.qs[i] >> 4) | high_hi) - 16) * d;
+        }
+    }
+}
+
+void dequantize_row_q4_k(const void* src, float* dst, std::size_t n) {
+    for (std::size_t b = 0; b < n / kSuperBlockValues; ++b) {
+        const auto block = load_block<BlockQ4_K>(src, b);
+        const float d = f16_to_f32(block.d);
+        const float dmin = f16_to_f32(block.dmin);
+        for (int chunk = 0; chunk < 4; ++chunk) {
+            const std::uint8_t* q = block.qs + 32 * chunk;
+            const ScaleMin lo = unpack_k_scale_min(block.scales, 2 * chunk);
+            const ScaleMin hi = unpack_k_scale_min(block.scales, 2 * chunk + 1);
+            for (int l = 0; l < 32; ++l)
+                *dst++ = d * lo.scale * static_cast<float>(q[l] & 0x0F) - dmin * lo.min;
+            for (int l = 0; l < 32; ++l)
+                *dst++ = d * hi.scale * static_cast<float>(q[l] >> 4) - dmin * hi.min;
+        }
+    }
+}
+
+void dequantize_row_q5_k(const void* src, float* dst, std::size_t n) {
+    for (std::size_t b = 0; b < n / kSuperBlockValues; ++b) {
+        const auto block = load_block<BlockQ5_K>(src, b);
+        const float d = f16_to_f32(block.d);
+        const float dmin = f16_to_f32(block.dmin);
+        for (int chunk = 0; chunk < 4; ++chunk) {
+            const std::uint8_t* q = block.qs + 32 * chunk;
+            const int lo_bit = 2 * chunk;
+            const int hi_bit = 2 * chunk + 1;
+            const ScaleMin lo = unpack_k_scale_min(block.scales, lo_bit);
+            const ScaleMin hi = unpack_k_scale_min(block.scales, hi_bit);
+            for (int l = 0; l < 32; ++l) {
+                const int value = (q[l] & 0x0F) | (((block.qh[l] >> lo_bit) & 1) << 4);
+                *dst++ = d * lo.scale * static_cast<float>(value) - dmin * lo.min;
+            }
+            for (int l = 0; l < 32; ++l) {
+                const int value = (q[l] >> 4) | (((block.qh[l] >> hi_bit) & 1) << 4);
+                *dst++ = d * hi.scale * static_cast<float>(value) - dmin * hi.min;
+            }
+        }
+    }
+}
+
+void dequantize_row_q6_k(const void* src, float* dst, std::size_t n) {
+    for (std::size_t b = 0; b < n / kSuperBlockValues; ++b) {
+        const auto block = load_block<BlockQ6_K>(src, b);
+        const float d = f16_to_f32(block.d);
+        for (int h = 0; h < 2; ++h, dst += 128) {
+            const std::uint8_t* ql = block.ql + 64 * h;
+            const std::uint8_t* qh = block.qh + 32 * h;
+            const std::int8_t* sc = block.scales + 8 * h;
+            for (int l = 0; l < 32; ++l) {
+                const int s = l / 16; // 16-value sub-block within each 32-value quarter
+                const int q1 = ((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32;
+                const int q2 = ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32;
+                const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+                const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+                dst[l] = d * static_cast<float>(sc[s] * q1);
+                dst[l + 32] = d * static_cast<float>(sc[s + 2] * q2);
+                dst[l + 64] = d * static_cast<float>(sc[s + 4] * q3);
+                dst[l + 96] = d * static_cast<float>(sc[s + 6] * q4);
+            }
+        }
+    }
+}
+
+} // namespace kvscope::kernels::cpu

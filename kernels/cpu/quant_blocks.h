@@ -1,0 +1,95 @@
+// ggml's quantized block formats, byte for byte as llama.cpp writes them
+// into GGUF files, and their dequantization to float.
+//
+// A row of n values is n / kValues consecutive blocks. All fields are
+// little-endian; "f16" fields hold IEEE binary16 bits. The structs only
+// document the layouts (their sizes are checked); the code reads blocks with
+// memcpy, so source pointers need no alignment.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kvscope::kernels::cpu {
+
+inline constexpr std::size_t kQuantBlockValues = 32; // Q8_0, Q4_0, Q5_0
+inline constexpr std::size_t kSuperBlockValues = 256; // the K-quants
+inline constexpr std::size_t kKScaleBytes = 12;        // Q4_K/Q5_K packed scales+mins
+
+// value[i] = qs[i] * d
+struct BlockQ8_0 {
+    std::uint16_t d;
+    std::int8_t qs[kQuantBlockValues];
+};
+
+// value[i]      = ((qs[i] & 0x0F) - 8) * d   for i < 16
+// value[i + 16] = ((qs[i] >> 4)   - 8) * d
+struct BlockQ4_0 {
+    std::uint16_t d;
+    std::uint8_t qs[kQuantBlockValues / 2];
+};
+
+// As Q4_0 but 5-bit: bit i of the little-endian u32 qh is the fifth bit of
+// value i, and the offset is 16 instead of 8.
+struct BlockQ5_0 {
+    std::uint16_t d;
+    std::uint8_t qh[4];
+    std::uint8_t qs[kQuantBlockValues / 2];
+};
+
+// 8 sub-blocks of 32 values, each with a 6-bit scale sc[j] and a 6-bit min
+// m[j] packed into `scales` (see unpack_k_scale_min in the .cpp). Values are
+// 64 at a time: for chunk c (0..3) and l < 32,
+//   value[64c + l]      = d * sc[2c]   * (qs[32c + l] & 0x0F) - dmin * m[2c]
+//   value[64c + 32 + l] = d * sc[2c+1] * (qs[32c + l] >> 4)   - dmin * m[2c+1]
+struct BlockQ4_K {
+    std::uint16_t d;
+    std::uint16_t dmin;
+    std::uint8_t scales[kKScaleBytes];
+    std::uint8_t qs[kSuperBlockValues / 2];
+};
+
+// As Q4_K with a fifth bit per value: for chunk c, bit 2c of qh[l] belongs
+// to value 64c + l and bit 2c+1 to value 64c + 32 + l.
+struct BlockQ5_K {
+    std::uint16_t d;
+    std::uint16_t dmin;
+    std::uint8_t scales[kKScaleBytes];
+    std::uint8_t qh[kSuperBlockValues / 8];
+    std::uint8_t qs[kSuperBlockValues / 2];
+};
+
+// 16 sub-blocks of 16 values with signed 8-bit scales; 6-bit quants offset
+// by 32, split into 4 low bits (ql) and 2 high bits (qh). For half h (0..1,
+// 128 values each) and l < 32, with L = ql + 64h and H = qh + 32h:
+//   value[128h + l]      low L[l] & 0x0F,    high (H[l] >> 0) & 3
+//   value[128h + 32 + l] low L[l + 32] & 0x0F, high (H[l] >> 2) & 3
+//   value[128h + 64 + l] low L[l] >> 4,      high (H[l] >> 4) & 3
+//   value[128h + 96 + l] low L[l + 32] >> 4, high (H[l] >> 6) & 3
+// and value[i] = d * scales[i / 16] * (q - 32).
+struct BlockQ6_K {
+    std::uint8_t ql[kSuperBlockValues / 2];
+    std::uint8_t qh[kSuperBlockValues / 4];
+    std::int8_t scales[kSuperBlockValues / 16];
+    std::uint16_t d;
+};
+
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ5_K) == 176);
+static_assert(sizeof(BlockQ6_K) == 210);
+
+// Each converts n values (a whole number of blocks: the caller checks) from
+// src to dst.
+void dequantize_row_f16(const void* src, float* dst, std::size_t n);
+void dequantize_row_bf16(const void* src, float* dst, std::size_t n);
+void dequantize_row_q8_0(const void* src, float* dst, std::size_t n);
+void dequantize_row_q4_0(const void* src, float* dst, std::size_t n);
+void dequantize_row_q5_0(const void* src, float* dst, std::size_t n);
+void dequantize_row_q4_k(const void* src, float* dst, std::size_t n);
+void dequantize_row_q5_k(const void* src, float* dst, std::size_t n);
+void dequantize_row_q6_k(const void* src, float* dst, std::size_t n);
+
+} // namespace kvscope::kernels::cpu

@@ -1,0 +1,298 @@
+// Dequantization of each ggml block format. Every test builds blocks from
+// chosen integers and scales, packing them as the ggml layouts describe,
+// and checks the result against the formula computed here in double
+// precision, so a wrong bit position or scale order shows up as a mismatch.
+#include <QTest>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "engine/model/ggml_type.h"
+
+using kvscope::GgmlType;
+
+namespace {
+
+// binary16 bits of a value that f16 represents exactly (normal numbers only),
+// from the definition: (1 + fraction/1024) * 2^(exponent - 15).
+std::uint16_t f16_bits(double value) {
+    const std::uint16_t sign = value < 0 ? 0x8000 : 0;
+    int e = 0;
+    const double m = std::frexp(std::fabs(value), &e); // value = m * 2^e, m in [0.5, 1)
+    const int exponent = e - 1 + 15;
+    const double fraction = (m * 2 - 1) * 1024;
+    if (exponent < 1 || exponent > 30 || fraction != std::floor(fraction))
+        qFatal("test value %g is not an exact normal f16", value);
+    return static_cast<std::uint16_t>(sign | (exponent << 10) | static_cast<int>(fraction));
+}
+
+void put16(std::string& out, int v) {
+    out += static_cast<char>(v & 0xFF);
+    out += static_cast<char>(v >> 8);
+}
+
+std::vector<float> dequantize(GgmlType type, const std::string& blocks, std::size_t n) {
+    std::vector<float> out(n);
+    kvscope::dequantize_row(type, blocks.data(), out.data(), n);
+    return out;
+}
+
+void compare(const std::vector<float>& got, const std::vector<double>& expected) {
+    QCOMPARE(got.size(), expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        const double tolerance = 1e-6 * std::max(1.0, std::fabs(expected[i]));
+        if (std::fabs(got[i] - expected[i]) > tolerance)
+            QFAIL(qPrintable(QStringLiteral("value %1: got %2, expected %3")
+                                 .arg(i).arg(static_cast<double>(got[i]), 0, 'g', 9)
+                                 .arg(expected[i], 0, 'g', 9)));
+    }
+}
+
+std::vector<int> random_ints(std::mt19937& rng, std::size_t n, int lo, int hi) {
+    std::uniform_int_distribution<int> dist(lo, hi);
+    std::vector<int> v(n);
+    for (int& x : v)
+        x = dist(rng);
+    return v;
+}
+
+// Q4_K / Q5_K pack eight 6-bit scales and mins into 12 bytes: bytes 0-3 hold
+// scales 0-3 (low 6 bits) and the top 2 bits of scales 4-7; bytes 4-7 hold
+// mins 0-3 and the top 2 bits of mins 4-7; bytes 8-11 hold the low 4 bits of
+// scale 4+k (low nibble) and min 4+k (high nibble).
+std::string pack_k_scales(const std::vector<int>& sc, const std::vector<int>& mn) {
+    std::string bytes(12, '\0');
+    for (int k = 0; k < 4; ++k) {
+        bytes[k] = static_cast<char>(sc[k] | ((sc[k + 4] >> 4) << 6));
+        bytes[k + 4] = static_cast<char>(mn[k] | ((mn[k + 4] >> 4) << 6));
+        bytes[k + 8] = static_cast<char>((sc[k + 4] & 15) | ((mn[k + 4] & 15) << 4));
+    }
+    return bytes;
+}
+
+} // namespace
+
+class TestQuantBlocks : public QObject {
+    Q_OBJECT
+
+private slots:
+    void typeGeometryMatchesGgml() {
+        struct Row { GgmlType type; unsigned values, bytes; bool dequantizable; };
+        const Row rows[] = {
+            {GgmlType::F32, 1, 4, true},     {GgmlType::F16, 1, 2, true},
+            {GgmlType::BF16, 1, 2, true},    {GgmlType::Q8_0, 32, 34, true},
+            {GgmlType::Q4_0, 32, 18, true},  {GgmlType::Q5_0, 32, 22, true},
+            {GgmlType::Q4_1, 32, 20, false}, {GgmlType::Q4_K, 256, 144, true},
+            {GgmlType::Q5_K, 256, 176, true}, {GgmlType::Q6_K, 256, 210, true},
+            {GgmlType::Q2_K, 256, 84, false}, {GgmlType::Q3_K, 256, 110, false},
+        };
+        for (const Row& r : rows) {
+            const auto& t = kvscope::traits(r.type);
+            QCOMPARE(t.block_values, r.values);
+            QCOMPARE(t.block_bytes, r.bytes);
+            QCOMPARE(t.dequantizable, r.dequantizable);
+        }
+        QCOMPARE(kvscope::to_string(GgmlType::Q4_K), std::string_view("Q4_K"));
+        QVERIFY(kvscope::find_ggml_type(4) == nullptr); // Q4_2, removed from ggml
+        QVERIFY(kvscope::find_ggml_type(1000) == nullptr);
+    }
+
+    void tensorBytes() {
+        const std::vector<std::uint64_t> f32_shape{3, 4};
+        QCOMPARE(kvscope::tensor_bytes(GgmlType::F32, f32_shape), 48u);
+        const std::vector<std::uint64_t> q8_shape{64, 2};
+        QCOMPARE(kvscope::tensor_bytes(GgmlType::Q8_0, q8_shape), 2u * 2u * 34u);
+        const std::vector<std::uint64_t> q4k_shape{512, 3, 2};
+        QCOMPARE(kvscope::tensor_bytes(GgmlType::Q4_K, q4k_shape), 2u * 144u * 3u * 2u);
+        QCOMPARE(kvscope::row_bytes(GgmlType::Q6_K, 256), 210u);
+        QVERIFY_THROWS_EXCEPTION(kvscope::Error, kvscope::row_bytes(GgmlType::Q4_0, 100));
+        const std::vector<std::uint64_t> huge{1ull << 40, 1ull << 40};
+        QVERIFY_THROWS_EXCEPTION(kvscope::Error, kvscope::tensor_bytes(GgmlType::F32, huge));
+    }
+
+    void f16KnownValues() {
+        const std::pair<std::uint16_t, double> cases[] = {
+            {0x3C00, 1.0},      {0xC000, -2.0},          {0x7BFF, 65504.0},
+            {0x0400, 0x1p-14},  {0x0001, 0x1p-24},       {0x83FF, -1023 * 0x1p-24},
+            {0x3555, 0.333251953125}, {0x0000, 0.0},
+        };
+        std::string bytes;
+        for (const auto& c : cases)
+            put16(bytes, c.first);
+        const auto got = dequantize(GgmlType::F16, bytes, std::size(cases));
+        for (std::size_t i = 0; i < std::size(cases); ++i)
+            QCOMPARE(static_cast<double>(got[i]), cases[i].second);
+
+        std::string specials;
+        for (int bits : {0x7C00, 0xFC00, 0x7E00, 0x8000})
+            put16(specials, bits);
+        const auto s = dequantize(GgmlType::F16, specials, 4);
+        QVERIFY(std::isinf(s[0]) && s[0] > 0);
+        QVERIFY(std::isinf(s[1]) && s[1] < 0);
+        QVERIFY(std::isnan(s[2]));
+        QVERIFY(s[3] == 0.0f && std::signbit(s[3]));
+    }
+
+    void bf16KnownValues() {
+        std::string bytes;
+        for (int bits : {0x3F80, 0xC049, 0x0000, 0x7F80})
+            put16(bytes, bits);
+        const auto got = dequantize(GgmlType::BF16, bytes, 4);
+        QCOMPARE(got[0], 1.0f);
+        QCOMPARE(got[1], -3.140625f); // sign 1, exponent 128, mantissa 0x49 << 16
+        QCOMPARE(got[2], 0.0f);
+        QVERIFY(std::isinf(got[3]));
+    }
+
+    void f32IsCopied() {
+        const std::vector<float> values{1.5f, -2.25f, 3e-7f};
+        std::string bytes(reinterpret_cast<const char*>(values.data()), 12);
+        QCOMPARE(dequantize(GgmlType::F32, bytes, 3), values);
+    }
+
+    void q8_0() {
+        std::mt19937 rng(1);
+        const double d[] = {0.5, -0.0078125};
+        std::string blocks;
+        std::vector<double> expected;
+        for (double scale : d) {
+            const auto q = random_ints(rng, 32, -128, 127);
+            put16(blocks, f16_bits(scale));
+            for (int v : q) {
+                blocks += static_cast<char>(static_cast<std::int8_t>(v));
+                expected.push_back(v * scale);
+            }
+        }
+        compare(dequantize(GgmlType::Q8_0, blocks, 64), expected);
+    }
+
+    // 4-bit quants: byte j holds value j in its low nibble and value j+16 in
+    // its high nibble; value = (q - 8) * d.
+    void q4_0() {
+        std::mt19937 rng(2);
+        const double d[] = {0.25, 3.0};
+        std::string blocks;
+        std::vector<double> expected;
+        for (double scale : d) {
+            const auto q = random_ints(rng, 32, 0, 15);
+            put16(blocks, f16_bits(scale));
+            for (int j = 0; j < 16; ++j)
+                blocks += static_cast<char>(q[j] | (q[j + 16] << 4));
+            for (int v : q)
+                expected.push_back((v - 8) * scale);
+        }
+        compare(dequantize(GgmlType::Q4_0, blocks, 64), expected);
+    }
+
+    // 5-bit quants: low 4 bits as in Q4_0, the fifth bit of value i is bit i
+    // of the little-endian u32 before them; value = (q - 16) * d.
+    void q5_0() {
+        std::mt19937 rng(3);
+        const double d[] = {0.125, -1.5};
+        std::string blocks;
+        std::vector<double> expected;
+        for (double scale : d) {
+            const auto q = random_ints(rng, 32, 0, 31);
+            put16(blocks, f16_bits(scale));
+            std::uint32_t high = 0;
+            for (int i = 0; i < 32; ++i)
+                high |= static_cast<std::uint32_t>(q[i] >> 4) << i;
+            for (int b = 0; b < 4; ++b)
+                blocks += static_cast<char>((high >> (8 * b)) & 0xFF);
+            for (int j = 0; j < 16; ++j)
+                blocks += static_cast<char>((q[j] & 15) | ((q[j + 16] & 15) << 4));
+            for (int v : q)
+                expected.push_back((v - 16) * scale);
+        }
+        compare(dequantize(GgmlType::Q5_0, blocks, 64), expected);
+    }
+
+    // Q4_K: value i is in sub-block s = i/32 and equals
+    // d * scale[s] * q - dmin * min[s]. Within each 64-value chunk c, the
+    // first 32 values are the low nibbles of qs[32c .. 32c+31], the next 32
+    // the high nibbles.
+    void q4_k() { k_quant(GgmlType::Q4_K, 4); }
+
+    // Q5_K: as Q4_K, plus a fifth bit: for value i in chunk c at position l
+    // (i % 32), bit 2c (first half of the chunk) or 2c+1 (second half) of
+    // qh[l].
+    void q5_k() { k_quant(GgmlType::Q5_K, 5); }
+
+    // Q6_K: value i = d * scales[i/16] * (q - 32). In half h (128 values),
+    // quarter k (32 values) at position l: low 4 bits from
+    // ql[64h + l + 32*(k%2)], low nibble for k < 2, high nibble otherwise;
+    // high 2 bits are bits 2k..2k+1 of qh[32h + l].
+    void q6_k() {
+        std::mt19937 rng(6);
+        const double d[] = {0.0009765625, -0.5};
+        std::string blocks;
+        std::vector<double> expected;
+        for (double scale : d) {
+            const auto q = random_ints(rng, 256, 0, 63);
+            const auto sc = random_ints(rng, 16, -128, 127);
+            std::string ql(128, '\0'), qh(64, '\0');
+            for (int i = 0; i < 256; ++i) {
+                const int h = i / 128, k = (i % 128) / 32, l = i % 32;
+                const int low_byte = 64 * h + l + 32 * (k % 2);
+                const int low_shift = k < 2 ? 0 : 4;
+                ql[low_byte] = static_cast<char>(ql[low_byte] | ((q[i] & 15) << low_shift));
+                qh[32 * h + l] = static_cast<char>(qh[32 * h + l] | ((q[i] >> 4) << (2 * k)));
+                expected.push_back(scale * sc[i / 16] * (q[i] - 32));
+            }
+            blocks += ql + qh;
+            for (int s : sc)
+                blocks += static_cast<char>(static_cast<std::int8_t>(s));
+            put16(blocks, f16_bits(scale));
+        }
+        QCOMPARE(blocks.size(), 2u * 210u);
+        compare(dequantize(GgmlType::Q6_K, blocks, 512), expected);
+    }
+
+    void rejectsUnsupportedTypeAndPartialBlocks() {
+        std::vector<float> out(64);
+        const std::string zeros(1000, '\0');
+        QVERIFY_THROWS_EXCEPTION(kvscope::Error,
+                                 kvscope::dequantize_row(GgmlType::Q4_1, zeros.data(), out.data(), 32));
+        QVERIFY_THROWS_EXCEPTION(kvscope::Error,
+                                 kvscope::dequantize_row(GgmlType::Q8_0, zeros.data(), out.data(), 40));
+    }
+
+private:
+    // Two super-blocks with random quants, scales and mins; all 6-bit scale
+    // and min values including those above 15 (which need the top bits).
+    static void k_quant(GgmlType type, int bits) {
+        std::mt19937 rng(bits);
+        const double d[][2] = {{0.015625, 0.0078125}, {-0.5, 0.25}};
+        std::string blocks;
+        std::vector<double> expected;
+        for (const auto& [scale, min_scale] : d) {
+            const auto q = random_ints(rng, 256, 0, (1 << bits) - 1);
+            auto sc = random_ints(rng, 8, 0, 63);
+            auto mn = random_ints(rng, 8, 0, 63);
+            sc[7] = 63;
+            mn[4] = 48; // top bits set, low bits clear
+            put16(blocks, f16_bits(scale));
+            put16(blocks, f16_bits(min_scale));
+            blocks += pack_k_scales(sc, mn);
+            std::string qh(32, '\0'), qs(128, '\0');
+            for (int i = 0; i < 256; ++i) {
+                const int c = i / 64, l = i % 32, second_half = (i % 64) / 32;
+                qs[32 * c + l] = static_cast<char>(qs[32 * c + l] | ((q[i] & 15) << (4 * second_half)));
+                qh[l] = static_cast<char>(qh[l] | ((q[i] >> 4) << (2 * c + second_half)));
+                expected.push_back(scale * sc[i / 32] * q[i] - min_scale * mn[i / 32]);
+            }
+            if (bits == 5)
+                blocks += qh;
+            blocks += qs;
+        }
+        QCOMPARE(blocks.size(), 2u * kvscope::traits(type).block_bytes);
+        compare(dequantize(type, blocks, 512), expected);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestQuantBlocks)
+#include "test_quant_blocks.moc"
