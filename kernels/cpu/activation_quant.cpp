@@ -1,0 +1,65 @@
+#include "kernels/cpu/activation_quant.h"
+
+#include <cmath>
+
+namespace kvscope::kernels::cpu::detail {
+namespace {
+
+// Rounds to the nearest integer, ties to even, for |v| <= 2^22: adding and
+// subtracting 1.5 * 2^23 leaves no fraction bits, so the FPU's own
+// round-to-nearest-even does the work, inline, where std::nearbyint is a
+// library call on baseline x86-64. (Not folded away without -ffast-math.)
+float round_even(float v) {
+    constexpr float magic = 12582912.0f;
+    return (v + magic) - magic;
+}
+
+// Quantizes n values to int8 with one scale; returns the scale.
+float quantize_block_scalar(const float* x, std::size_t n, std::int8_t* q) {
+    float amax = 0.0f;
+    for (std::size_t i = 0; i < n; ++i) {
+        const float a = std::fabs(x[i]);
+        amax = a > amax ? a : amax;
+    }
+    const float d = amax / 127.0f;
+    const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+    for (std::size_t i = 0; i < n; ++i) {
+        float v = x[i] * inverse;
+        // The comparisons also send NaN to -127, keeping the cast defined.
+        v = v >= -127.0f ? v : -127.0f;
+        v = v <= 127.0f ? v : 127.0f;
+        q[i] = static_cast<std::int8_t>(round_even(v));
+    }
+    return d;
+}
+
+float quantize_block(const float* x, std::size_t n, std::int8_t* q, std::int16_t* sums16,
+                     SimdPath path) {
+#if defined(KVSCOPE_KERNELS_AVX2)
+    if (path == SimdPath::Avx2)
+        return quantize_block_avx2(x, n, q, sums16);
+#endif
+    (void)path;
+    const float d = quantize_block_scalar(x, n, q);
+    for (std::size_t j = 0; sums16 != nullptr && j < n / 16; ++j) {
+        int sum = 0;
+        for (std::size_t i = 0; i < 16; ++i)
+            sum += q[16 * j + i];
+        sums16[j] = static_cast<std::int16_t>(sum);
+    }
+    return d;
+}
+
+} // namespace
+
+void quantize_act32(const float* x, std::size_t n, ActBlock32* out, SimdPath path) {
+    for (std::size_t b = 0; b < n / kActBlockValues; ++b, x += kActBlockValues)
+        out[b].d = quantize_block(x, kActBlockValues, out[b].qs, nullptr, path);
+}
+
+void quantize_act256(const float* x, std::size_t n, ActBlock256* out, SimdPath path) {
+    for (std::size_t b = 0; b < n / kActSuperValues; ++b, x += kActSuperValues)
+        out[b].d = quantize_block(x, kActSuperValues, out[b].qs, out[b].bsums, path);
+}
+
+} // namespace kvscope::kernels::cpu::detail

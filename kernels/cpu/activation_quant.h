@@ -1,0 +1,45 @@
+// Internal to matmul: the activation vector quantized once per call to
+// 8-bit blocks, so that dot products with quantized weights run on
+// integers (as llama.cpp's Q8_0 / Q8_K activations do). Per block:
+// d = max|x| / 127, q = round(x / d); the rounding error is at most d / 2
+// per value.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/simd_path.h"
+
+namespace kvscope::kernels::cpu::detail {
+
+inline constexpr std::size_t kActBlockValues = 32;
+inline constexpr std::size_t kActSuperValues = 256;
+
+// Paired with Q8_0, Q4_0 and Q5_0 weights (blocks of 32).
+struct ActBlock32 {
+    float d;
+    std::int8_t qs[kActBlockValues];
+};
+
+// Paired with the K-quants (super-blocks of 256). bsums[j] is the sum of
+// qs[16j .. 16j+15], for the weights' per-sub-block offsets (mins, -32).
+struct ActBlock256 {
+    float d;
+    std::int8_t qs[kActSuperValues];
+    std::int16_t bsums[kActSuperValues / 16];
+};
+
+// n is a multiple of the block size (the caller checks). Both paths give
+// identical blocks: the scale comes from the same float operations and the
+// rounding is to nearest even either way.
+void quantize_act32(const float* x, std::size_t n, ActBlock32* out, SimdPath path);
+void quantize_act256(const float* x, std::size_t n, ActBlock256* out, SimdPath path);
+
+#if defined(KVSCOPE_KERNELS_AVX2)
+// One block of n values (a multiple of 32) -> codes q, returning the scale;
+// when sums16 is not null, also the sums of each 16 consecutive codes.
+// Defined in matmul_avx2.cpp.
+float quantize_block_avx2(const float* x, std::size_t n, std::int8_t* q, std::int16_t* sums16);
+#endif
+
+} // namespace kvscope::kernels::cpu::detail

@@ -1,0 +1,142 @@
+#include "kernels/cpu/matmul.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/activation_quant.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/parallel_for.h"
+#include "kernels/cpu/row_dot.h"
+
+namespace kvscope::kernels::cpu {
+namespace detail {
+
+ActFormat act_format(WeightType type) {
+    switch (type) {
+    case WeightType::Q8_0:
+    case WeightType::Q4_0:
+    case WeightType::Q5_0: return ActFormat::Q8x32;
+    case WeightType::Q4_K:
+    case WeightType::Q5_K:
+    case WeightType::Q6_K: return ActFormat::Q8x256;
+    default: return ActFormat::F32;
+    }
+}
+
+std::size_t act_row_bytes(WeightType type, std::size_t cols) {
+    switch (act_format(type)) {
+    case ActFormat::Q8x32: return cols / kActBlockValues * sizeof(ActBlock32);
+    case ActFormat::Q8x256: return cols / kActSuperValues * sizeof(ActBlock256);
+    case ActFormat::F32: break;
+    }
+    return cols * sizeof(float);
+}
+
+RowDot row_dot(WeightType type, SimdPath path) {
+#if defined(KVSCOPE_KERNELS_AVX2)
+    if (path == SimdPath::Avx2)
+        return avx2_row_dot(type);
+#endif
+    (void)path;
+    return scalar_row_dot(type);
+}
+
+} // namespace detail
+
+namespace {
+
+using detail::ActFormat;
+
+// Below this many weight bytes a call is over before threads would pay off.
+constexpr std::size_t kParallelMinBytes = 64 * 1024;
+// Below this many activation values quantizing them is quicker on one thread.
+constexpr std::size_t kParallelMinActivations = 32 * 1024;
+// Rows and inputs per matmul tile: about this many bytes each, so a tile
+// of weights and its activations both stay in L2.
+constexpr std::size_t kTileBytes = 64 * 1024;
+
+void check_args(const void* W, const float* X, const float* Y) {
+    if (W == nullptr || X == nullptr || Y == nullptr)
+        throw std::invalid_argument("matmul: null weight, input or output pointer");
+}
+
+// The activations in the form the weight type's dot product reads. For
+// float formats that is X itself; quantized rows go into `storage`.
+const std::byte* prepare_activations(WeightType type, const float* X, std::size_t n,
+                                     std::size_t cols, SimdPath path,
+                                     std::vector<std::byte>& storage) {
+    const ActFormat format = detail::act_format(type);
+    if (format == ActFormat::F32)
+        return reinterpret_cast<const std::byte*>(X);
+    const std::size_t row_bytes = detail::act_row_bytes(type, cols);
+    storage.resize(n * row_bytes);
+    std::byte* out = storage.data();
+    const int threads = n * cols >= kParallelMinActivations ? num_threads() : 1;
+    detail::parallel_for(n, threads, [&](std::size_t i, int) {
+        if (format == ActFormat::Q8x32)
+            detail::quantize_act32(X + i * cols, cols,
+                                   reinterpret_cast<detail::ActBlock32*>(out + i * row_bytes), path);
+        else
+            detail::quantize_act256(X + i * cols, cols,
+                                    reinterpret_cast<detail::ActBlock256*>(out + i * row_bytes), path);
+    });
+    return out;
+}
+
+// Reused across calls by the calling thread: no allocation per token.
+std::vector<std::byte>& activation_storage() {
+    thread_local std::vector<std::byte> storage;
+    return storage;
+}
+
+} // namespace
+
+void matvec(WeightType type, const void* W, std::size_t rows, std::size_t cols, const float* x,
+            float* y) {
+    const std::size_t w_row_bytes = weight_row_bytes(type, cols);
+    if (rows == 0 || cols == 0)
+        return;
+    check_args(W, x, y);
+    const SimdPath path = simd_path();
+    const std::byte* act = prepare_activations(type, x, 1, cols, path, activation_storage());
+    const detail::RowDot dot = detail::row_dot(type, path);
+    const auto* w = static_cast<const std::byte*>(W);
+    const int threads = rows * w_row_bytes >= kParallelMinBytes ? num_threads() : 1;
+    detail::parallel_for(rows, threads, [&](std::size_t r, int) {
+        y[r] = dot(w + r * w_row_bytes, act, cols);
+    });
+}
+
+void matmul(WeightType type, const void* W, std::size_t rows, std::size_t cols, const float* X,
+            std::size_t n, float* Y) {
+    const std::size_t w_row_bytes = weight_row_bytes(type, cols);
+    if (rows == 0 || cols == 0 || n == 0)
+        return;
+    check_args(W, X, Y);
+    const SimdPath path = simd_path();
+    const std::byte* act = prepare_activations(type, X, n, cols, path, activation_storage());
+    const std::size_t a_row_bytes = detail::act_row_bytes(type, cols);
+    const detail::RowDot dot = detail::row_dot(type, path);
+    const auto* w = static_cast<const std::byte*>(W);
+
+    // Tiles of rows x inputs, row-tile major: threads taking neighbouring
+    // tiles share the weight tile in the last-level cache.
+    const std::size_t tile_rows = std::clamp<std::size_t>(kTileBytes / w_row_bytes, 1, rows);
+    const std::size_t tile_inputs = std::clamp<std::size_t>(kTileBytes / a_row_bytes, 1, n);
+    const std::size_t input_tiles = (n + tile_inputs - 1) / tile_inputs;
+    const std::size_t tiles = (rows + tile_rows - 1) / tile_rows * input_tiles;
+    const int threads = n * rows * w_row_bytes >= kParallelMinBytes ? num_threads() : 1;
+    detail::parallel_for(tiles, threads, [&](std::size_t t, int) {
+        const std::size_t r0 = t / input_tiles * tile_rows;
+        const std::size_t r1 = std::min(rows, r0 + tile_rows);
+        const std::size_t i0 = t % input_tiles * tile_inputs;
+        const std::size_t i1 = std::min(n, i0 + tile_inputs);
+        for (std::size_t r = r0; r < r1; ++r)
+            for (std::size_t i = i0; i < i1; ++i)
+                Y[i * rows + r] = dot(w + r * w_row_bytes, act + i * a_row_bytes, cols);
+    });
+}
+
+} // namespace kvscope::kernels::cpu

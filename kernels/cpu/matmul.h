@@ -1,0 +1,40 @@
+// Matrix-vector and matrix-matrix products with weights in any supported
+// ggml format. Weights stay in their file format: quantized blocks are
+// decoded on the fly, never expanded into a float copy.
+//
+// W is `rows` rows of `cols` values, row-major, each row a whole number of
+// the type's blocks (weight_row_bytes), no alignment needed: exactly how a
+// GGUF tensor with ggml dims [cols, rows] lies in the file.
+//
+// For the quantized types (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K) the
+// activations are first quantized to 8 bits per value with one float scale
+// per block of 32 (per 256 for the K-quants), as llama.cpp does, and the
+// products run in integers. That adds an error of at most
+// max|x over the block| / 254 per activation value, small next to the
+// weights' own quantization error. F32/F16/BF16 weights multiply float
+// activations directly. Results accumulate in float.
+//
+// Threads: rows are split across num_threads() (parallel.h). SIMD: the
+// AVX2 path when simd_path() says so (simd_path.h), else portable code.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/cpu/weight_type.h"
+
+namespace kvscope::kernels::cpu {
+
+// y[r] = dot(W row r, x) for r < rows. x has cols values, y rows values.
+// Throws std::invalid_argument when cols is not a whole number of blocks
+// or a pointer is null.
+void matvec(WeightType type, const void* W, std::size_t rows, std::size_t cols, const float* x,
+            float* y);
+
+// Y[i][r] = dot(W row r, X[i]) for i < n, r < rows. X is n x cols and Y is
+// n x rows, both row-major. Each weight row is reused across a tile of
+// inputs while it sits in cache, so prefill is bound by arithmetic rather
+// than memory. Same errors as matvec.
+void matmul(WeightType type, const void* W, std::size_t rows, std::size_t cols, const float* X,
+            std::size_t n, float* Y);
+
+} // namespace kvscope::kernels::cpu

@@ -1,0 +1,297 @@
+// The element-wise kernels against their formulas evaluated in double:
+// RMSNorm, RoPE (both pairings), softmax, SiLU-gated product, and the
+// float -> f16 rounding used for f16 KV storage (against the compiler's
+// _Float16 and, where present, F16C).
+#include <QTest>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "kernel_test_support.h"
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/float16.h"
+#include "kernels/cpu/float16_encode.h"
+#include "kernels/cpu/kv_write.h"
+#include "kernels/cpu/norm.h"
+#include "kernels/cpu/rope.h"
+
+using namespace kvscope::kernels::cpu;
+
+Q_DECLARE_METATYPE(kvscope::kernels::cpu::RopeStyle)
+
+namespace {
+
+std::vector<float> random_vector(std::size_t n, float scale, std::mt19937& rng) {
+    std::uniform_real_distribution<float> uniform(-scale, scale);
+    std::vector<float> v(n);
+    for (float& x : v)
+        x = uniform(rng);
+    return v;
+}
+
+void expect_close(double got, double expected, double tolerance, const char* what, std::size_t i) {
+    if (!(std::fabs(got - expected) <= tolerance))
+        QFAIL(qPrintable(QStringLiteral("%1[%2]: got %3, expected %4 +- %5")
+                             .arg(what).arg(i).arg(got, 0, 'g', 9).arg(expected, 0, 'g', 9)
+                             .arg(tolerance, 0, 'g', 3)));
+}
+
+float from_bits(std::uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+// The pair rope rotates for dimension pair i of a head.
+std::pair<std::size_t, std::size_t> rope_pair(RopeStyle style, std::size_t i, std::size_t rot_dim) {
+    return style == RopeStyle::AdjacentPairs ? std::pair{2 * i, 2 * i + 1}
+                                             : std::pair{i, i + rot_dim / 2};
+}
+
+// Stores values through write_kv's f16 path, for the SIMD path in use, and
+// returns the bits. Rows of 11 values cover both the 8-wide and the
+// one-at-a-time code.
+std::vector<std::uint16_t> stored_f16(const std::vector<float>& values) {
+    constexpr std::uint32_t dim = 11;
+    std::vector<float> padded = values;
+    padded.resize((values.size() + dim - 1) / dim * dim);
+    std::vector<std::byte> pool(2 * 2 * dim);
+    PagedKv kv;
+    kv.pool = pool.data();
+    kv.n_blocks = 1;
+    kv.bytes_per_block = pool.size();
+    kv.k_offset = 0;
+    kv.v_offset = 2 * dim;
+    kv.slot_stride = 2 * dim;
+    kv.block_size = 1;
+    kv.elem = KvElem::F16;
+    kv.n_kv_heads = 1;
+    kv.head_dim = dim;
+    std::vector<std::uint16_t> bits(padded.size());
+    for (std::size_t i = 0; i < padded.size(); i += dim) {
+        write_kv(kv, 0, 0, padded.data() + i, padded.data() + i);
+        std::memcpy(bits.data() + i, pool.data(), 2 * dim);
+    }
+    bits.resize(values.size());
+    return bits;
+}
+
+} // namespace
+
+class TestKernelOps : public QObject {
+    Q_OBJECT
+private slots:
+    void rms_norm_matches_formula();
+    void rope_matches_formula_data();
+    void rope_matches_formula();
+    void rope_at_position_zero_is_identity();
+    void rope_rejects_bad_rot_dim();
+    void softmax_sums_to_one_and_matches_formula();
+    void softmax_is_stable_for_large_inputs();
+    void silu_mul_matches_formula();
+    void f16_rounding_matches_compiler();
+    void f16_rounding_edge_cases();
+};
+
+void TestKernelOps::rms_norm_matches_formula() {
+    std::mt19937 rng(1);
+    for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{768}, std::size_t{4096}}) {
+        const std::vector<float> x = random_vector(n, 3.0f, rng);
+        const std::vector<float> weight = random_vector(n, 2.0f, rng);
+        const float eps = 1e-5f;
+        std::vector<float> out(n);
+        rms_norm(x.data(), weight.data(), n, eps, out.data());
+        double squares = 0.0;
+        for (const float v : x)
+            squares += static_cast<double>(v) * v;
+        const double scale = 1.0 / std::sqrt(squares / static_cast<double>(n) + eps);
+        for (std::size_t i = 0; i < n; ++i) {
+            const double expected = x[i] * scale * weight[i];
+            expect_close(out[i], expected, 4e-7 * std::fabs(expected) + 1e-12, "rms_norm", i);
+        }
+        // In place gives the same.
+        std::vector<float> in_place = x;
+        rms_norm(in_place.data(), weight.data(), n, eps, in_place.data());
+        QCOMPARE(in_place, out);
+    }
+}
+
+void TestKernelOps::rope_matches_formula_data() {
+    QTest::addColumn<RopeStyle>("style");
+    QTest::addColumn<int>("head_dim");
+    QTest::addColumn<int>("rot_dim");
+    QTest::addColumn<int>("position");
+    QTest::addColumn<float>("theta");
+    QTest::newRow("llama 64") << RopeStyle::AdjacentPairs << 64 << 64 << 17 << 10000.0f;
+    QTest::newRow("llama 128 far") << RopeStyle::AdjacentPairs << 128 << 128 << 30000 << 500000.0f;
+    QTest::newRow("neox 64") << RopeStyle::Halves << 64 << 64 << 17 << 10000.0f;
+    QTest::newRow("neox 128 far") << RopeStyle::Halves << 128 << 128 << 30000 << 1000000.0f;
+    QTest::newRow("neox partial") << RopeStyle::Halves << 80 << 32 << 123 << 10000.0f;
+    QTest::newRow("llama partial") << RopeStyle::AdjacentPairs << 64 << 16 << 5 << 10000.0f;
+}
+
+void TestKernelOps::rope_matches_formula() {
+    QFETCH(RopeStyle, style);
+    QFETCH(int, head_dim);
+    QFETCH(int, rot_dim);
+    QFETCH(int, position);
+    QFETCH(float, theta);
+    std::mt19937 rng(2);
+    const std::size_t heads = 3;
+    const auto dim = static_cast<std::size_t>(head_dim);
+    const auto rot = static_cast<std::size_t>(rot_dim);
+    const std::vector<float> x = random_vector(heads * dim, 1.0f, rng);
+    std::vector<float> y = x;
+    rope(y.data(), heads, dim, rot, static_cast<std::uint32_t>(position), theta, style);
+
+    std::vector<double> expected(x.begin(), x.end());
+    for (std::size_t h = 0; h < heads; ++h)
+        for (std::size_t i = 0; i < rot / 2; ++i) {
+            const double angle = position * std::pow(static_cast<double>(theta),
+                                                     -2.0 * static_cast<double>(i) / static_cast<double>(rot));
+            const auto [a, b] = rope_pair(style, i, rot);
+            const double xa = x[h * dim + a];
+            const double xb = x[h * dim + b];
+            expected[h * dim + a] = xa * std::cos(angle) - xb * std::sin(angle);
+            expected[h * dim + b] = xa * std::sin(angle) + xb * std::cos(angle);
+        }
+    // cos and sin are rounded to float, then two products and a sum: a few
+    // float ulps of the inputs' size (|x| <= 1).
+    for (std::size_t i = 0; i < y.size(); ++i)
+        expect_close(y[i], expected[i], 4e-7, "rope", i);
+    // Dimensions past rot_dim are untouched.
+    for (std::size_t h = 0; h < heads; ++h)
+        for (std::size_t d = rot; d < dim; ++d)
+            QCOMPARE(y[h * dim + d], x[h * dim + d]);
+}
+
+void TestKernelOps::rope_at_position_zero_is_identity() {
+    std::mt19937 rng(3);
+    const std::vector<float> x = random_vector(4 * 64, 5.0f, rng);
+    for (const RopeStyle style : {RopeStyle::AdjacentPairs, RopeStyle::Halves}) {
+        std::vector<float> y = x;
+        rope(y.data(), 4, 64, 64, 0, 10000.0f, style);
+        QCOMPARE(y, x);
+    }
+}
+
+void TestKernelOps::rope_rejects_bad_rot_dim() {
+    std::vector<float> x(64);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             rope(x.data(), 1, 64, 65, 1, 10000.0f, RopeStyle::Halves));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             rope(x.data(), 1, 32, 64, 1, 10000.0f, RopeStyle::Halves));
+}
+
+void TestKernelOps::softmax_sums_to_one_and_matches_formula() {
+    std::mt19937 rng(4);
+    for (const std::size_t n : {std::size_t{1}, std::size_t{10}, std::size_t{32000}}) {
+        const std::vector<float> x = random_vector(n, 10.0f, rng);
+        std::vector<float> y = x;
+        softmax(y.data(), n);
+        double total = 0.0;
+        for (const float v : x)
+            total += std::exp(static_cast<double>(v));
+        double sum = 0.0;
+        // x - max is rounded to half a float ulp of up to 20 (1e-6), which
+        // exp turns into a relative error of that size.
+        for (std::size_t i = 0; i < n; ++i) {
+            const double expected = std::exp(static_cast<double>(x[i])) / total;
+            expect_close(y[i], expected, 4e-6 * expected, "softmax", i);
+            sum += y[i];
+        }
+        expect_close(sum, 1.0, 1e-5, "softmax sum", 0);
+    }
+}
+
+void TestKernelOps::softmax_is_stable_for_large_inputs() {
+    // exp(1000) overflows float (and double): only max-subtraction works.
+    std::vector<float> x{1000.0f, 999.0f, 998.0f, -std::numeric_limits<float>::infinity(), -1000.0f};
+    softmax(x.data(), x.size());
+    const double e1 = std::exp(-1.0), e2 = std::exp(-2.0);
+    const double total = 1.0 + e1 + e2;
+    expect_close(x[0], 1.0 / total, 1e-7, "softmax", 0);
+    expect_close(x[1], e1 / total, 1e-7, "softmax", 1);
+    expect_close(x[2], e2 / total, 1e-7, "softmax", 2);
+    QCOMPARE(x[3], 0.0f); // masked
+    QCOMPARE(x[4], 0.0f); // exp(-2000) underflows
+}
+
+void TestKernelOps::silu_mul_matches_formula() {
+    std::mt19937 rng(5);
+    std::vector<float> gate = random_vector(1000, 12.0f, rng);
+    gate.push_back(-200.0f); // exp(200) overflows float: must give -0, not NaN
+    gate.push_back(200.0f);
+    const std::vector<float> up = random_vector(gate.size(), 3.0f, rng);
+    std::vector<float> out(gate.size());
+    silu_mul(gate.data(), up.data(), out.data(), gate.size());
+    for (std::size_t i = 0; i < gate.size(); ++i) {
+        const double g = gate[i];
+        const double expected = g / (1.0 + std::exp(-g)) * up[i];
+        expect_close(out[i], expected, 1e-6 * std::fabs(expected) + 1e-30, "silu_mul", i);
+    }
+}
+
+void TestKernelOps::f16_rounding_matches_compiler() {
+    // Every f16 value, every midpoint between neighbours (ties to even) and
+    // its float neighbours, then random floats over the whole range.
+    std::vector<float> inputs;
+    for (std::uint32_t h = 0; h < 0x7C00; ++h) {
+        const float lo = f16_to_f32(static_cast<std::uint16_t>(h));
+        const float hi = f16_to_f32(static_cast<std::uint16_t>(h + 1));
+        const float mid = lo + (hi - lo) / 2; // exact in float
+        for (const float v : {lo, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e9f)}) {
+            inputs.push_back(v);
+            inputs.push_back(-v);
+        }
+    }
+    std::mt19937 rng(6);
+    for (int i = 0; i < 200000; ++i)
+        inputs.push_back(from_bits(static_cast<std::uint32_t>(rng()) & 0xBFFFFFFFu)); // |x| < 2 mostly
+    for (int i = 0; i < 200000; ++i)
+        inputs.push_back(from_bits(static_cast<std::uint32_t>(rng())));
+    for (const float v : inputs) {
+        if (std::isnan(v))
+            continue;
+        const std::uint16_t expected = kernel_test::f16_bits(v);
+        if (f32_to_f16(v) != expected)
+            QFAIL(qPrintable(QStringLiteral("%1: got %2, expected %3").arg(static_cast<double>(v), 0, 'g', 9)
+                                 .arg(f32_to_f16(v), 4, 16).arg(expected, 4, 16)));
+    }
+    // write_kv's f16 path (F16C under AVX2) rounds the same way.
+    for (const SimdPath path : kernel_test::available_paths()) {
+        kernel_test::PathScope scope(path);
+        const std::vector<std::uint16_t> stored = stored_f16(inputs);
+        for (std::size_t i = 0; i < inputs.size(); ++i)
+            if (!std::isnan(inputs[i]) && stored[i] != kernel_test::f16_bits(inputs[i]))
+                QFAIL(qPrintable(QStringLiteral("%1 path, %2: stored %3, expected %4")
+                                     .arg(to_string(path)).arg(static_cast<double>(inputs[i]), 0, 'g', 9)
+                                     .arg(stored[i], 4, 16).arg(kernel_test::f16_bits(inputs[i]), 4, 16)));
+    }
+}
+
+void TestKernelOps::f16_rounding_edge_cases() {
+    const float inf = std::numeric_limits<float>::infinity();
+    QCOMPARE(f32_to_f16(0.0f), std::uint16_t{0x0000});
+    QCOMPARE(f32_to_f16(-0.0f), std::uint16_t{0x8000});
+    QCOMPARE(f32_to_f16(65504.0f), std::uint16_t{0x7BFF});
+    QCOMPARE(f32_to_f16(65519.996f), std::uint16_t{0x7BFF}); // just below the midpoint
+    QCOMPARE(f32_to_f16(65520.0f), std::uint16_t{0x7C00});   // the midpoint ties to "even" inf
+    QCOMPARE(f32_to_f16(1e10f), std::uint16_t{0x7C00});
+    QCOMPARE(f32_to_f16(-inf), std::uint16_t{0xFC00});
+    QCOMPARE(f32_to_f16(std::ldexp(1.0f, -24)), std::uint16_t{0x0001}); // smallest subnormal
+    QCOMPARE(f32_to_f16(std::ldexp(1.0f, -25)), std::uint16_t{0x0000}); // half of it ties to 0
+    QCOMPARE(f32_to_f16(std::ldexp(1.5f, -25)), std::uint16_t{0x0001});
+    QCOMPARE(f32_to_f16(std::ldexp(1.0f, -14)), std::uint16_t{0x0400}); // smallest normal
+    const std::uint16_t nan = f32_to_f16(std::numeric_limits<float>::quiet_NaN());
+    QVERIFY((nan & 0x7C00) == 0x7C00 && (nan & 0x03FF) != 0);
+    QCOMPARE(f32_to_f16(from_bits(0x7F800001u)) & 0x7E00, 0x7E00); // signalling NaN is quieted
+}
+
+QTEST_APPLESS_MAIN(TestKernelOps)
+#include "test_kernel_ops.moc"

@@ -1,0 +1,431 @@
+// matvec / matmul for every weight type against a double-precision dot
+// product of the weights as quant_blocks dequantizes them (tested on its
+// own in tests/model/test_quant_blocks.cpp), on both SIMD paths and with
+// one and two threads.
+//
+// Tolerances, per output value, from the two error sources:
+//  - activation quantization (quantized weight types only): each x_j is
+//    rounded to a multiple of d = max|x over its block| / 127, an error of
+//    at most d / 2, so |error| <= sum_j |w_j| * d_j / 2;
+//  - float accumulation: the kernels sum at most cols/4 + 8 terms per
+//    partial sum (plus the products' and the final additions' roundings),
+//    so |error| <= (cols/4 + 8) * 2^-23 * sum_j |w_j x_j|, the textbook
+//    worst case with a factor 2 to spare.
+// A test with activations that are exactly representable in 8 bits drops
+// the first term, so any slip in decoding the weights' bits shows.
+#include <QTest>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "kernel_test_support.h"
+#include "kernels/cpu/activation_quant.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/quant_blocks.h"
+
+using namespace kvscope::kernels::cpu;
+using kernel_test::PathScope;
+
+Q_DECLARE_METATYPE(kvscope::kernels::cpu::WeightType)
+
+namespace {
+
+constexpr WeightType kAllTypes[] = {WeightType::F32,  WeightType::F16,  WeightType::BF16,
+                                    WeightType::Q8_0, WeightType::Q4_0, WeightType::Q5_0,
+                                    WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K};
+
+// Values per activation block for the quantized types, 0 for float types.
+std::size_t act_block(WeightType type) {
+    switch (type) {
+    case WeightType::Q8_0:
+    case WeightType::Q4_0:
+    case WeightType::Q5_0: return 32;
+    case WeightType::Q4_K:
+    case WeightType::Q5_K:
+    case WeightType::Q6_K: return 256;
+    default: return 0;
+    }
+}
+
+void dequantize(WeightType type, const std::byte* row, float* out, std::size_t cols) {
+    switch (type) {
+    case WeightType::F32: std::memcpy(out, row, cols * 4); return;
+    case WeightType::F16: dequantize_row_f16(row, out, cols); return;
+    case WeightType::BF16: dequantize_row_bf16(row, out, cols); return;
+    case WeightType::Q8_0: dequantize_row_q8_0(row, out, cols); return;
+    case WeightType::Q4_0: dequantize_row_q4_0(row, out, cols); return;
+    case WeightType::Q5_0: dequantize_row_q5_0(row, out, cols); return;
+    case WeightType::Q4_K: dequantize_row_q4_k(row, out, cols); return;
+    case WeightType::Q5_K: dequantize_row_q5_k(row, out, cols); return;
+    case WeightType::Q6_K: dequantize_row_q6_k(row, out, cols); return;
+    }
+}
+
+// A positive f16 scale between 2^-8 and 2^-5 with a random mantissa.
+std::uint16_t random_scale(std::mt19937& rng) {
+    const auto exponent = static_cast<std::uint16_t>(std::uniform_int_distribution<int>(7, 9)(rng));
+    const auto mantissa = static_cast<std::uint16_t>(rng() & 0x3FF);
+    return static_cast<std::uint16_t>((exponent << 10) | mantissa);
+}
+
+void put_u16(std::byte* at, std::uint16_t value) { std::memcpy(at, &value, 2); }
+
+struct Matrix {
+    WeightType type;
+    std::size_t rows;
+    std::size_t cols;
+    std::vector<std::byte> bytes;
+    std::vector<float> values; // dequantized, rows x cols
+};
+
+// Random weights: random codes everywhere, then sane scales (random bytes
+// there could be NaN or huge) and, for float types, finite values.
+Matrix random_matrix(WeightType type, std::size_t rows, std::size_t cols, std::mt19937& rng) {
+    Matrix m{type, rows, cols, {}, {}};
+    const std::size_t row_bytes = weight_row_bytes(type, cols);
+    m.bytes.resize(rows * row_bytes);
+    for (std::byte& b : m.bytes)
+        b = static_cast<std::byte>(rng());
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    const std::size_t blocks = m.bytes.size() / block_bytes(type);
+    for (std::size_t b = 0; b < blocks; ++b) {
+        std::byte* block = m.bytes.data() + b * block_bytes(type);
+        switch (type) {
+        case WeightType::F32: {
+            const float v = uniform(rng);
+            std::memcpy(block, &v, 4);
+            break;
+        }
+        case WeightType::F16: put_u16(block, kernel_test::f16_bits(uniform(rng))); break;
+        case WeightType::BF16: {
+            const float v = uniform(rng);
+            std::uint32_t bits;
+            std::memcpy(&bits, &v, 4);
+            put_u16(block, static_cast<std::uint16_t>(bits >> 16));
+            break;
+        }
+        case WeightType::Q8_0:
+        case WeightType::Q4_0:
+        case WeightType::Q5_0: put_u16(block, random_scale(rng)); break;
+        case WeightType::Q4_K:
+        case WeightType::Q5_K:
+            put_u16(block, random_scale(rng));     // d
+            put_u16(block + 2, random_scale(rng)); // dmin
+            break;
+        case WeightType::Q6_K: put_u16(block + offsetof(BlockQ6_K, d), random_scale(rng)); break;
+        }
+    }
+    m.values.resize(rows * cols);
+    for (std::size_t r = 0; r < rows; ++r)
+        dequantize(type, m.bytes.data() + r * row_bytes, m.values.data() + r * cols, cols);
+    return m;
+}
+
+// Uniform in [-1, 1] with an occasional spike, so blocks differ in range.
+std::vector<float> random_activations(std::size_t n, std::mt19937& rng) {
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    std::vector<float> x(n);
+    for (float& v : x)
+        v = uniform(rng) * (rng() % 17 == 0 ? 8.0f : 1.0f);
+    return x;
+}
+
+// Activations an 8-bit quantizer represents exactly, for blocks of 32 and
+// of 256 alike: x = k * s with |k| <= 127, s a power of two per 256 values,
+// and a +-127 in every 32-value block (so d = s exactly).
+std::vector<float> exact_activations(std::size_t n, std::mt19937& rng) {
+    std::uniform_int_distribution<int> code(-127, 127);
+    std::vector<float> x(n);
+    for (std::size_t b = 0; b < n; b += 256) {
+        const float s = std::ldexp(1.0f, -std::uniform_int_distribution<int>(3, 7)(rng));
+        for (std::size_t i = b; i < std::min(n, b + 256); ++i)
+            x[i] = static_cast<float>(code(rng)) * s;
+        for (std::size_t i = b; i < std::min(n, b + 256); i += 32)
+            x[i + rng() % 32] = (rng() % 2 ? 127.0f : -127.0f) * s;
+    }
+    return x;
+}
+
+struct Expected {
+    double value;       // the exact dot product of the dequantized weights with x
+    double quant_error; // bound of the activation quantization's contribution
+    double magnitude;   // sum_j |w_j| * |x_j as quantized|, scale of rounding errors
+
+    double rounding(std::size_t cols) const {
+        return (static_cast<double>(cols) / 4 + 8) * std::ldexp(1.0, -23) * magnitude;
+    }
+    double tolerance(std::size_t cols) const { return quant_error + rounding(cols); }
+};
+
+// Half the quantization step of each activation value: max|x over its
+// block| / 254 (0 for float weight types, whose activations stay floats).
+std::vector<double> half_steps(WeightType type, const float* x, std::size_t cols) {
+    const std::size_t block = act_block(type);
+    std::vector<double> steps(cols, 0.0);
+    for (std::size_t start = 0; block != 0 && start < cols; start += block) {
+        double amax = 0.0;
+        for (std::size_t i = start; i < start + block; ++i)
+            amax = std::max(amax, std::fabs(static_cast<double>(x[i])));
+        std::fill(steps.begin() + start, steps.begin() + start + block, amax / 254.0);
+    }
+    return steps;
+}
+
+Expected expected_dot(const Matrix& m, std::size_t r, const float* x) {
+    const float* w = m.values.data() + r * m.cols;
+    const std::vector<double> steps = half_steps(m.type, x, m.cols);
+    double dot = 0.0;
+    double quant_error = 0.0;
+    double magnitude = 0.0;
+    for (std::size_t j = 0; j < m.cols; ++j) {
+        dot += static_cast<double>(w[j]) * x[j];
+        quant_error += std::fabs(w[j]) * steps[j];
+        magnitude += std::fabs(w[j]) * (std::fabs(x[j]) + steps[j]);
+    }
+    return {dot, quant_error, magnitude};
+}
+
+void check_against_reference(const Matrix& m, const float* x, const float* y, std::size_t input) {
+    for (std::size_t r = 0; r < m.rows; ++r) {
+        const Expected e = expected_dot(m, r, x);
+        if (!(std::fabs(y[r] - e.value) <= e.tolerance(m.cols))) // NaN fails too
+            QFAIL(qPrintable(QStringLiteral("%1 (%2x%3) input %4 row %5: got %6, expected %7 +- %8")
+                                 .arg(to_string(m.type).data())
+                                 .arg(m.rows).arg(m.cols).arg(input).arg(r)
+                                 .arg(static_cast<double>(y[r]), 0, 'g', 9)
+                                 .arg(e.value, 0, 'g', 9).arg(e.tolerance(m.cols), 0, 'g', 3)));
+    }
+}
+
+std::vector<float> run_matvec(const Matrix& m, const std::vector<float>& x) {
+    std::vector<float> y(m.rows, std::nanf(""));
+    matvec(m.type, m.bytes.data(), m.rows, m.cols, x.data(), y.data());
+    return y;
+}
+
+void add_type_rows() {
+    QTest::addColumn<WeightType>("type");
+    for (const WeightType type : kAllTypes)
+        QTest::newRow(to_string(type).data()) << type;
+}
+
+} // namespace
+
+class TestMatmul : public QObject {
+    Q_OBJECT
+private slots:
+    void init() { set_num_threads(2); }
+    void cleanupTestCase() { set_num_threads(0); }
+
+    void matvec_matches_reference_data() { add_type_rows(); }
+    void matvec_matches_reference();
+    void exact_activations_leave_only_rounding_data() { add_type_rows(); }
+    void exact_activations_leave_only_rounding();
+    void avx2_matches_scalar_data() { add_type_rows(); }
+    void avx2_matches_scalar();
+    void matmul_matches_reference_data() { add_type_rows(); }
+    void matmul_matches_reference();
+    void float_rows_of_any_length();
+    void activation_codes_follow_definition();
+    void threads_do_not_change_results();
+    void row_bytes_match_ggml();
+    void rejects_bad_arguments();
+};
+
+void TestMatmul::matvec_matches_reference() {
+    QFETCH(WeightType, type);
+    std::mt19937 rng(static_cast<unsigned>(type) + 1);
+    // 300 x 768 is large enough to run threaded; 3 x 256 runs on one thread.
+    for (const auto& [rows, cols] : {std::pair<std::size_t, std::size_t>{300, 768}, {3, 256}}) {
+        const Matrix m = random_matrix(type, rows, cols, rng);
+        const std::vector<float> x = random_activations(cols, rng);
+        for (const SimdPath path : kernel_test::available_paths()) {
+            PathScope scope(path);
+            check_against_reference(m, x.data(), run_matvec(m, x).data(), 0);
+        }
+    }
+}
+
+void TestMatmul::exact_activations_leave_only_rounding() {
+    QFETCH(WeightType, type);
+    std::mt19937 rng(static_cast<unsigned>(type) + 100);
+    const Matrix m = random_matrix(type, 64, 512, rng);
+    const std::vector<float> x = exact_activations(m.cols, rng);
+    for (const SimdPath path : kernel_test::available_paths()) {
+        PathScope scope(path);
+        const std::vector<float> y = run_matvec(m, x);
+        for (std::size_t r = 0; r < m.rows; ++r) {
+            // No quantization error: the activations are exact in 8 bits.
+            const Expected e = expected_dot(m, r, x.data());
+            const double rounding = e.rounding(m.cols);
+            if (!(std::fabs(y[r] - e.value) <= rounding))
+                QFAIL(qPrintable(QStringLiteral("%1 path %2 row %3: got %4, expected %5 +- %6")
+                                     .arg(to_string(type).data()).arg(to_string(path)).arg(r)
+                                     .arg(static_cast<double>(y[r]), 0, 'g', 9)
+                                     .arg(e.value, 0, 'g', 9).arg(rounding, 0, 'g', 3)));
+        }
+    }
+}
+
+void TestMatmul::avx2_matches_scalar() {
+    if (best_simd_path() != SimdPath::Avx2)
+        QSKIP("this build or CPU has no AVX2 path");
+    QFETCH(WeightType, type);
+    std::mt19937 rng(static_cast<unsigned>(type) + 200);
+    const Matrix m = random_matrix(type, 128, 1024, rng);
+    const std::vector<float> x = random_activations(m.cols, rng);
+    std::vector<float> scalar, avx2;
+    {
+        PathScope scope(SimdPath::Scalar);
+        scalar = run_matvec(m, x);
+    }
+    {
+        PathScope scope(SimdPath::Avx2);
+        avx2 = run_matvec(m, x);
+    }
+    // Same quantized integers on both paths: only the float summation order
+    // differs, so twice the rounding bound covers it.
+    for (std::size_t r = 0; r < m.rows; ++r) {
+        const Expected e = expected_dot(m, r, x.data());
+        const double tolerance = 2 * e.rounding(m.cols);
+        QVERIFY2(std::fabs(scalar[r] - avx2[r]) <= tolerance,
+                 qPrintable(QStringLiteral("row %1: scalar %2, avx2 %3 (reference %4)")
+                                .arg(r).arg(static_cast<double>(scalar[r]), 0, 'g', 9)
+                                .arg(static_cast<double>(avx2[r]), 0, 'g', 9).arg(e.value, 0, 'g', 9)));
+    }
+}
+
+void TestMatmul::matmul_matches_reference() {
+    QFETCH(WeightType, type);
+    std::mt19937 rng(static_cast<unsigned>(type) + 300);
+    const Matrix m = random_matrix(type, 97, 512, rng);
+    for (const std::size_t n : {std::size_t{1}, std::size_t{5}, std::size_t{70}}) {
+        const std::vector<float> X = random_activations(n * m.cols, rng);
+        for (const SimdPath path : kernel_test::available_paths()) {
+            PathScope scope(path);
+            std::vector<float> Y(n * m.rows, std::nanf(""));
+            matmul(type, m.bytes.data(), m.rows, m.cols, X.data(), n, Y.data());
+            for (std::size_t i = 0; i < n; ++i)
+                check_against_reference(m, X.data() + i * m.cols, Y.data() + i * m.rows, i);
+        }
+    }
+}
+
+void TestMatmul::float_rows_of_any_length() {
+    // Float types have no blocks: lengths that are not a multiple of the
+    // SIMD width exercise the tails.
+    std::mt19937 rng(400);
+    for (const WeightType type : {WeightType::F32, WeightType::F16, WeightType::BF16})
+        for (const std::size_t cols : {std::size_t{1}, std::size_t{7}, std::size_t{77}}) {
+            const Matrix m = random_matrix(type, 5, cols, rng);
+            const std::vector<float> x = random_activations(cols, rng);
+            for (const SimdPath path : kernel_test::available_paths()) {
+                PathScope scope(path);
+                check_against_reference(m, x.data(), run_matvec(m, x).data(), 0);
+            }
+        }
+}
+
+void TestMatmul::activation_codes_follow_definition() {
+    // Internal, but the premise of "both paths agree": per block
+    // d = max|x| / 127 and q = x / d rounded to nearest (ties to even),
+    // identical bytes on both paths, including ties, zeros, infinities and NaN.
+    using namespace kvscope::kernels::cpu::detail;
+    std::mt19937 rng(450);
+    std::vector<float> x = random_activations(1024, rng);
+    // Block 0 gets d = 1 exactly and halves: every one a tie.
+    x[0] = 127.0f;
+    for (std::size_t i = 1; i < 64; ++i)
+        x[i] = static_cast<float>(i) - 32.5f;
+    std::fill(x.begin() + 256, x.begin() + 288, 0.0f); // an all-zero block of 32
+    x[800] = INFINITY;
+    x[840] = NAN;
+    std::vector<ActBlock256> blocks(4);
+    quantize_act256(x.data(), x.size(), blocks.data(), SimdPath::Scalar);
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        const float* xb = x.data() + 256 * b;
+        float amax = 0.0f;
+        for (std::size_t i = 0; i < 256; ++i)
+            if (!std::isnan(xb[i]))
+                amax = std::max(amax, std::fabs(xb[i]));
+        QCOMPARE(blocks[b].d, amax / 127.0f);
+        for (std::size_t i = 0; i < 256; ++i) {
+            if (!std::isfinite(xb[i]) || !std::isfinite(amax))
+                continue;
+            const double exact = blocks[b].d == 0.0f ? 0.0 : xb[i] / static_cast<double>(blocks[b].d);
+            QVERIFY2(std::fabs(blocks[b].qs[i] - exact) <= 0.5 + 1e-5, qPrintable(QString::number(i)));
+            if (exact - std::floor(exact) == 0.5)
+                QVERIFY2(blocks[b].qs[i] % 2 == 0, "ties round to even");
+        }
+        for (std::size_t j = 0; j < 16; ++j) {
+            int sum = 0;
+            for (std::size_t i = 0; i < 16; ++i)
+                sum += blocks[b].qs[16 * j + i];
+            QCOMPARE(blocks[b].bsums[j], static_cast<std::int16_t>(sum));
+        }
+    }
+    if (best_simd_path() != SimdPath::Avx2)
+        return;
+    std::vector<ActBlock256> avx2(4);
+    quantize_act256(x.data(), x.size(), avx2.data(), SimdPath::Avx2);
+    QVERIFY(std::memcmp(blocks.data(), avx2.data(), sizeof(ActBlock256) * blocks.size()) == 0);
+    std::vector<ActBlock32> scalar32(32), avx2_32(32);
+    quantize_act32(x.data(), x.size(), scalar32.data(), SimdPath::Scalar);
+    quantize_act32(x.data(), x.size(), avx2_32.data(), SimdPath::Avx2);
+    QVERIFY(std::memcmp(scalar32.data(), avx2_32.data(), sizeof(ActBlock32) * scalar32.size()) == 0);
+}
+
+void TestMatmul::threads_do_not_change_results() {
+    // Every output is computed whole by one thread: the thread count must
+    // not change a single bit.
+    std::mt19937 rng(500);
+    for (const WeightType type : kAllTypes) {
+        const Matrix m = random_matrix(type, 200, 512, rng);
+        const std::size_t n = 9;
+        const std::vector<float> X = random_activations(n * m.cols, rng);
+        std::vector<float> one(n * m.rows), two(n * m.rows);
+        set_num_threads(1);
+        matmul(type, m.bytes.data(), m.rows, m.cols, X.data(), n, one.data());
+        set_num_threads(2);
+        matmul(type, m.bytes.data(), m.rows, m.cols, X.data(), n, two.data());
+        QVERIFY2(one == two, to_string(type).data());
+    }
+}
+
+void TestMatmul::row_bytes_match_ggml() {
+    // ggml's block sizes: 4096 values per row.
+    QCOMPARE(weight_row_bytes(WeightType::F32, 4096), std::size_t{16384});
+    QCOMPARE(weight_row_bytes(WeightType::F16, 4096), std::size_t{8192});
+    QCOMPARE(weight_row_bytes(WeightType::BF16, 4096), std::size_t{8192});
+    QCOMPARE(weight_row_bytes(WeightType::Q8_0, 4096), std::size_t{128 * 34});
+    QCOMPARE(weight_row_bytes(WeightType::Q4_0, 4096), std::size_t{128 * 18});
+    QCOMPARE(weight_row_bytes(WeightType::Q5_0, 4096), std::size_t{128 * 22});
+    QCOMPARE(weight_row_bytes(WeightType::Q4_K, 4096), std::size_t{16 * 144});
+    QCOMPARE(weight_row_bytes(WeightType::Q5_K, 4096), std::size_t{16 * 176});
+    QCOMPARE(weight_row_bytes(WeightType::Q6_K, 4096), std::size_t{16 * 210});
+    QVERIFY(is_weight_type(8));
+    QVERIFY(!is_weight_type(3)); // Q4_1: not computed with
+}
+
+void TestMatmul::rejects_bad_arguments() {
+    std::vector<std::byte> w(34 * 8);
+    std::vector<float> x(256), y(8);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             matvec(WeightType::Q8_0, w.data(), 1, 48, x.data(), y.data()));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             matvec(WeightType::Q4_K, w.data(), 1, 128, x.data(), y.data()));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             matvec(WeightType::Q8_0, nullptr, 1, 32, x.data(), y.data()));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             matmul(WeightType::F32, w.data(), 2, 4, nullptr, 1, y.data()));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             weight_row_bytes(static_cast<WeightType>(3), 32));
+}
+
+QTEST_APPLESS_MAIN(TestMatmul)
+#include "test_matmul.moc"
