@@ -8,6 +8,10 @@
 namespace kvscope::cli {
 
 int run_calc(Args& args);        // calc_command.cpp
+int run_generate(Args& args);    // generate_command.cpp
+int run_info(Args& args);        // info_command.cpp
+int run_make_model(Args& args);  // make_model_command.cpp
 int run_bench_paint(Args& args); // bench_paint_command.cpp: block map paint time
+int run_bench_decode(Args& args); // bench_decode_command.cpp: tok/s and bandwidth
 
 } // namespace kvscope::cli

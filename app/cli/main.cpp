@@ -18,8 +18,18 @@ commands:
                [--tokens N] [--seqs N] [--kv-dtype D] [--block-size B]
                [--gpu NAME | --gpu-mem-gib G] [--weights TYPE] [--gpu-util F] [--json]
                calc --list  shows the model and GPU presets
+  generate     stream a completion of a prompt, through the paged KV cache
+               --model FILE (--prompt TEXT | --prompt-ids 1,2,3) [-n N] [--temp T]
+               [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S]
+               [--kv-dtype f32|f16] [--block-size B] [--threads N] [--ignore-eos] [--json]
+  info         a GGUF model's architecture, shape, tensor types and KV bytes
+               FILE.gguf [--json]
+  make-model   a GGUF with random weights of a real model's shape (meaningless text)
+               --preset NAME [--type f16|q8_0|q4_0|bf16|f32] [--seed S] -o FILE
+  bench decode prefill and decode tok/s, and decode's share of the memory bandwidth
+               --model FILE [--threads N] [--kv-dtype D] [--json]
   bench paint  time to paint the block map of a large pool
-               [--blocks N] [--frames F] [--json]
+               [--blocks N] [--frames F] [--width W] [--height H] [--json]
 
 LEVEL: trace, debug, info, warn, error, critical, off (default info)
 )";
@@ -28,11 +38,19 @@ int dispatch(const std::string& command, kvscope::cli::Args& args) {
     using namespace kvscope::cli;
     if (command == "calc")
         return run_calc(args);
+    if (command == "generate")
+        return run_generate(args);
+    if (command == "info")
+        return run_info(args);
+    if (command == "make-model")
+        return run_make_model(args);
     if (command == "bench") {
         const auto which = args.subcommand();
         if (which == "paint")
             return run_bench_paint(args);
-        throw kvscope::Error("bench needs a benchmark name: paint");
+        if (which == "decode")
+            return run_bench_decode(args);
+        throw kvscope::Error("bench needs a benchmark name: decode or paint");
     }
     throw kvscope::Error("unknown command '" + command + "'");
 }

@@ -1,0 +1,86 @@
+// kvscope-cli generate: one prompt through the paged KV cache, streamed.
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli/commands.h"
+#include "app/cli/model_options.h"
+#include "engine/core/error.h"
+#include "engine/runtime/generation.h"
+#include "engine/tokenizer/stream_decoder.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace kvscope::cli {
+namespace {
+
+SamplingParams read_sampling(Args& args) {
+    SamplingParams p;
+    p.temperature = static_cast<float>(args.number_or("--temp", 0.0, 0.0, 100.0));
+    p.top_k = static_cast<std::uint32_t>(args.int_or("--top-k", 0, 0, 1 << 20));
+    p.top_p = static_cast<float>(args.number_or("--top-p", 1.0, 0.0, 1.0));
+    p.min_p = static_cast<float>(args.number_or("--min-p", 0.0, 0.0, 1.0));
+    p.repetition_penalty = static_cast<float>(args.number_or("--repeat-penalty", 1.0, 0.01, 100.0));
+    p.seed = static_cast<std::uint64_t>(args.int_or("--seed", 0, 0, INT64_MAX));
+    return p;
+}
+
+double per_second(std::size_t n, double seconds) { return seconds > 0 ? static_cast<double>(n) / seconds : 0.0; }
+
+} // namespace
+
+int run_generate(Args& args) {
+    const std::string path = required_model_path(args);
+    const auto prompt_text = args.value("--prompt");
+    const auto prompt_ids_text = args.value("--prompt-ids");
+    GenerateOptions o;
+    o.max_new_tokens = static_cast<std::uint32_t>(args.int_or("-n", 64, 1, 1 << 20));
+    o.sampling = read_sampling(args);
+    o.kv_dtype = parse_kv_dtype(args.value_or("--kv-dtype", "f16"));
+    o.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
+    apply_threads(args);
+    const bool ignore_eos = args.flag("--ignore-eos");
+    const bool json = args.flag("--json");
+    args.finish();
+    if (prompt_text.has_value() == prompt_ids_text.has_value())
+        throw Error("generate needs exactly one of --prompt TEXT and --prompt-ids 1,2,3");
+
+    const Model model(path);
+    const Tokenizer tokenizer(read_vocabulary(model.file()));
+    const std::vector<TokenId> prompt = prompt_text ? tokenizer.encode(*prompt_text) : parse_token_ids(*prompt_ids_text);
+    if (!ignore_eos && tokenizer.eos() >= 0)
+        o.stop_tokens.push_back(tokenizer.eos());
+    StreamDecoder decoder(tokenizer);
+    std::string text;
+    o.on_token = [&](TokenId id) {
+        const std::string piece = decoder.push(id);
+        text += piece;
+        if (!json) {
+            std::fputs(piece.c_str(), stdout);
+            std::fflush(stdout);
+        }
+        return true;
+    };
+    const GenerateResult r = generate(model, prompt, o);
+    text += decoder.flush();
+    const double prefill_tps = per_second(prompt.size(), r.prefill_seconds);
+    const double decode_tps = per_second(r.tokens.size() > 0 ? r.tokens.size() - 1 : 0, r.decode_seconds);
+    if (json) {
+        const nlohmann::ordered_json j{{"prompt_token_ids", prompt},
+                                       {"generated_token_ids", r.tokens},
+                                       {"text", text},
+                                       {"prefill_tokens_per_second", prefill_tps},
+                                       {"decode_tokens_per_second", decode_tps},
+                                       {"kv_dtype", std::string(to_string(o.kv_dtype))},
+                                       {"kv_pool_bytes", r.kv_bytes}};
+        std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    } else {
+        std::printf("\n");
+        std::fprintf(stderr, "[%zu prompt tokens at %.1f tok/s, %zu generated at %.1f tok/s, KV pool %zu bytes (%s)]\n",
+                     prompt.size(), prefill_tps, r.tokens.size(), decode_tps, r.kv_bytes,
+                     std::string(to_string(o.kv_dtype)).c_str());
+    }
+    return 0;
+}
+
+} // namespace kvscope::cli

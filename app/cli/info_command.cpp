@@ -1,0 +1,86 @@
+// kvscope-cli info: what a GGUF file holds, and what its KV cache costs.
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli/commands.h"
+#include "engine/core/error.h"
+#include "engine/kv/kv_layout.h"
+#include "engine/model/gguf_file.h"
+#include "engine/model/model_config.h"
+#include "engine/model/tensor_stats.h"
+
+namespace kvscope::cli {
+namespace {
+
+nlohmann::ordered_json info_json(const GgufFile& file, const ModelConfig& c, const TensorStats& stats) {
+    nlohmann::ordered_json j{{"file", file.path()},
+                             {"gguf_version", file.version()},
+                             {"architecture", c.architecture},
+                             {"name", c.name},
+                             {"layers", c.n_layers},
+                             {"embedding_dim", c.embedding_dim},
+                             {"heads", c.n_heads},
+                             {"kv_heads", c.n_kv_heads},
+                             {"head_dim", c.head_dim},
+                             {"ffn_dim", c.ffn_dim},
+                             {"vocab_size", c.vocab_size},
+                             {"context_length", c.context_length},
+                             {"rope_theta", c.rope_theta},
+                             {"rope_style", std::string(to_string(c.rope_style))},
+                             {"tied_embeddings", c.tied_embeddings},
+                             {"tokenizer", file.get_string("tokenizer.ggml.model").value_or("")},
+                             {"parameters", stats.parameters},
+                             {"tensor_bytes", stats.bytes}};
+    for (const TensorTypeStats& t : stats.by_type)
+        j["tensor_types"][std::string(to_string(t.type))] = {
+            {"tensors", t.tensors}, {"parameters", t.parameters}, {"bytes", t.bytes}};
+    for (KvDtype d : all_kv_dtypes())
+        j["kv_bytes_per_token"][std::string(to_string(d))] =
+            KvLayout({c.n_layers, c.n_kv_heads, c.head_dim}, d, 16).bytes_per_token();
+    return j;
+}
+
+void print_text(const nlohmann::ordered_json& j) {
+    std::printf("%s\n", j["file"].get<std::string>().c_str());
+    std::printf("  %s '%s', GGUF v%u\n", j["architecture"].get<std::string>().c_str(),
+                j["name"].get<std::string>().c_str(), j["gguf_version"].get<unsigned>());
+    std::printf("  %u layers, dim %u, %u heads (%u KV) x %u, FFN %u, vocab %u, context %u\n",
+                j["layers"].get<unsigned>(), j["embedding_dim"].get<unsigned>(), j["heads"].get<unsigned>(),
+                j["kv_heads"].get<unsigned>(), j["head_dim"].get<unsigned>(), j["ffn_dim"].get<unsigned>(),
+                j["vocab_size"].get<unsigned>(), j["context_length"].get<unsigned>());
+    std::printf("  RoPE theta %g (%s)%s; tokenizer %s\n", j["rope_theta"].get<double>(),
+                j["rope_style"].get<std::string>().c_str(),
+                j["tied_embeddings"].get<bool>() ? ", tied embeddings" : "", j["tokenizer"].get<std::string>().c_str());
+    std::printf("  %llu parameters in %llu bytes\n", j["parameters"].get<unsigned long long>(),
+                j["tensor_bytes"].get<unsigned long long>());
+    std::printf("\n  %-8s %8s %14s %14s\n", "type", "tensors", "parameters", "bytes");
+    for (const auto& [type, t] : j["tensor_types"].items())
+        std::printf("  %-8s %8llu %14llu %14llu\n", type.c_str(), t["tensors"].get<unsigned long long>(),
+                    t["parameters"].get<unsigned long long>(), t["bytes"].get<unsigned long long>());
+    std::printf("\n  KV bytes per token:");
+    for (const auto& [dtype, bytes] : j["kv_bytes_per_token"].items())
+        std::printf(" %s %llu", dtype.c_str(), bytes.get<unsigned long long>());
+    std::printf("\n");
+}
+
+} // namespace
+
+int run_info(Args& args) {
+    const auto path = args.subcommand();
+    const bool json = args.flag("--json");
+    args.finish();
+    if (!path)
+        throw Error("info needs a file: kvscope-cli info FILE.gguf");
+    const GgufFile file(*path);
+    const ModelConfig config = read_model_config(file);
+    const auto j = info_json(file, config, tensor_stats(file));
+    if (json)
+        std::printf("%s\n", j.dump(2).c_str());
+    else
+        print_text(j);
+    return 0;
+}
+
+} // namespace kvscope::cli

@@ -1,0 +1,38 @@
+#include "app/cli/model_options.h"
+
+#include <charconv>
+
+#include "engine/core/error.h"
+#include "kernels/cpu/parallel.h"
+
+namespace kvscope::cli {
+
+std::string required_model_path(Args& args) {
+    const auto path = args.value("--model");
+    if (!path)
+        throw Error("--model FILE.gguf is required");
+    return *path;
+}
+
+void apply_threads(Args& args) {
+    kernels::cpu::set_num_threads(static_cast<int>(args.int_or("--threads", 0, 0, 1024)));
+}
+
+std::vector<TokenId> parse_token_ids(const std::string& text) {
+    std::vector<TokenId> ids;
+    const char* p = text.data();
+    const char* end = p + text.size();
+    while (p < end) {
+        TokenId id = 0;
+        const auto [next, ec] = std::from_chars(p, end, id);
+        if (ec != std::errc() || id < 0 || (next < end && *next != ','))
+            throw Error("--prompt-ids expects comma-separated token ids, got '" + text + "'");
+        ids.push_back(id);
+        p = next < end ? next + 1 : next;
+    }
+    if (ids.empty())
+        throw Error("--prompt-ids is empty");
+    return ids;
+}
+
+} // namespace kvscope::cli

@@ -1,0 +1,18 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "app/cli/args.h"
+#include "engine/kv/kv_ids.h"
+
+namespace kvscope::cli {
+
+// --model FILE, required.
+std::string required_model_path(Args& args);
+// --threads N: the kernels' thread count (default: one per core).
+void apply_threads(Args& args);
+// "1,403,407" -> {1, 403, 407}; throws kvscope::Error on anything else.
+std::vector<TokenId> parse_token_ids(const std::string& text);
+
+} // namespace kvscope::cli

@@ -1,0 +1,57 @@
+// make-model's files: a real preset's shape that the engine loads and runs.
+#include <QtTest>
+
+#include <QTemporaryDir>
+
+#include "engine/model/synthetic_model.h"
+#include "engine/model/tensor_stats.h"
+#include "engine/runtime/generation.h"
+#include "engine/tokenizer/tokenizer.h"
+
+using namespace kvscope;
+
+class TestSyntheticModel : public QObject {
+    Q_OBJECT
+private slots:
+    void writes_a_loadable_model_of_the_preset_shape_data();
+    void writes_a_loadable_model_of_the_preset_shape();
+};
+
+void TestSyntheticModel::writes_a_loadable_model_of_the_preset_shape_data() {
+    QTest::addColumn<QString>("preset");
+    QTest::addColumn<int>("type");
+    QTest::newRow("llama-110m q4_0") << "llama-110m" << int(GgmlType::Q4_0);
+    QTest::newRow("qwen2.5-0.5b q8_0") << "qwen2.5-0.5b" << int(GgmlType::Q8_0);
+}
+
+void TestSyntheticModel::writes_a_loadable_model_of_the_preset_shape() {
+    QFETCH(QString, preset);
+    QFETCH(int, type);
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("m.gguf").toStdString();
+    const ModelGeometry& g = find_model_preset(preset.toStdString());
+    write_synthetic_model(g, static_cast<GgmlType>(type), 7, path);
+
+    const Model model(path);
+    const ModelConfig& c = model.config();
+    QCOMPARE(c.architecture, g.architecture);
+    QCOMPARE(c.n_layers, g.n_layers);
+    QCOMPARE(c.embedding_dim, g.dim);
+    QCOMPARE(c.n_kv_heads, g.n_kv_heads);
+    QCOMPARE(c.ffn_dim, g.ffn_dim);
+    QCOMPARE(c.vocab_size, g.vocab);
+    QCOMPARE(c.tied_embeddings, g.tied_embeddings);
+    QCOMPARE(c.qkv_bias, g.qkv_bias);
+    // The parameter count the file really holds is the one the preset claims.
+    QCOMPARE(tensor_stats(model.file()).parameters, g.parameters());
+
+    const Tokenizer tok(read_vocabulary(model.file()));
+    QCOMPARE(tok.n_tokens(), static_cast<std::int32_t>(g.vocab));
+    GenerateOptions o;
+    o.max_new_tokens = 3;
+    const auto r = generate(model, tok.encode("hello"), o);
+    QCOMPARE(r.tokens.size(), std::size_t{3});
+}
+
+QTEST_APPLESS_MAIN(TestSyntheticModel)
+#include "test_synthetic_model.moc"
