@@ -74,7 +74,7 @@ const std::byte* prepare_activations(WeightType type, const float* X, std::size_
     storage.resize(n * row_bytes);
     std::byte* out = storage.data();
     const int threads = n * cols >= kParallelMinActivations ? num_threads() : 1;
-    detail::parallel_for(n, threads, [&](std::size_t i, int) {
+    detail::parallel_for(n, threads, detail::Schedule::Even, [&](std::size_t i, int) {
         if (format == ActFormat::Q8x32)
             detail::quantize_act32(X + i * cols, cols,
                                    reinterpret_cast<detail::ActBlock32*>(out + i * row_bytes), path);
@@ -104,7 +104,7 @@ void matvec(WeightType type, const void* W, std::size_t rows, std::size_t cols, 
     const detail::RowDot dot = detail::row_dot(type, path);
     const auto* w = static_cast<const std::byte*>(W);
     const int threads = rows * w_row_bytes >= kParallelMinBytes ? num_threads() : 1;
-    detail::parallel_for(rows, threads, [&](std::size_t r, int) {
+    detail::parallel_for(rows, threads, detail::Schedule::Even, [&](std::size_t r, int) {
         y[r] = dot(w + r * w_row_bytes, act, cols);
     });
 }
@@ -128,7 +128,7 @@ void matmul(WeightType type, const void* W, std::size_t rows, std::size_t cols, 
     const std::size_t input_tiles = (n + tile_inputs - 1) / tile_inputs;
     const std::size_t tiles = (rows + tile_rows - 1) / tile_rows * input_tiles;
     const int threads = n * rows * w_row_bytes >= kParallelMinBytes ? num_threads() : 1;
-    detail::parallel_for(tiles, threads, [&](std::size_t t, int) {
+    detail::parallel_for(tiles, threads, detail::Schedule::Dynamic, [&](std::size_t t, int) {
         const std::size_t r0 = t / input_tiles * tile_rows;
         const std::size_t r1 = std::min(rows, r0 + tile_rows);
         const std::size_t i0 = t % input_tiles * tile_inputs;

@@ -110,7 +110,7 @@ void paged_attention(const PagedKv& kv, std::span<const std::uint32_t> block_tab
     const int threads = items * ctx_len * dim >= kParallelMinWork ? num_threads() : 1;
     // Items are (query, head), query-major; later queries of a prefill chunk
     // see more context, which parallel_for's chunked hand-out evens out.
-    detail::parallel_for(items, threads, [&](std::size_t item, int thread) {
+    detail::parallel_for(items, threads, detail::Schedule::Dynamic, [&](std::size_t item, int thread) {
         float* scores = scratch.data() + thread * per_thread;
         float* acc = scores + round_to_line(ctx_len);
         const auto i = static_cast<std::uint32_t>(item / n_heads);
