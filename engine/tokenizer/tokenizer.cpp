@@ -5,6 +5,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/log.h"
+#include "engine/tokenizer/bpe_tokenizer.h"
 #include "engine/tokenizer/spm_tokenizer.h"
 #include "engine/tokenizer/stream_decoder.h"
 
@@ -51,6 +52,8 @@ void check_special_ids(const Vocabulary& v) {
     check_special_id("eos_token_id", v.eos, v.tokens.size());
     check_special_id("unknown_token_id", v.unk, v.tokens.size());
     check_special_id("padding_token_id", v.pad, v.tokens.size());
+    check_special_id("eot_token_id", v.eot, v.tokens.size());
+    check_special_id("eom_token_id", v.eom, v.tokens.size());
     if (v.add_bos && v.bos < 0)
         throw Error("tokenizer.ggml.add_bos_token is set but the vocabulary has no BOS token");
     if (v.add_eos && v.eos < 0)
@@ -59,9 +62,17 @@ void check_special_ids(const Vocabulary& v) {
 
 std::unique_ptr<const TokenizerModel> make_model(const Vocabulary& v) {
     if (v.model == "llama") return std::make_unique<SpmTokenizer>(v);
+    if (v.model == "gpt2") return std::make_unique<BpeTokenizer>(v);
     throw Error("unsupported tokenizer '" + v.model +
-                "' (tokenizer.ggml.model); supported: llama (SentencePiece BPE)");
+                "' (tokenizer.ggml.model); supported: llama (SentencePiece BPE), "
+                "gpt2 (byte-level BPE)");
 }
+
+// The text of end-of-turn tokens (llama.cpp's special_eog_ids).
+constexpr std::string_view kEndOfTurnTexts[] = {
+    "<|eot_id|>", "<|eom_id|>",       "<|im_end|>", "<|end|>", "<end_of_turn>",
+    "<|endoftext|>", "<|end_of_text|>", "<EOT>",      "_<EOT>",
+};
 
 bool is_special(TokenType type) {
     return type == TokenType::control || type == TokenType::unknown ||
@@ -71,17 +82,29 @@ bool is_special(TokenType type) {
 } // namespace
 
 Tokenizer::Tokenizer(Vocabulary vocab) : vocab_(std::move(vocab)) {
+    const bool spm = vocab_.model == "llama";
+    if (vocab_.model == "gpt2" && vocab_.scores.empty()) vocab_.scores.assign(vocab_.tokens.size(), 0.0f);
     check_sizes(vocab_);
     check_entries(vocab_);
     check_special_ids(vocab_);
     model_ = make_model(vocab_);
+    space_prefix_ = spm && vocab_.add_space_prefix;
 
     pieces_.reserve(vocab_.tokens.size());
     for (std::int32_t id = 0; id < n_tokens(); ++id) {
-        pieces_.push_back(spm_token_bytes(vocab_, id));
+        pieces_.push_back(spm ? spm_token_bytes(vocab_, id) : gpt2_token_bytes(vocab_, id));
         if (is_special(token_type(id)) && !token_text(id).empty())
             specials_[static_cast<std::uint8_t>(token_text(id)[0])].push_back(id);
+        const TokenType type = token_type(id);
+        if ((type == TokenType::control || type == TokenType::user_defined) &&
+            std::find(std::begin(kEndOfTurnTexts), std::end(kEndOfTurnTexts), token_text(id)) !=
+                std::end(kEndOfTurnTexts))
+            stop_tokens_.push_back(id);
     }
+    for (const std::int32_t id : {vocab_.eos, vocab_.eot, vocab_.eom})
+        if (id >= 0) stop_tokens_.push_back(id);
+    std::sort(stop_tokens_.begin(), stop_tokens_.end());
+    stop_tokens_.erase(std::unique(stop_tokens_.begin(), stop_tokens_.end()), stop_tokens_.end());
     for (auto& bucket : specials_)
         std::stable_sort(bucket.begin(), bucket.end(), [this](std::int32_t a, std::int32_t b) {
             return token_text(a).size() > token_text(b).size();
@@ -89,6 +112,10 @@ Tokenizer::Tokenizer(Vocabulary vocab) : vocab_(std::move(vocab)) {
     logger("tokenizer")->debug("{} tokenizer: {} tokens, BOS {}, EOS {}, UNK {}, add BOS {}",
                                vocab_.model, n_tokens(), vocab_.bos, vocab_.eos, vocab_.unk,
                                vocab_.add_bos);
+}
+
+bool Tokenizer::is_stop_token(std::int32_t id) const {
+    return std::binary_search(stop_tokens_.begin(), stop_tokens_.end(), id);
 }
 
 std::vector<std::int32_t> Tokenizer::encode(std::string_view text, EncodeOptions options) const {

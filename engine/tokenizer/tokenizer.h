@@ -40,7 +40,8 @@ public:
     // Checks the vocabulary (sizes agree, types known, scores finite, special
     // ids in range, byte tokens well formed) and throws kvscope::Error
     // naming what is wrong, or "unsupported tokenizer" for a model other
-    // than "llama".
+    // than "llama" (SentencePiece BPE) and "gpt2" (byte-level BPE). A "gpt2"
+    // vocabulary may leave `scores` empty.
     explicit Tokenizer(Vocabulary vocab);
 
     std::vector<std::int32_t> encode(std::string_view text, EncodeOptions options = {}) const;
@@ -60,8 +61,17 @@ public:
     const Vocabulary& vocabulary() const { return vocab_; }
     std::int32_t bos() const { return vocab_.bos; }
     std::int32_t eos() const { return vocab_.eos; }
-    // Whether encoding put a dummy-prefix space in front of the text.
-    bool has_space_prefix() const { return vocab_.add_space_prefix; }
+    // Whether encoding put a dummy-prefix space in front of the text
+    // (SentencePiece with add_space_prefix only).
+    bool has_space_prefix() const { return space_prefix_; }
+
+    // The ids that end a generated turn, sorted: EOS, EOT and EOM from the
+    // metadata, and the control (or user-defined) tokens whose text is an
+    // end-of-turn marker of a common chat format: <|eot_id|>, <|eom_id|>,
+    // <|im_end|>, <|end|>, <end_of_turn>, <|endoftext|>, <|end_of_text|>,
+    // <EOT> (llama.cpp's list).
+    const std::vector<std::int32_t>& stop_tokens() const { return stop_tokens_; }
+    bool is_stop_token(std::int32_t id) const;
 
 private:
     std::size_t checked_index(std::int32_t id) const;
@@ -71,6 +81,8 @@ private:
 
     Vocabulary vocab_;
     std::unique_ptr<const TokenizerModel> model_;
+    bool space_prefix_ = false;
+    std::vector<std::int32_t> stop_tokens_;
     std::vector<std::string> pieces_; // token_piece without render_special
     // Control, unknown and user-defined tokens by their first byte, longest
     // first, so that the longest one matching at a position wins.

@@ -31,6 +31,8 @@ Vocabulary read_vocabulary(const GgufFile& file) {
     auto tokens = file.get_string_array("tokenizer.ggml.tokens");
     if (!tokens) throw Error(file.path() + ": no token list (tokenizer.ggml.tokens is missing)");
     v.tokens = std::move(*tokens);
+    v.pre = file.get_string("tokenizer.ggml.pre").value_or(std::string());
+    v.merges = file.get_string_array("tokenizer.ggml.merges").value_or(std::vector<std::string>());
 
     // llama.cpp's defaults for absent keys: scores 0, every token normal.
     v.scores = file.get_float_array("tokenizer.ggml.scores")
@@ -46,6 +48,8 @@ Vocabulary read_vocabulary(const GgufFile& file) {
     v.eos = read_id(file, "eos_token_id", spm ? 2 : -1);
     v.unk = read_id(file, "unknown_token_id", spm ? 0 : -1);
     v.pad = read_id(file, "padding_token_id", -1);
+    v.eot = read_id(file, "eot_token_id", -1);
+    v.eom = read_id(file, "eom_token_id", -1);
     v.add_bos = file.get_bool("tokenizer.ggml.add_bos_token").value_or(spm);
     v.add_eos = file.get_bool("tokenizer.ggml.add_eos_token").value_or(false);
     v.add_space_prefix = file.get_bool("tokenizer.ggml.add_space_prefix").value_or(spm);

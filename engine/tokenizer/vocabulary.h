@@ -21,22 +21,33 @@ enum class TokenType : std::int32_t {
 };
 
 struct Vocabulary {
-    std::string model; // tokenizer.ggml.model: "llama" = SentencePiece BPE
-    std::vector<std::string> tokens; // SentencePiece pieces, U+2581 for space
-    std::vector<float> scores;       // higher merges first
+    // tokenizer.ggml.model: "llama" = SentencePiece BPE, "gpt2" = byte-level BPE
+    std::string model;
+    // tokenizer.ggml.pre: the pre-tokenizer of "gpt2" ("gpt-2", "llama-bpe",
+    // "qwen2", "smollm", ...); empty when absent.
+    std::string pre;
+    // SentencePiece pieces with U+2581 for space ("llama"), or token bytes
+    // in GPT-2's byte-to-unicode form ("gpt2"); special tokens as their text.
+    std::vector<std::string> tokens;
+    std::vector<float> scores;       // "llama": higher merges first
     std::vector<std::int32_t> types; // TokenType values
+    // "gpt2": "left right" pairs, earlier ones merge first.
+    std::vector<std::string> merges;
     std::int32_t bos = -1; // -1 = none
     std::int32_t eos = -1;
     std::int32_t unk = -1;
     std::int32_t pad = -1;
+    std::int32_t eot = -1; // end of turn (tokenizer.ggml.eot_token_id)
+    std::int32_t eom = -1; // end of message (tokenizer.ggml.eom_token_id)
     bool add_bos = false; // encode(..., add_special) puts BOS in front
     bool add_eos = false;
     bool add_space_prefix = true; // SentencePiece dummy prefix
 };
 
 // Reads the tokenizer.ggml.* keys. Missing optional keys get llama.cpp's
-// defaults (for "llama": BOS 1, EOS 2, UNK 0, add BOS, space prefix; scores 0
-// and type normal when those arrays are absent). Throws kvscope::Error when
+// defaults (for "llama": BOS 1, EOS 2, UNK 0, add BOS, space prefix; for
+// other models no special ids, no BOS, no space prefix; scores 0 and type
+// normal when those arrays are absent). Throws kvscope::Error when
 // the model or token list is missing or an id does not fit in 32 bits.
 Vocabulary read_vocabulary(const GgufFile& file);
 
