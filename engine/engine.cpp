@@ -1,0 +1,301 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+
+#include "engine/core/error.h"
+#include "engine/core/log.h"
+#include "kernels/cpu/parallel.h"
+
+namespace kvscope {
+namespace {
+
+KvCacheConfig kv_config(const EngineConfig& c, const Model& model) {
+    const ModelConfig& m = model.config();
+    const KvLayout layout({m.n_layers, m.n_kv_heads, m.head_dim}, c.kv_dtype, c.block_size);
+    std::uint32_t blocks = c.num_blocks;
+    if (blocks == 0) {
+        const double budget = c.kv_budget_mib * 1024 * 1024 - static_cast<double>(layout.fixed_bytes());
+        blocks = budget > 0 ? static_cast<std::uint32_t>(budget / static_cast<double>(layout.bytes_per_block())) : 0;
+    }
+    if (blocks == 0)
+        throw Error("a KV budget of " + std::to_string(c.kv_budget_mib) + " MiB holds no block of " +
+                    std::to_string(layout.bytes_per_block()) + " bytes (" + std::to_string(c.block_size) +
+                    " tokens of this model)");
+    const std::uint32_t swap = c.swap_blocks ? c.swap_blocks : c.preemption == PreemptionMode::Swap ? blocks : 0;
+    return {layout, blocks, c.allocation, c.prefix_caching, swap, c.watermark};
+}
+
+SchedulerConfig scheduler_config(const EngineConfig& c) {
+    return {c.max_num_seqs, c.max_num_batched_tokens, c.preemption};
+}
+
+std::shared_ptr<const Model> checked(std::shared_ptr<const Model> model) {
+    if (!model)
+        throw Error("the engine needs a model");
+    return model;
+}
+
+} // namespace
+
+std::string_view to_string(FinishReason reason) {
+    switch (reason) {
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length: return "length";
+    case FinishReason::Abort: return "abort";
+    case FinishReason::Error: return "error";
+    }
+    return "?";
+}
+
+Engine::Engine(const EngineConfig& config, std::shared_ptr<const Model> model)
+    : config_(config),
+      model_(checked(std::move(model))),
+      tokenizer_(std::make_unique<Tokenizer>(read_vocabulary(model_->file()))),
+      kv_(kv_config(config, *model_)),
+      scheduler_(scheduler_config(config), kv_),
+      runner_(model_->config(), model_->weights(), kv_.layout()) {
+    kernels::cpu::set_num_threads(config.threads);
+    logger("engine")->info("engine: {} KV, {} blocks of {} tokens ({:.1f} MiB), {} allocation, {} preemption",
+                           to_string(config.kv_dtype), kv_.config().num_blocks, config.block_size,
+                           static_cast<double>(kv_.config().num_blocks * kv_.layout().bytes_per_block()) / (1 << 20),
+                           to_string(config.allocation), to_string(config.preemption));
+}
+
+double Engine::now() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+RequestId Engine::add_request(std::string_view prompt, const RequestParams& params) {
+    return add_request(tokenizer_->encode(prompt), params);
+}
+
+RequestId Engine::add_request(std::vector<TokenId> prompt, const RequestParams& params) {
+    const RequestId id = next_request_++;
+    Request& r = requests_[id];
+    r.params = params;
+    r.prompt_tokens = static_cast<std::uint32_t>(prompt.size());
+    r.arrival = now();
+    r.open = std::max<std::uint32_t>(params.n, 1);
+    const std::size_t context = model_->config().context_length;
+    std::string problem;
+    if (prompt.empty())
+        problem = "the prompt is empty";
+    else if (params.n == 0 || params.max_new_tokens == 0)
+        problem = "n and max_new_tokens must be at least 1";
+    else if (context > 0 && prompt.size() + params.max_new_tokens > context)
+        problem = "prompt of " + std::to_string(prompt.size()) + " tokens + " + std::to_string(params.max_new_tokens) +
+                  " new tokens exceeds the model's context of " + std::to_string(context) + " tokens";
+    else if (const auto bad = std::find_if(prompt.begin(), prompt.end(), [&](TokenId t) {
+                 return t < 0 || t >= static_cast<TokenId>(model_->config().vocab_size);
+             }); bad != prompt.end())
+        problem = "token id " + std::to_string(*bad) + " is outside the vocabulary";
+    try {
+        Sampler check(params.sampling); // validates the sampling parameters
+    } catch (const Error& e) {
+        problem = e.what();
+    }
+    if (!problem.empty()) {
+        reject(id, problem);
+        return id;
+    }
+    const SeqId s = new_seq(id, 0);
+    scheduler_.add({s, std::move(prompt), r.prompt_tokens + params.max_new_tokens, 0, SeqStatus::Waiting, arrivals_++});
+    return id;
+}
+
+SeqId Engine::new_seq(RequestId request, std::uint32_t index) {
+    const SeqId id = next_seq_++;
+    Request& r = requests_.at(request);
+    SamplingParams sampling = r.params.sampling;
+    sampling.seed += index;
+    seqs_.emplace(id, Seq{request, index, Sampler(sampling), StreamDecoder(*tokenizer_), {}, 0, 0});
+    r.seqs.push_back(id);
+    return id;
+}
+
+// A request that never starts: every one of its samples ends with the error.
+void Engine::reject(RequestId request, const std::string& why) {
+    Request& r = requests_.at(request);
+    logger("engine")->warn("request {} rejected: {}", request, why);
+    for (std::uint32_t i = 0; i < r.open; ++i)
+        publish({request, i, {}, {}, FinishReason::Error, why});
+    requests_.erase(request);
+    ++completed_;
+}
+
+void Engine::abort(RequestId request) {
+    const auto it = requests_.find(request);
+    if (it == requests_.end())
+        return;
+    for (SeqId s : std::vector<SeqId>(it->second.seqs))
+        if (seqs_.contains(s))
+            finish(s, FinishReason::Abort);
+}
+
+void Engine::step() {
+    const Schedule schedule = scheduler_.schedule();
+    for (const auto& [seq, why] : schedule.rejected) {
+        const RequestId request = seqs_.at(seq).request;
+        seqs_.erase(seq);
+        reject(request, why);
+    }
+    if (!schedule.chunks.empty()) {
+        try {
+            run(schedule);
+        } catch (const Error& e) {
+            // A failure inside the forward pass cannot be pinned on one
+            // request: end everything in this batch, keep the engine usable.
+            for (const ScheduledChunk& c : schedule.chunks)
+                if (seqs_.contains(c.seq))
+                    finish(c.seq, FinishReason::Error, e.what());
+        }
+    }
+    ++step_;
+}
+
+void Engine::run(const Schedule& schedule) {
+    std::vector<SeqChunk> batch;
+    std::uint64_t prompt_tokens = 0;
+    for (const ScheduledChunk& c : schedule.chunks) {
+        const SchedSeq& s = scheduler_.seq(c.seq);
+        batch.push_back({c.seq, std::span<const TokenId>(s.tokens).subspan(c.start, c.count), c.start, c.samples});
+        if (c.start < requests_.at(seqs_.at(c.seq).request).prompt_tokens)
+            prompt_tokens += c.count;
+    }
+    const std::vector<float> logits = runner_.forward(batch, kv_);
+    const std::size_t vocab = model_->config().vocab_size;
+    std::size_t row = 0;
+    sampled_this_step_ = 0;
+    for (const ScheduledChunk& c : schedule.chunks) {
+        scheduler_.mark_computed(c.seq, c.start + c.count);
+        if (!c.samples)
+            continue;
+        const auto l = std::span<const float>(logits).subspan(row++ * vocab, vocab);
+        fork_samples(c.seq, l);
+        sample(c.seq, l);
+    }
+    metrics_.on_step(now(), prompt_tokens, sampled_this_step_);
+}
+
+// The first token of a request with n > 1: the other samples start here,
+// sharing the prompt's blocks, and draw their own first token from the same
+// logits.
+void Engine::fork_samples(SeqId parent, std::span<const float> logits) {
+    Request& r = requests_.at(seqs_.at(parent).request);
+    if (r.forked || r.params.n <= 1)
+        return;
+    r.forked = true;
+    const RequestId request = seqs_.at(parent).request;
+    for (std::uint32_t i = 1; i < r.params.n; ++i) {
+        const SeqId child = new_seq(request, i);
+        if (scheduler_.fork(parent, child) == SeqStatus::Running)
+            sample(child, logits);
+    }
+}
+
+bool Engine::is_stop_token(const Request& r, TokenId token) const {
+    if (!r.params.ignore_eos && token == tokenizer_->eos())
+        return true;
+    return std::find(r.params.stop_tokens.begin(), r.params.stop_tokens.end(), token) != r.params.stop_tokens.end();
+}
+
+void Engine::sample(SeqId id, std::span<const float> logits) {
+    Seq& s = seqs_.at(id);
+    Request& r = requests_.at(s.request);
+    const TokenId token = s.sampler.sample(logits, scheduler_.seq(id).tokens);
+    const double t = now();
+    if (!r.first_token_seen) {
+        r.first_token_seen = true;
+        metrics_.on_first_token(t - r.arrival);
+    } else if (s.generated > 0) {
+        metrics_.on_next_token(t - s.last_token_time);
+    }
+    s.last_token_time = t;
+    ++s.generated;
+    ++sampled_this_step_;
+    if (is_stop_token(r, token)) {
+        publish({s.request, s.index, s.decoder.flush(), {token}, FinishReason::Stop, {}});
+        finish(id, FinishReason::Stop);
+        return;
+    }
+    scheduler_.append_token(id, token);
+    std::string piece = s.decoder.push(token);
+    const std::size_t old_size = s.text.size();
+    s.text += piece;
+    for (const std::string& stop : r.params.stop_strings) {
+        // Only where the new piece could complete a match.
+        const std::size_t from = old_size >= stop.size() ? old_size - stop.size() + 1 : 0;
+        const std::size_t at = stop.empty() ? std::string::npos : s.text.find(stop, from);
+        if (at != std::string::npos) {
+            piece = s.text.substr(old_size, at > old_size ? at - old_size : 0);
+            publish({s.request, s.index, piece, {token}, FinishReason::Stop, {}});
+            finish(id, FinishReason::Stop);
+            return;
+        }
+    }
+    if (s.generated >= r.params.max_new_tokens) {
+        publish({s.request, s.index, piece + s.decoder.flush(), {token}, FinishReason::Length, {}});
+        finish(id, FinishReason::Length);
+        return;
+    }
+    publish({s.request, s.index, piece, {token}, std::nullopt, {}});
+}
+
+// Frees the sequence's blocks; the request ends with its last sequence.
+// Outputs for Stop/Length were emitted by sample(); Abort/Error emit here.
+void Engine::finish(SeqId id, FinishReason reason, const std::string& error) {
+    const Seq s = std::move(seqs_.at(id));
+    seqs_.erase(id);
+    scheduler_.remove(id);
+    Request& r = requests_.at(s.request);
+    if (reason == FinishReason::Abort || reason == FinishReason::Error) {
+        publish({s.request, s.index, {}, {}, reason, error});
+        // Samples not yet forked off this one end with it.
+        for (std::uint32_t i = 1; !r.forked && i < r.params.n; ++i, --r.open)
+            publish({s.request, i, {}, {}, reason, error});
+        r.forked = true;
+    }
+    if (--r.open == 0) {
+        requests_.erase(s.request);
+        ++completed_;
+    }
+}
+
+void Engine::publish(const RequestOutput& out) const {
+    if (on_output_)
+        on_output_(out);
+}
+
+std::shared_ptr<const EngineSnapshot> Engine::snapshot() const {
+    auto snap = std::make_shared<EngineSnapshot>();
+    const double t = now();
+    snap->step = step_;
+    snap->time_s = t;
+    snap->pool = kv_.snapshot();
+    for (const auto& [id, s] : seqs_) {
+        const SchedSeq& q = scheduler_.seq(id);
+        const Request& r = requests_.at(s.request);
+        snap->seqs.push_back({id, s.request, s.index, q.status, static_cast<std::uint32_t>(q.tokens.size()),
+                              r.prompt_tokens, s.generated});
+    }
+    snap->running = scheduler_.num_running();
+    snap->waiting = scheduler_.num_waiting();
+    snap->swapped = scheduler_.num_swapped();
+    snap->preemptions = scheduler_.preemptions();
+    snap->completed_requests = completed_;
+    snap->prompt_tokens = metrics_.prompt_tokens();
+    snap->generated_tokens = metrics_.generated_tokens();
+    snap->prompt_tokens_per_s = metrics_.prompt_tokens_per_s(t);
+    snap->generation_tokens_per_s = metrics_.generation_tokens_per_s(t);
+    snap->ttft = metrics_.ttft();
+    snap->itl = metrics_.itl();
+    snap->prefix_hit_tokens = snap->pool->prefix_hit_tokens;
+    snap->prefix_hit_rate = snap->pool->prefix_query_tokens
+                                ? static_cast<double>(snap->pool->prefix_hit_tokens) /
+                                      static_cast<double>(snap->pool->prefix_query_tokens)
+                                : 0.0;
+    snap->device = "host memory (CPU)";
+    return snap;
+}
+
+} // namespace kvscope

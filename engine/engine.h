@@ -1,0 +1,128 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/engine_config.h"
+#include "engine/engine_snapshot.h"
+#include "engine/kv/kv_cache_manager.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/runner.h"
+#include "engine/runtime/sampler.h"
+#include "engine/sched/scheduler.h"
+#include "engine/serving_metrics.h"
+#include "engine/tokenizer/stream_decoder.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace kvscope {
+
+struct RequestParams {
+    SamplingParams sampling;           // sample i of n uses seed + i
+    std::uint32_t n = 1;               // parallel samples sharing the prompt's blocks
+    std::uint32_t max_new_tokens = 128;
+    std::vector<std::string> stop_strings; // the text ends before the first match
+    std::vector<TokenId> stop_tokens;      // in addition to EOS, unless ignore_eos
+    bool ignore_eos = false;
+};
+
+enum class FinishReason : std::uint8_t { Stop, Length, Abort, Error };
+std::string_view to_string(FinishReason reason);
+
+// What one step produced for one sequence: new text and ids, and how it
+// ended when it did.
+struct RequestOutput {
+    RequestId request = 0;
+    std::uint32_t index = 0; // which of the request's n samples
+    std::string text;        // new text since the last output
+    std::vector<TokenId> tokens;
+    std::optional<FinishReason> finish;
+    std::string error; // with FinishReason::Error
+};
+
+// The serving engine: requests in, streamed tokens out, a paged KV cache
+// shared by everything in flight. Single-threaded: call add_request, abort,
+// step and snapshot from one thread (the kernels parallelize inside step).
+class Engine {
+public:
+    using OutputCallback = std::function<void(const RequestOutput&)>;
+
+    // Throws kvscope::Error when the configuration cannot work with the
+    // model (no KV block fits the budget, an unsupported KV dtype, ...).
+    Engine(const EngineConfig& config, std::shared_ptr<const Model> model);
+
+    void set_output_callback(OutputCallback callback) { on_output_ = std::move(callback); }
+
+    // Always returns an id. A request that can never run (empty prompt,
+    // longer than the model's context, larger than the whole KV pool) ends
+    // with FinishReason::Error and a message saying why; others are unaffected.
+    RequestId add_request(std::string_view prompt, const RequestParams& params);
+    RequestId add_request(std::vector<TokenId> prompt, const RequestParams& params);
+    void abort(RequestId request);
+
+    // Schedules and runs one batch. Never throws for a request's sake: a
+    // failing request ends with FinishReason::Error.
+    void step();
+    bool has_work() const { return scheduler_.has_work(); }
+
+    std::shared_ptr<const EngineSnapshot> snapshot() const;
+    const EngineConfig& config() const { return config_; }
+    const Tokenizer& tokenizer() const { return *tokenizer_; }
+    const KvCacheManager& kv() const { return kv_; }
+
+private:
+    struct Request {
+        RequestParams params;
+        std::uint32_t prompt_tokens = 0;
+        std::vector<SeqId> seqs;
+        std::uint32_t open = 0; // sequences not finished
+        bool forked = false;
+        double arrival = 0;
+        bool first_token_seen = false;
+    };
+    struct Seq {
+        RequestId request = 0;
+        std::uint32_t index = 0;
+        Sampler sampler;
+        StreamDecoder decoder;
+        std::string text; // all generated text, for stop strings
+        std::uint32_t generated = 0;
+        double last_token_time = 0;
+    };
+
+    double now() const;
+    SeqId new_seq(RequestId request, std::uint32_t index);
+    void reject(RequestId request, const std::string& why);
+    void run(const Schedule& schedule);
+    void fork_samples(SeqId parent, std::span<const float> logits);
+    void sample(SeqId id, std::span<const float> logits);
+    bool is_stop_token(const Request& r, TokenId token) const;
+    void finish(SeqId id, FinishReason reason, const std::string& error = {});
+    void publish(const RequestOutput& out) const;
+
+    EngineConfig config_;
+    std::shared_ptr<const Model> model_;
+    std::unique_ptr<Tokenizer> tokenizer_;
+    KvCacheManager kv_;
+    Scheduler scheduler_;
+    Runner runner_;
+    std::map<RequestId, Request> requests_;
+    std::map<SeqId, Seq> seqs_;
+    RequestId next_request_ = 1;
+    SeqId next_seq_ = 1;
+    std::uint64_t arrivals_ = 0;
+    std::uint64_t step_ = 0;
+    std::uint64_t completed_ = 0;
+    std::uint64_t sampled_this_step_ = 0;
+    ServingMetrics metrics_;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+    OutputCallback on_output_;
+};
+
+} // namespace kvscope

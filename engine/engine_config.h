@@ -1,0 +1,39 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "engine/kv/allocation_mode.h"
+#include "engine/kv/kv_dtype.h"
+#include "engine/sched/scheduler.h"
+
+namespace kvscope {
+
+// Everything that configures an Engine, in one plain struct. The CLI, the
+// app and JSON files use the same words as these field names.
+struct EngineConfig {
+    std::string model;            // GGUF path
+    int threads = 0;              // kernel threads; 0: one per core
+    KvDtype kv_dtype = KvDtype::F16;
+    std::uint32_t block_size = 16;
+    std::uint32_t num_blocks = 0; // KV pool size; 0: as many as kv_budget_mib holds
+    double kv_budget_mib = 256;
+    AllocationMode allocation = AllocationMode::Paged;
+    PreemptionMode preemption = PreemptionMode::Recompute;
+    bool prefix_caching = true;
+    std::uint32_t max_num_seqs = 64;
+    std::uint32_t max_num_batched_tokens = 512;
+    std::uint32_t swap_blocks = 0; // host swap pool; 0: as large as the KV pool when preemption is swap
+    double watermark = 0.01;       // fraction of blocks admission leaves free
+};
+
+nlohmann::ordered_json to_json(const EngineConfig& config);
+// Missing keys keep their defaults; unknown keys and bad values throw
+// kvscope::Error naming the key.
+EngineConfig engine_config_from_json(const nlohmann::ordered_json& j);
+EngineConfig load_engine_config(const std::string& path);
+void save_engine_config(const EngineConfig& config, const std::string& path);
+
+} // namespace kvscope

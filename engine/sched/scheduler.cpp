@@ -1,0 +1,216 @@
+#include "engine/sched/scheduler.h"
+
+#include <algorithm>
+#include <string>
+
+#include "engine/core/error.h"
+
+namespace kvscope {
+
+std::string_view to_string(PreemptionMode mode) { return mode == PreemptionMode::Swap ? "swap" : "recompute"; }
+
+PreemptionMode parse_preemption_mode(std::string_view word) {
+    if (word == "recompute")
+        return PreemptionMode::Recompute;
+    if (word == "swap")
+        return PreemptionMode::Swap;
+    throw Error("unknown preemption mode '" + std::string(word) + "' (expected recompute or swap)");
+}
+
+std::string_view to_string(SeqStatus status) {
+    switch (status) {
+    case SeqStatus::Waiting: return "waiting";
+    case SeqStatus::Running: return "running";
+    case SeqStatus::Swapped: return "swapped";
+    }
+    return "?";
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv) : config_(config), kv_(kv) {
+    if (config.max_num_seqs == 0 || config.max_num_batched_tokens == 0)
+        throw Error("scheduler limits must be at least 1 (max_num_seqs " + std::to_string(config.max_num_seqs) +
+                    ", max_num_batched_tokens " + std::to_string(config.max_num_batched_tokens) + ")");
+}
+
+const SchedSeq& Scheduler::seq(SeqId id) const {
+    const auto it = seqs_.find(id);
+    if (it == seqs_.end())
+        throw Error("scheduler: unknown sequence " + std::to_string(id));
+    return it->second;
+}
+
+void Scheduler::add(SchedSeq s) {
+    if (s.tokens.empty())
+        throw Error("scheduler: sequence " + std::to_string(s.id) + " has no tokens");
+    s.status = SeqStatus::Waiting;
+    s.computed = 0;
+    const SeqId id = s.id;
+    if (!seqs_.emplace(id, std::move(s)).second)
+        throw Error("scheduler: sequence " + std::to_string(id) + " already exists");
+    enqueue_waiting(id);
+}
+
+// Waiting stays in arrival order, so a preempted sequence goes back ahead of
+// younger ones (FCFS).
+void Scheduler::enqueue_waiting(SeqId id) {
+    const std::uint64_t arrival = seqs_.at(id).arrival;
+    const auto pos = std::find_if(waiting_.begin(), waiting_.end(),
+                                  [&](SeqId w) { return seqs_.at(w).arrival > arrival; });
+    waiting_.insert(pos, id);
+}
+
+Schedule Scheduler::schedule() {
+    Schedule out;
+    std::uint32_t budget = config_.max_num_batched_tokens;
+    // Decodes first: one token each, the cheapest way to keep everyone moving.
+    for (std::size_t i = 0; i < running_.size(); ++i) {
+        SchedSeq& s = seqs_.at(running_[i]);
+        if (kv_.num_tokens(s.id) < s.tokens.size() && !schedule_decode(s, budget, out))
+            break; // s preempted itself: everything behind it is gone too
+    }
+    const std::size_t decodes = out.chunks.size();
+    auto decoding = [&](SeqId id) {
+        return std::any_of(out.chunks.begin(), out.chunks.begin() + static_cast<std::ptrdiff_t>(decodes),
+                           [id](const ScheduledChunk& c) { return c.seq == id; });
+    };
+    for (SeqId id : running_) {
+        SchedSeq& s = seqs_.at(id);
+        if (s.computed < s.tokens.size() && kv_.num_tokens(id) == s.tokens.size() && !decoding(id))
+            schedule_prefill(s, budget, out);
+    }
+    if (out.preempted.empty())
+        resume_swapped(budget, out);
+    if (swapped_.empty())
+        admit_waiting(budget, out);
+    return out;
+}
+
+// Returns false when `s` had to be preempted itself.
+bool Scheduler::schedule_decode(SchedSeq& s, std::uint32_t& budget, Schedule& out) {
+    if (budget == 0)
+        return true;
+    while (!kv_.can_append(s.id)) {
+        SchedSeq& victim = seqs_.at(running_.back());
+        preempt(victim, out);
+        if (victim.id == s.id)
+            return false;
+    }
+    kv_.append(s.id, s.tokens.back());
+    out.chunks.push_back({s.id, static_cast<std::uint32_t>(s.tokens.size() - 1), 1, true});
+    --budget;
+    return true;
+}
+
+void Scheduler::schedule_prefill(SchedSeq& s, std::uint32_t& budget, Schedule& out) {
+    const auto left = static_cast<std::uint32_t>(s.tokens.size()) - s.computed;
+    const std::uint32_t count = std::min(left, budget);
+    if (count == 0)
+        return;
+    out.chunks.push_back({s.id, s.computed, count, count == left});
+    budget -= count;
+}
+
+void Scheduler::preempt(SchedSeq& victim, Schedule& out) {
+    erase(running_, victim.id);
+    ++preemptions_;
+    out.preempted.push_back(victim.id);
+    if (config_.preemption == PreemptionMode::Swap && kv_.can_swap_out(victim.id)) {
+        kv_.swap_out(victim.id);
+        victim.status = SeqStatus::Swapped;
+        swapped_.push_back(victim.id);
+        std::sort(swapped_.begin(), swapped_.end(),
+                  [&](SeqId a, SeqId b) { return seqs_.at(a).arrival < seqs_.at(b).arrival; });
+        return;
+    }
+    // Recompute: its tokens stay; their K/V will be computed again.
+    kv_.free(victim.id);
+    victim.computed = 0;
+    victim.status = SeqStatus::Waiting;
+    enqueue_waiting(victim.id);
+}
+
+void Scheduler::resume_swapped(std::uint32_t& budget, Schedule& out) {
+    while (!swapped_.empty() && running_.size() < config_.max_num_seqs && budget > 0) {
+        SchedSeq& s = seqs_.at(swapped_.front());
+        if (kv_.can_swap_in(s.id) != AllocStatus::Ok)
+            return;
+        kv_.swap_in(s.id);
+        swapped_.pop_front();
+        s.status = SeqStatus::Running;
+        running_.push_back(s.id);
+        if (kv_.num_tokens(s.id) < s.tokens.size()) {
+            if (kv_.can_append(s.id))
+                schedule_decode(s, budget, out);
+        } else {
+            schedule_prefill(s, budget, out);
+        }
+    }
+}
+
+void Scheduler::admit_waiting(std::uint32_t& budget, Schedule& out) {
+    while (!waiting_.empty() && running_.size() < config_.max_num_seqs && budget > 0) {
+        SchedSeq& s = seqs_.at(waiting_.front());
+        const std::uint32_t max_new = s.max_tokens > s.tokens.size()
+                                          ? s.max_tokens - static_cast<std::uint32_t>(s.tokens.size())
+                                          : 0;
+        const AllocStatus status = kv_.can_allocate(s.tokens, max_new);
+        if (status == AllocStatus::Later)
+            return; // FCFS: nobody overtakes the oldest waiting sequence
+        waiting_.pop_front();
+        if (status == AllocStatus::Never) {
+            std::string reason;
+            try {
+                kv_.allocate(s.id, s.tokens, max_new);
+            } catch (const KvError& e) {
+                reason = e.what();
+            }
+            out.rejected.emplace_back(s.id, reason);
+            seqs_.erase(s.id);
+            continue;
+        }
+        s.computed = kv_.allocate(s.id, s.tokens, max_new);
+        s.status = SeqStatus::Running;
+        running_.push_back(s.id);
+        schedule_prefill(s, budget, out);
+    }
+}
+
+void Scheduler::mark_computed(SeqId id, std::uint32_t computed) { seqs_.at(id).computed = computed; }
+
+void Scheduler::append_token(SeqId id, TokenId token) { seqs_.at(id).tokens.push_back(token); }
+
+SeqStatus Scheduler::fork(SeqId parent, SeqId child) {
+    SchedSeq c = seq(parent);
+    c.id = child;
+    try {
+        kv_.fork(parent, child);
+        c.status = SeqStatus::Running;
+        seqs_.emplace(child, std::move(c));
+        running_.push_back(child);
+        return SeqStatus::Running;
+    } catch (const KvError&) {
+        // No room for a contiguous copy: prefill it again when there is.
+        c.computed = 0;
+        c.status = SeqStatus::Waiting;
+        seqs_.emplace(child, std::move(c));
+        enqueue_waiting(child);
+        return SeqStatus::Waiting;
+    }
+}
+
+void Scheduler::remove(SeqId id) {
+    const auto it = seqs_.find(id);
+    if (it == seqs_.end())
+        return;
+    erase(running_, id);
+    erase(waiting_, id);
+    erase(swapped_, id);
+    if (kv_.contains(id))
+        kv_.free(id);
+    seqs_.erase(it);
+}
+
+void Scheduler::erase(std::vector<SeqId>& queue, SeqId id) { std::erase(queue, id); }
+void Scheduler::erase(std::deque<SeqId>& queue, SeqId id) { std::erase(queue, id); }
+
+} // namespace kvscope

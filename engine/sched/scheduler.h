@@ -1,0 +1,112 @@
+// engine/sched: continuous batching over the paged KV cache. Decides, each
+// step, which sequences run and how many of their tokens; admits, preempts
+// and resumes. Knows tokens and blocks, not models. Depends on engine/kv.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/kv/kv_cache_manager.h"
+
+namespace kvscope {
+
+enum class PreemptionMode : std::uint8_t {
+    Recompute, // free the blocks, requeue, prefill again later
+    Swap,      // copy the blocks to the host swap pool, bring them back later
+};
+std::string_view to_string(PreemptionMode mode); // "recompute", "swap"
+PreemptionMode parse_preemption_mode(std::string_view word);
+
+struct SchedulerConfig {
+    std::uint32_t max_num_seqs = 64;            // running at once
+    std::uint32_t max_num_batched_tokens = 512; // tokens per step: decodes + prefill chunks
+    PreemptionMode preemption = PreemptionMode::Recompute;
+};
+
+enum class SeqStatus : std::uint8_t { Waiting, Running, Swapped };
+std::string_view to_string(SeqStatus status);
+
+// A sequence as the scheduler sees it. Its K/V cover tokens[0, computed);
+// the KV cache has slots for kv.num_tokens(id) of them. After a sample the
+// new token is in `tokens` but has no slot until the next schedule().
+struct SchedSeq {
+    SeqId id = 0;
+    std::vector<TokenId> tokens;  // prompt, then generated tokens
+    std::uint32_t max_tokens = 0; // the length it may reach (prompt + max_new_tokens)
+    std::uint32_t computed = 0;
+    SeqStatus status = SeqStatus::Waiting;
+    std::uint64_t arrival = 0; // FCFS order; forks inherit their parent's
+};
+
+// One sequence's work in a step: compute tokens[start, start + count).
+// `samples`: the chunk reaches the end of `tokens`, so a token is sampled.
+struct ScheduledChunk {
+    SeqId seq = 0;
+    std::uint32_t start = 0;
+    std::uint32_t count = 0;
+    bool samples = false;
+};
+
+struct Schedule {
+    std::vector<ScheduledChunk> chunks;
+    std::vector<SeqId> preempted;
+    // Sequences that can never fit the pool, with the KV cache's reason.
+    std::vector<std::pair<SeqId, std::string>> rejected;
+};
+
+// FCFS continuous batching (vLLM's scheduler, with chunked prefill):
+//   1. running decodes get a slot each; when none is free, the most recently
+//      admitted sequence is preempted (recompute or swap) until one is
+//   2. running prefills continue with the token budget left
+//   3. swapped sequences come back, oldest first, when nothing was preempted
+//   4. waiting sequences are admitted, oldest first, while the KV cache can
+//      hold them (watermark), max_num_seqs allows and budget is left
+class Scheduler {
+public:
+    Scheduler(const SchedulerConfig& config, KvCacheManager& kv);
+
+    void add(SchedSeq seq); // joins the waiting queue
+    Schedule schedule();
+    // After a chunk ran: its tokens' K/V are in the cache.
+    void mark_computed(SeqId id, std::uint32_t computed);
+    void append_token(SeqId id, TokenId token);
+    // A parallel sample of `parent`: shares its blocks (or copies them in
+    // contiguous mode) and runs from now on. When the cache cannot hold the
+    // copy, the child waits and recomputes. Returns the child's status.
+    SeqStatus fork(SeqId parent, SeqId child);
+    // Finished or aborted: leaves every queue, its blocks are freed.
+    void remove(SeqId id);
+
+    const SchedSeq& seq(SeqId id) const;
+    bool contains(SeqId id) const { return seqs_.contains(id); }
+    bool has_work() const { return !seqs_.empty(); }
+    std::size_t num_running() const { return running_.size(); }
+    std::size_t num_waiting() const { return waiting_.size(); }
+    std::size_t num_swapped() const { return swapped_.size(); }
+    std::uint64_t preemptions() const { return preemptions_; }
+    const SchedulerConfig& config() const { return config_; }
+
+private:
+    bool schedule_decode(SchedSeq& s, std::uint32_t& budget, Schedule& out);
+    void schedule_prefill(SchedSeq& s, std::uint32_t& budget, Schedule& out);
+    void preempt(SchedSeq& victim, Schedule& out);
+    void resume_swapped(std::uint32_t& budget, Schedule& out);
+    void admit_waiting(std::uint32_t& budget, Schedule& out);
+    void enqueue_waiting(SeqId id);
+    static void erase(std::vector<SeqId>& queue, SeqId id);
+    static void erase(std::deque<SeqId>& queue, SeqId id);
+
+    SchedulerConfig config_;
+    KvCacheManager& kv_;
+    std::map<SeqId, SchedSeq> seqs_;
+    std::vector<SeqId> running_; // admission order: the back is preempted first
+    std::deque<SeqId> waiting_;  // arrival order
+    std::deque<SeqId> swapped_;  // arrival order
+    std::uint64_t preemptions_ = 0;
+};
+
+} // namespace kvscope

@@ -1,0 +1,217 @@
+// The serving engine on stories260K: greedy tokens equal run.c's reference
+// whether a request runs alone, in a busy batch, after preemption (recompute
+// or swap) or with its prefix from the cache; parallel samples share blocks;
+// impossible requests fail alone.
+#include <QtTest>
+
+#include <set>
+
+#include "engine_test_support.h"
+#include "../runtime/jsonl.h"
+
+using namespace kvscope;
+using namespace kvscope::test;
+
+namespace {
+
+struct Reference {
+    std::vector<TokenId> prompt, generated;
+};
+
+std::vector<Reference> references() {
+    std::vector<Reference> refs;
+    for (const QJsonObject& row : read_jsonl(test_model_path("stories260K.reference.jsonl")))
+        refs.push_back({ids(row["prompt_token_ids"]), ids(row["generated_token_ids"])});
+    return refs;
+}
+
+RequestParams greedy(std::uint32_t n_tokens) {
+    RequestParams p;
+    p.max_new_tokens = n_tokens;
+    p.ignore_eos = true; // run.c never stops on EOS
+    return p;
+}
+
+} // namespace
+
+class TestEngine : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void greedy_equals_reference_in_every_situation_data();
+    void greedy_equals_reference_in_every_situation();
+    void prefix_cache_shares_a_system_prompt();
+    void parallel_samples_share_the_prompt();
+    void impossible_requests_fail_alone();
+    void abort_frees_blocks();
+    void stop_strings_cut_the_text();
+    void snapshot_counts();
+
+private:
+    std::shared_ptr<const Model> model_;
+};
+
+void TestEngine::initTestCase() {
+    KVSCOPE_REQUIRE_MODEL(path, "stories260K-f32.gguf");
+    model_ = std::make_shared<const Model>(path.toStdString());
+}
+
+void TestEngine::greedy_equals_reference_in_every_situation_data() {
+    QTest::addColumn<int>("blocks");
+    QTest::addColumn<int>("block_size");
+    QTest::addColumn<int>("preemption");
+    QTest::addColumn<int>("allocation");
+    QTest::addColumn<int>("budget");
+    QTest::newRow("roomy paged batch") << 256 << 16 << int(PreemptionMode::Recompute) << int(AllocationMode::Paged) << 512;
+    QTest::newRow("chunked prefill") << 256 << 16 << int(PreemptionMode::Recompute) << int(AllocationMode::Paged) << 7;
+    QTest::newRow("tight pool, recompute") << 14 << 8 << int(PreemptionMode::Recompute) << int(AllocationMode::Paged) << 512;
+    QTest::newRow("tight pool, swap") << 14 << 8 << int(PreemptionMode::Swap) << int(AllocationMode::Paged) << 512;
+    QTest::newRow("contiguous") << 40 << 8 << int(PreemptionMode::Recompute) << int(AllocationMode::Contiguous) << 512;
+}
+
+void TestEngine::greedy_equals_reference_in_every_situation() {
+    QFETCH(int, blocks);
+    QFETCH(int, block_size);
+    QFETCH(int, preemption);
+    QFETCH(int, allocation);
+    QFETCH(int, budget);
+    EngineConfig c = small_config(static_cast<std::uint32_t>(blocks), static_cast<std::uint32_t>(block_size));
+    c.preemption = static_cast<PreemptionMode>(preemption);
+    c.allocation = static_cast<AllocationMode>(allocation);
+    c.max_num_batched_tokens = static_cast<std::uint32_t>(budget);
+    Engine engine(c, model_);
+    Outputs out;
+    collect_into(engine, out);
+    const auto refs = references();
+    std::vector<RequestId> ids;
+    for (const Reference& r : refs)
+        ids.push_back(engine.add_request(r.prompt, greedy(static_cast<std::uint32_t>(r.generated.size()))));
+    drain(engine);
+    for (std::size_t i = 0; i < refs.size(); ++i) {
+        const Collected& got = out[{ids[i], 0}];
+        QCOMPARE(got.finish, std::optional(FinishReason::Length));
+        QVERIFY2(got.tokens == refs[i].generated, qPrintable(QStringLiteral("request %1").arg(i)));
+    }
+    if (blocks == 14)
+        QVERIFY2(engine.snapshot()->preemptions > 0, "the tight pool must force preemption");
+    QCOMPARE(engine.kv().fragmentation().free_blocks, std::size_t(blocks));
+    engine.kv().check_invariants();
+}
+
+void TestEngine::prefix_cache_shares_a_system_prompt() {
+    EngineConfig c = small_config(128, 4);
+    Engine engine(c, model_);
+    Outputs out;
+    collect_into(engine, out);
+    const auto refs = references();
+    const RequestId first = engine.add_request(refs[0].prompt, greedy(48));
+    drain(engine);
+    // The same prompt again: its full blocks come from the cache.
+    const RequestId second = engine.add_request(refs[0].prompt, greedy(48));
+    drain(engine);
+    QVERIFY(engine.snapshot()->prefix_hit_tokens >= 4);
+    QCOMPARE(of(out, second, 0).tokens, of(out, first, 0).tokens);
+    QCOMPARE(of(out, second, 0).tokens, refs[0].generated);
+}
+
+void TestEngine::parallel_samples_share_the_prompt() {
+    EngineConfig c = small_config(128, 4);
+    Engine engine(c, model_);
+    Outputs out;
+    collect_into(engine, out);
+    RequestParams p;
+    p.n = 4;
+    p.max_new_tokens = 20;
+    p.ignore_eos = true;
+    p.sampling.temperature = 1.0f;
+    p.sampling.seed = 11;
+    const std::vector<TokenId> prompt(13, 300); // 3 full blocks + 1 token
+    const RequestId id = engine.add_request(prompt, p);
+    engine.step(); // prefill, first tokens, fork
+    const auto snap = engine.snapshot();
+    QCOMPARE(snap->seqs.size(), std::size_t{4});
+    auto shared_by_all = [](const EngineSnapshot& s) {
+        int n = 0;
+        for (const BlockInfo& b : s.pool->blocks)
+            n += b.state == BlockState::Shared && b.ref_count == 4;
+        return n;
+    };
+    QCOMPARE(shared_by_all(*snap), 4); // all 4 prompt blocks, the partly filled tail too
+    engine.step();                     // each appends its first token: the tail is copied on write
+    QCOMPARE(shared_by_all(*engine.snapshot()), 3);
+    drain(engine);
+    std::set<std::vector<TokenId>> distinct;
+    for (std::uint32_t i = 0; i < 4; ++i) {
+        QCOMPARE(of(out, id, i).tokens.size(), std::size_t{20});
+        distinct.insert(of(out, id, i).tokens);
+    }
+    QVERIFY(distinct.size() > 1); // different seeds, different samples
+    QCOMPARE(engine.kv().fragmentation().used_blocks, std::size_t{0});
+}
+
+void TestEngine::impossible_requests_fail_alone() {
+    EngineConfig c = small_config(8, 16); // 128 slots
+    Engine engine(c, model_);
+    Outputs out;
+    collect_into(engine, out);
+    const auto refs = references();
+    const RequestId ok = engine.add_request(refs[1].prompt, greedy(48));
+    const RequestId too_big = engine.add_request(std::vector<TokenId>(100, 300), greedy(100)); // > pool
+    const RequestId too_long = engine.add_request(std::vector<TokenId>(500, 300), greedy(20)); // > context 512
+    const RequestId empty = engine.add_request(std::vector<TokenId>{}, greedy(5));
+    const RequestId bad_id = engine.add_request(std::vector<TokenId>{1, 99999}, greedy(5));
+    drain(engine);
+    QCOMPARE(of(out, ok, 0).tokens, refs[1].generated);
+    for (RequestId r : {too_big, too_long, empty, bad_id})
+        QCOMPARE(of(out, r, 0).finish, std::optional(FinishReason::Error));
+    QVERIFY(QString::fromStdString(of(out, too_big, 0).error).contains("never fit"));
+    QVERIFY(QString::fromStdString(of(out, too_long, 0).error).contains("context of 512"));
+}
+
+void TestEngine::abort_frees_blocks() {
+    Engine engine(small_config(64, 8), model_);
+    Outputs out;
+    collect_into(engine, out);
+    const RequestId id = engine.add_request(references()[0].prompt, greedy(48));
+    engine.step();
+    engine.step();
+    QVERIFY(engine.kv().fragmentation().used_blocks > 0);
+    engine.abort(id);
+    QCOMPARE(of(out, id, 0).finish, std::optional(FinishReason::Abort));
+    QVERIFY(!engine.has_work());
+    QCOMPARE(engine.kv().fragmentation().used_blocks, std::size_t{0});
+}
+
+void TestEngine::stop_strings_cut_the_text() {
+    Engine engine(small_config(64, 8), model_);
+    Outputs out;
+    collect_into(engine, out);
+    RequestParams p = greedy(48);
+    p.stop_strings = {"Lily"};
+    const RequestId id = engine.add_request("Once upon a time", p); // "..., there was a little girl named Lily."
+    drain(engine);
+    QCOMPARE(of(out, id, 0).finish, std::optional(FinishReason::Stop));
+    QCOMPARE(QString::fromStdString(of(out, id, 0).text), QStringLiteral(", there was a little girl named "));
+}
+
+void TestEngine::snapshot_counts() {
+    Engine engine(small_config(64, 8), model_);
+    const auto refs = references();
+    for (int i = 0; i < 3; ++i)
+        engine.add_request(refs[static_cast<std::size_t>(i)].prompt, greedy(10));
+    engine.step();
+    auto s1 = engine.snapshot();
+    QCOMPARE(s1->running, std::size_t{3});
+    QCOMPARE(s1->step, std::uint64_t{1});
+    drain(engine);
+    auto s2 = engine.snapshot();
+    QVERIFY(s2->step > s1->step && s2->time_s >= s1->time_s);
+    QCOMPARE(s2->completed_requests, std::uint64_t{3});
+    QCOMPARE(s2->generated_tokens, std::uint64_t{30});
+    QVERIFY(s2->ttft.p50_ms > 0 && s2->ttft.p95_ms >= s2->ttft.p50_ms);
+    QVERIFY(s2->itl.p50_ms > 0);
+    QCOMPARE(s2->pool->fragmentation.used_blocks, std::size_t{0});
+}
+
+QTEST_APPLESS_MAIN(TestEngine)
+#include "test_engine.moc"
