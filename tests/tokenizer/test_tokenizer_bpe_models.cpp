@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/tokenizer/bpe_tokenizer.h"
+#include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/stream_decoder.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "reference_rows.h"
@@ -26,6 +27,7 @@ private slots:
     void vocabulary_facts();
     void special_tokens_only_when_asked();
     void stop_tokens();
+    void chatml_prompt();
     void long_text_with_repeated_words();
     void random_text_round_trips_data();
     void random_text_round_trips();
@@ -145,13 +147,38 @@ void TestTokenizerBpeModels::stop_tokens() {
     QVERIFY(!llama3.is_stop_token(100264));
 }
 
+void TestTokenizerBpeModels::chatml_prompt() {
+    // cl100k has <|im_start|> and <|im_end|> as control tokens: a ChatML
+    // prompt holds them as single ids, the rest is plain text; no BOS
+    // (add_bos_token = false).
+    KVSCOPE_REQUIRE_MODEL(llama3_path, "tokenizers/llama3-bpe-vocab.gguf");
+    const Tokenizer tok = load_tokenizer(llama3_path);
+    const ChatTemplate chat("{{'<|im_start|>' + message['role'] + '\\n'}}", "", "");
+    QCOMPARE(chat.family(), ChatFamily::chatml);
+    const std::vector<ChatMessage> turns{{"user", "Hi <|im_end|> there"}};
+    const std::string text = chat.render(turns);
+    const Ids ids = chat.encode(tok, text);
+    Ids expected{100264};
+    auto add = [&](const std::string& plain) {
+        const Ids part = tok.encode(plain);
+        expected.insert(expected.end(), part.begin(), part.end());
+    };
+    add("user\nHi ");
+    expected.push_back(100265); // a special-token string in the content is parsed too
+    add(" there");
+    expected.push_back(100265);
+    add("\n");
+    expected.push_back(100264);
+    add("assistant\n");
+    QCOMPARE(ids, expected);
+    QCOMPARE(tok.decode(ids, {.render_special = true}), text);
+}
+
 void TestTokenizerBpeModels::long_text_with_repeated_words() {
-    // Rows that start with a letter and end with "." joined by "\n\n" +
-    // "Z": the separators are words of their own in both pre-tokenizers
-    // ("." stays apart from "\n\n" only when... ) -- so instead compare a
-    // long text against the concatenation of its lines, each line encoded
-    // alone: a line of English words ends before "\n", which is its own
-    // word in both pre-tokenizers when the next line starts with a letter.
+    // A long text against the concatenation of its lines, each encoded
+    // alone: these lines end with a letter or digit and start with a
+    // letter, so "\n" is a word of its own in both pre-tokenizers. Words
+    // repeat thousands of times (the per-text word cache).
     KVSCOPE_REQUIRE_MODEL(gpt2_path, "tokenizers/gpt2-bpe-vocab.gguf");
     KVSCOPE_REQUIRE_MODEL(llama3_path, "tokenizers/llama3-bpe-vocab.gguf");
     const char* lines[] = {"The quick brown fox jumps over the lazy dog",

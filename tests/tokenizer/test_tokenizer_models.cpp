@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/model/gguf_file.h"
+#include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/stream_decoder.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "support/test_models.h"
@@ -83,6 +84,8 @@ private slots:
     void stories260k_decodes_like_run_c();
     void random_text_round_trips();
     void random_bytes_survive();
+    void llama2_chat_prompt();
+    void stories260k_has_no_chat_template();
 };
 
 void TestTokenizerModels::llama2_reference_encodings() {
@@ -205,6 +208,40 @@ void TestTokenizerModels::random_bytes_survive() {
         QVERIFY(is_valid_utf8(text));
         if (is_valid_utf8(bytes)) QCOMPARE(text, bytes);
     }
+}
+
+void TestTokenizerModels::llama2_chat_prompt() {
+    // The rendered "<s>[INST] ..." starts with BOS itself: one BOS, not two;
+    // "</s><s>" between turns become EOS and BOS; the text after each
+    // special token gets the dummy-prefix space, as in llama.cpp.
+    KVSCOPE_REQUIRE_MODEL(vocab, "tokenizers/llama2-spm-vocab.gguf");
+    const Tokenizer tok = load_tokenizer(vocab);
+    const ChatTemplate chat("{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }} <<SYS>>",
+                            tok.token_text(tok.bos()), tok.token_text(tok.eos()));
+    QCOMPARE(chat.family(), ChatFamily::llama2);
+    const std::vector<ChatMessage> turns{{"user", "Hello"}, {"assistant", "Hi"}, {"user", "Bye"}};
+    const std::string text = chat.render(turns);
+    QCOMPARE(text, std::string("<s>[INST] Hello [/INST] Hi </s><s>[INST] Bye [/INST]"));
+    Ids expected = tok.encode("[INST] Hello [/INST] Hi ");
+    expected.push_back(tok.eos());
+    append(expected, tok.encode("[INST] Bye [/INST]"));
+    QCOMPARE(chat.encode(tok, text), expected);
+    QCOMPARE(std::count(expected.begin(), expected.end(), tok.bos()), 2);
+    // Decoding shows those dummy-prefix spaces.
+    QCOMPARE(tok.decode(expected, {.render_special = true}),
+             std::string("<s> [INST] Hello [/INST] Hi </s><s> [INST] Bye [/INST]"));
+}
+
+void TestTokenizerModels::stories260k_has_no_chat_template() {
+    KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
+    const GgufFile file(model.toStdString());
+    const Tokenizer tok(read_vocabulary(file));
+    const ChatTemplate chat = ChatTemplate::for_model(file, tok);
+    QCOMPARE(chat.family(), ChatFamily::none);
+    // Plain completion: the text as it is, BOS as the vocabulary asks.
+    const std::vector<ChatMessage> turns{{"user", "Once upon a time"}};
+    QCOMPARE(chat.render(turns), std::string("Once upon a time"));
+    QCOMPARE(chat.encode(tok, "Once upon a time"), tok.encode("Once upon a time"));
 }
 
 QTEST_GUILESS_MAIN(TestTokenizerModels)
