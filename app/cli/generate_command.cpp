@@ -48,8 +48,8 @@ int run_generate(Args& args) {
     const Model model(path);
     const Tokenizer tokenizer(read_vocabulary(model.file()));
     const std::vector<TokenId> prompt = prompt_text ? tokenizer.encode(*prompt_text) : parse_token_ids(*prompt_ids_text);
-    if (!ignore_eos && tokenizer.eos() >= 0)
-        o.stop_tokens.push_back(tokenizer.eos());
+    if (!ignore_eos)
+        o.stop_tokens = tokenizer.stop_tokens(); // EOS and end-of-turn tokens
     StreamDecoder decoder(tokenizer);
     std::string text;
     o.on_token = [&](TokenId id) {

@@ -18,6 +18,12 @@ commands:
                [--tokens N] [--seqs N] [--kv-dtype D] [--block-size B]
                [--gpu NAME | --gpu-mem-gib G] [--weights TYPE] [--gpu-util F] [--json]
                calc --list  shows the model and GPU presets
+  chat         a terminal chat through the model's chat template (Llama 2/3, ChatML,
+               Mistral, Zephyr, Gemma); each line on stdin is a user message, the
+               reply streams out; without a known template: plain completion
+               --model FILE [--system TEXT] [-n N] [--temp T] [--top-k K] [--top-p P]
+               [--min-p P] [--repeat-penalty R] [--seed S] [--kv-dtype f32|f16]
+               [--block-size B] [--threads N]
   generate     stream a completion of a prompt, through the paged KV cache
                --model FILE (--prompt TEXT | --prompt-ids 1,2,3) [-n N] [--temp T]
                [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S]
@@ -26,10 +32,16 @@ commands:
                FILE.gguf [--json]
   make-model   a GGUF with random weights of a real model's shape (meaningless text)
                --preset NAME [--type f16|q8_0|q4_0|bf16|f32] [--seed S] -o FILE
+  tokenize     token ids and pieces of a text; works on vocabulary-only GGUFs
+               --model FILE --text TEXT|- [--json] [--no-bos] [--parse-special]
+               (--text - reads stdin byte for byte; BOS as the file asks; special-
+               token strings are plain text unless --parse-special)
   bench decode prefill and decode tok/s, and decode's share of the memory bandwidth
                --model FILE [--threads N] [--kv-dtype D] [--json]
   bench paint  time to paint the block map of a large pool
                [--blocks N] [--frames F] [--width W] [--height H] [--json]
+  bench tokenizer  encoding speed (MB/s, one thread) of a model's tokenizer
+               --model FILE [--text-file F] [--json] (default: 4 MB of generated English)
 
 LEVEL: trace, debug, info, warn, error, critical, off (default info)
 )";
@@ -44,10 +56,16 @@ int dispatch(const std::string& command, kvscope::cli::Args& args) {
         return run_info(args);
     if (command == "make-model")
         return run_make_model(args);
+    if (command == "tokenize")
+        return run_tokenize(args);
+    if (command == "chat")
+        return run_chat(args);
     if (command == "bench") {
         const auto which = args.subcommand();
         if (which == "paint")
             return run_bench_paint(args);
+        if (which == "tokenizer")
+            return run_bench_tokenizer(args);
         if (which == "decode")
             return run_bench_decode(args);
         throw kvscope::Error("bench needs a benchmark name: decode or paint");
