@@ -75,6 +75,7 @@ public:
     const EngineConfig& config() const { return config_; }
     const Tokenizer& tokenizer() const { return *tokenizer_; }
     const KvCacheManager& kv() const { return kv_; }
+    const Scheduler& scheduler() const { return scheduler_; }
 
 private:
     struct Request {

@@ -38,6 +38,13 @@ commands:
                token strings are plain text unless --parse-special)
   bench decode prefill and decode tok/s, and decode's share of the memory bandwidth
                --model FILE [--threads N] [--kv-dtype D] [--json]
+  bench serve  one workload through paged and contiguous KV allocation, side by side
+               (--model FILE | --preset NAME [--type q8_0|f16|q4_0]) [--requests N]
+               [--kv-budget-mib M] [--mode paged|contiguous|both] [--kv-dtype D]
+               [--block-size B] [--lengths sharegpt|uniform|fixed] [--prompt-len N]
+               [--output-len N] [--max-total N] [--rate R] [--shared-prefix K] [--n N]
+               [--seed S] [--max-seqs N] [--max-batched-tokens N]
+               [--preemption recompute|swap] [--threads N] [--json]
   bench paint  time to paint the block map of a large pool
                [--blocks N] [--frames F] [--width W] [--height H] [--json]
   bench tokenizer  encoding speed (MB/s, one thread) of a model's tokenizer
@@ -68,7 +75,9 @@ int dispatch(const std::string& command, kvscope::cli::Args& args) {
             return run_bench_tokenizer(args);
         if (which == "decode")
             return run_bench_decode(args);
-        throw kvscope::Error("bench needs a benchmark name: decode or paint");
+        if (which == "serve")
+            return run_bench_serve(args);
+        throw kvscope::Error("bench needs a benchmark name: decode, serve or paint");
     }
     throw kvscope::Error("unknown command '" + command + "'");
 }

@@ -1,0 +1,164 @@
+// kvscope-cli bench serve: one workload through paged and contiguous KV
+// allocation, side by side — the PagedAttention experiment on this machine.
+#include <cstdio>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli/commands.h"
+#include "engine/core/error.h"
+#include "engine/model/synthetic_model.h"
+#include "engine/workload/serve_run.h"
+
+namespace kvscope::cli {
+namespace {
+
+// --model FILE, or --preset NAME: a synthetic model written to a temporary file.
+std::shared_ptr<const Model> bench_model(Args& args, std::filesystem::path& temp) {
+    const auto path = args.value("--model");
+    const auto preset = args.value("--preset");
+    const std::string type = args.value_or("--type", "q8_0");
+    if (path.has_value() == preset.has_value())
+        throw Error("bench serve needs exactly one of --model FILE and --preset NAME");
+    if (path)
+        return std::make_shared<const Model>(*path);
+    temp = std::filesystem::temp_directory_path() / ("kvscope-bench-" + *preset + "-" + type + ".gguf");
+    const GgmlType t = type == "f16" ? GgmlType::F16 : type == "q4_0" ? GgmlType::Q4_0 : GgmlType::Q8_0;
+    write_synthetic_model(find_model_preset(*preset), t, 1, temp.string());
+    return std::make_shared<const Model>(temp.string());
+}
+
+WorkloadSpec read_workload(Args& args, const Model& model) {
+    WorkloadSpec w;
+    w.requests = static_cast<std::uint32_t>(args.int_or("--requests", 48, 1, 1000000));
+    w.distribution = parse_length_distribution(args.value_or("--lengths", "sharegpt"));
+    w.prompt_len = static_cast<std::uint32_t>(args.int_or("--prompt-len", 128, 1, 1 << 20));
+    w.output_len = static_cast<std::uint32_t>(args.int_or("--output-len", 128, 1, 1 << 20));
+    w.max_total = static_cast<std::uint32_t>(args.int_or("--max-total", 512, 8, 1 << 20));
+    w.arrival_rate = args.number_or("--rate", 0, 0, 1e6);
+    w.shared_prefix = static_cast<std::uint32_t>(args.int_or("--shared-prefix", 0, 0, 1 << 20));
+    w.n = static_cast<std::uint32_t>(args.int_or("--n", 1, 1, 64));
+    w.seed = static_cast<std::uint64_t>(args.int_or("--seed", 1, 0, INT64_MAX));
+    w.vocab = model.config().vocab_size;
+    return w;
+}
+
+nlohmann::ordered_json run_json(const ServeRunResult& r) {
+    return {{"mode", std::string(to_string(r.config.allocation))},
+            {"kv_dtype", std::string(to_string(r.config.kv_dtype))},
+            {"block_size", r.config.block_size},
+            {"kv_blocks", r.kv_blocks},
+            {"requests", r.requests},
+            {"completed", r.completed},
+            {"failed", r.failed},
+            {"seconds", r.seconds},
+            {"generation_tokens_per_second", r.generation_tokens_per_s()},
+            {"total_tokens_per_second", r.total_tokens_per_s()},
+            {"mean_running_seqs", r.mean_running},
+            {"peak_running_seqs", r.peak_running},
+            {"token_occupancy_pct", 100 * r.token_occupancy},
+            {"internal_waste_pct", 100 * r.internal_waste},
+            {"reserved_waste_pct", 100 * r.reserved_waste},
+            {"external_fragmentation_pct", 100 * r.external_fragmentation},
+            {"preemptions", r.preemptions},
+            {"ttft_p50_ms", r.ttft.p50_ms},
+            {"ttft_p95_ms", r.ttft.p95_ms}};
+}
+
+void print_table(const std::vector<ServeRunResult>& runs) {
+    auto row = [&](const char* name, auto value) {
+        std::printf("  %-28s", name);
+        for (const ServeRunResult& r : runs)
+            std::printf(" %14s", value(r).c_str());
+        std::printf("\n");
+    };
+    auto num = [](double v, const char* fmt) {
+        char text[32];
+        std::snprintf(text, sizeof text, fmt, v);
+        return std::string(text);
+    };
+    row("", [](const ServeRunResult& r) { return std::string(to_string(r.config.allocation)); });
+    row("KV blocks", [&](const ServeRunResult& r) { return num(r.kv_blocks, "%.0f"); });
+    row("completed", [&](const ServeRunResult& r) { return num(r.completed, "%.0f") + "/" + std::to_string(r.requests); });
+    row("generation tok/s", [&](const ServeRunResult& r) { return num(r.generation_tokens_per_s(), "%.1f"); });
+    row("total tok/s", [&](const ServeRunResult& r) { return num(r.total_tokens_per_s(), "%.1f"); });
+    row("mean running seqs", [&](const ServeRunResult& r) { return num(r.mean_running, "%.2f"); });
+    row("peak running seqs", [&](const ServeRunResult& r) { return num(double(r.peak_running), "%.0f"); });
+    row("KV token occupancy %", [&](const ServeRunResult& r) { return num(100 * r.token_occupancy, "%.1f"); });
+    row("internal waste %", [&](const ServeRunResult& r) { return num(100 * r.internal_waste, "%.1f"); });
+    row("reserved waste %", [&](const ServeRunResult& r) { return num(100 * r.reserved_waste, "%.1f"); });
+    row("external fragmentation %", [&](const ServeRunResult& r) { return num(100 * r.external_fragmentation, "%.1f"); });
+    row("preemptions", [&](const ServeRunResult& r) { return num(double(r.preemptions), "%.0f"); });
+    row("TTFT p50 / p95 ms", [&](const ServeRunResult& r) {
+        return num(r.ttft.p50_ms, "%.0f") + " / " + num(r.ttft.p95_ms, "%.0f");
+    });
+    row("seconds", [&](const ServeRunResult& r) { return num(r.seconds, "%.1f"); });
+}
+
+} // namespace
+
+int run_bench_serve(Args& args) {
+    std::filesystem::path temp;
+    const std::shared_ptr<const Model> model = bench_model(args, temp);
+    const WorkloadSpec spec = read_workload(args, *model);
+    EngineConfig base;
+    base.kv_budget_mib = args.number_or("--kv-budget-mib", 24, 0.001, 1 << 20);
+    base.kv_dtype = parse_kv_dtype(args.value_or("--kv-dtype", "f16"));
+    base.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
+    base.threads = static_cast<int>(args.int_or("--threads", 0, 0, 1024));
+    base.max_num_seqs = static_cast<std::uint32_t>(args.int_or("--max-seqs", 256, 1, 1 << 20));
+    base.max_num_batched_tokens = static_cast<std::uint32_t>(args.int_or("--max-batched-tokens", 512, 1, 1 << 20));
+    base.preemption = parse_preemption_mode(args.value_or("--preemption", "recompute"));
+    const std::string mode = args.value_or("--mode", "both");
+    const bool json = args.flag("--json");
+    args.finish();
+    std::vector<AllocationMode> modes;
+    if (mode == "paged" || mode == "both")
+        modes.push_back(AllocationMode::Paged);
+    if (mode == "contiguous" || mode == "both")
+        modes.push_back(AllocationMode::Contiguous);
+    if (modes.empty())
+        throw Error("--mode must be paged, contiguous or both");
+
+    const std::vector<WorkloadRequest> workload = make_workload(spec);
+    std::vector<ServeRunResult> runs;
+    for (AllocationMode m : modes) {
+        EngineConfig c = base;
+        c.allocation = m;
+        runs.push_back(run_workload(c, model, workload, spec.n));
+    }
+    if (!temp.empty())
+        std::filesystem::remove(temp);
+
+    nlohmann::ordered_json j{{"workload", {{"requests", spec.requests},
+                                           {"lengths", std::string(to_string(spec.distribution))},
+                                           {"max_total", spec.max_total},
+                                           {"arrival_rate", spec.arrival_rate},
+                                           {"shared_prefix", spec.shared_prefix},
+                                           {"n", spec.n},
+                                           {"seed", spec.seed}}},
+                             {"runs", nlohmann::ordered_json::array()}};
+    for (const ServeRunResult& r : runs)
+        j["runs"].push_back(run_json(r));
+    if (runs.size() == 2) {
+        const double throughput = runs[1].generation_tokens_per_s() > 0
+                                      ? runs[0].generation_tokens_per_s() / runs[1].generation_tokens_per_s()
+                                      : 0;
+        const double concurrency = runs[1].mean_running > 0 ? runs[0].mean_running / runs[1].mean_running : 0;
+        j["ratios"] = {{"throughput", throughput}, {"concurrency", concurrency}};
+    }
+    if (json) {
+        std::printf("%s\n", j.dump(2).c_str());
+        return 0;
+    }
+    std::printf("%u requests (%s lengths, prompt + output <= %u), KV budget %.1f MiB, %s KV, block size %u\n",
+                spec.requests, std::string(to_string(spec.distribution)).c_str(), spec.max_total, base.kv_budget_mib,
+                std::string(to_string(base.kv_dtype)).c_str(), base.block_size);
+    print_table(runs);
+    if (j.contains("ratios"))
+        std::printf("  paged / contiguous: throughput %.2fx, concurrency %.2fx\n", j["ratios"]["throughput"].get<double>(),
+                    j["ratios"]["concurrency"].get<double>());
+    return 0;
+}
+
+} // namespace kvscope::cli

@@ -1,0 +1,71 @@
+#include "engine/workload/serve_run.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace kvscope {
+namespace {
+
+// Time-weighted means of the engine's figures, read after each step
+// (cheaply: a full snapshot per step would cost more than small steps).
+struct Averages {
+    double weight = 0, running = 0, occupancy = 0, internal = 0, reserved = 0, external = 0;
+
+    void add(const Engine& e, double dt) {
+        const FragmentationStats f = e.kv().fragmentation();
+        weight += dt;
+        running += dt * static_cast<double>(e.scheduler().num_running());
+        occupancy += dt * f.token_occupancy();
+        internal += dt * f.internal_waste();
+        reserved += dt * f.reserved_waste();
+        external += dt * f.external_fragmentation();
+    }
+    double mean(double sum) const { return weight > 0 ? sum / weight : 0; }
+};
+
+} // namespace
+
+ServeRunResult run_workload(const EngineConfig& config, std::shared_ptr<const Model> model,
+                            const std::vector<WorkloadRequest>& workload, std::uint32_t n) {
+    Engine engine(config, std::move(model));
+    ServeRunResult r;
+    r.config = config;
+    r.requests = static_cast<std::uint32_t>(workload.size());
+    r.kv_blocks = engine.kv().config().num_blocks;
+    engine.set_output_callback([&](const RequestOutput& o) {
+        if (o.finish && o.index == 0)
+            (*o.finish == FinishReason::Error ? r.failed : r.completed) += 1;
+    });
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+    Averages avg;
+    std::size_t next = 0;
+    while (next < workload.size() || engine.has_work()) {
+        for (; next < workload.size() && workload[next].arrival_s <= elapsed(); ++next) {
+            RequestParams p;
+            p.max_new_tokens = workload[next].max_new_tokens;
+            p.n = n;
+            p.ignore_eos = true;
+            engine.add_request(workload[next].prompt, p);
+        }
+        const double before = elapsed();
+        engine.step();
+        avg.add(engine, elapsed() - before);
+        r.peak_running = std::max(r.peak_running, engine.scheduler().num_running());
+    }
+    r.seconds = elapsed();
+    const auto last = engine.snapshot();
+    r.prompt_tokens = last->prompt_tokens;
+    r.generated_tokens = last->generated_tokens;
+    r.preemptions = last->preemptions;
+    r.ttft = last->ttft;
+    r.mean_running = avg.mean(avg.running);
+    r.token_occupancy = avg.mean(avg.occupancy);
+    r.internal_waste = avg.mean(avg.internal);
+    r.reserved_waste = avg.mean(avg.reserved);
+    r.external_fragmentation = avg.mean(avg.external);
+    return r;
+}
+
+} // namespace kvscope

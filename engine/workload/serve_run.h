@@ -1,0 +1,44 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/workload/workload.h"
+
+namespace kvscope {
+
+// What one engine configuration did with one workload. Means are weighted
+// by the time each step took; fractions are of the whole KV pool.
+struct ServeRunResult {
+    EngineConfig config;
+    std::uint32_t requests = 0;
+    std::uint32_t completed = 0; // ended by length or stop
+    std::uint32_t failed = 0;    // ended with an error
+    double seconds = 0;
+    std::uint64_t prompt_tokens = 0;
+    std::uint64_t generated_tokens = 0;
+    double mean_running = 0;
+    std::size_t peak_running = 0;
+    double token_occupancy = 0;
+    double internal_waste = 0;
+    double reserved_waste = 0;
+    double external_fragmentation = 0;
+    std::uint64_t preemptions = 0;
+    Percentiles ttft;
+    std::uint32_t kv_blocks = 0;
+
+    double generation_tokens_per_s() const { return seconds > 0 ? static_cast<double>(generated_tokens) / seconds : 0; }
+    double total_tokens_per_s() const {
+        return seconds > 0 ? static_cast<double>(prompt_tokens + generated_tokens) / seconds : 0;
+    }
+};
+
+// Feeds the workload to a fresh Engine (requests arrive at their times,
+// each generating exactly max_new_tokens: EOS is ignored, as serving
+// benchmarks do) and steps until every request has ended.
+ServeRunResult run_workload(const EngineConfig& config, std::shared_ptr<const Model> model,
+                            const std::vector<WorkloadRequest>& workload, std::uint32_t n = 1);
+
+} // namespace kvscope

@@ -1,0 +1,45 @@
+// engine/workload: synthetic serving workloads — request lengths drawn from a
+// distribution, arrival times — for `bench serve` and the app's load
+// generator. Depends on engine/kv (token ids) only.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "engine/kv/kv_ids.h"
+
+namespace kvscope {
+
+enum class LengthDistribution : std::uint8_t {
+    Fixed,    // every request: prompt_len prompt tokens, output_len new tokens
+    Uniform,  // each uniform in [min_len, prompt_len] and [min_len, output_len]
+    ShareGpt, // log-normal, long-tailed like ShareGPT conversations (see workload.cpp)
+};
+std::string_view to_string(LengthDistribution d);
+LengthDistribution parse_length_distribution(std::string_view word);
+
+struct WorkloadSpec {
+    std::uint32_t requests = 48;
+    LengthDistribution distribution = LengthDistribution::ShareGpt;
+    std::uint32_t prompt_len = 128; // Fixed: the length; Uniform: the maximum
+    std::uint32_t output_len = 128;
+    std::uint32_t min_len = 4;
+    std::uint32_t max_total = 512;  // prompt + output never exceed it
+    double arrival_rate = 0;        // requests per second, Poisson; 0: all at once
+    std::uint32_t shared_prefix = 0; // tokens of a common "system prompt" before each prompt
+    std::uint32_t n = 1;            // samples per request
+    std::uint32_t vocab = 32000;    // prompt ids are drawn from [3, vocab)
+    std::uint64_t seed = 1;
+};
+
+struct WorkloadRequest {
+    double arrival_s = 0;
+    std::vector<TokenId> prompt; // BOS (1), shared prefix, then random ids
+    std::uint32_t max_new_tokens = 0;
+};
+
+// Deterministic for a given spec (seed included).
+std::vector<WorkloadRequest> make_workload(const WorkloadSpec& spec);
+
+} // namespace kvscope
