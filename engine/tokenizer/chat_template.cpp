@@ -239,12 +239,15 @@ std::string ChatTemplate::render_llama2(std::span<const ChatMessage> messages) c
     std::string out;
     for (std::size_t i = 0; i < loop.size(); ++i) {
         if ((loop[i].role == "user") != (i % 2 == 0)) roles_must_alternate();
-        std::string content = loop[i].content;
-        if (i == 0 && system) content = "<<SYS>>\n" + *system + "\n<</SYS>>\n\n" + content;
+        std::string content;
+        if (i == 0 && system) {
+            content.append("<<SYS>>\n").append(*system).append("\n<</SYS>>\n\n");
+        }
+        content.append(loop[i].content);
         if (loop[i].role == "user")
-            out += bos_ + "[INST] " + strip_whitespace(content) + " [/INST]";
+            out.append(bos_).append("[INST] ").append(strip_whitespace(content)).append(" [/INST]");
         else if (loop[i].role == "assistant")
-            out += " " + strip_whitespace(content) + " " + eos_;
+            out.append(" ").append(strip_whitespace(content)).append(" ").append(eos_);
     }
     return out;
 }

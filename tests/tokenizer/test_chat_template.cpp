@@ -194,7 +194,7 @@ void TestChatTemplate::llama2() {
                          "<s>[INST] Another question [/INST]"));
     // No system message: no <<SYS>> block; add_generation_prompt changes nothing.
     const std::vector<ChatMessage> one{{"user", " Hi! "}};
-    QCOMPARE(t.render(one, {.add_generation_prompt = false}), std::string("<s>[INST] Hi! [/INST]"));
+    QCOMPARE(t.render(one, {.add_generation_prompt = false, .date = {}}), std::string("<s>[INST] Hi! [/INST]"));
 }
 
 void TestChatTemplate::llama3() {
@@ -209,7 +209,7 @@ void TestChatTemplate::llama3() {
                          "<|start_header_id|>user<|end_header_id|>\n\nAnother question<|eot_id|>"
                          "<|start_header_id|>assistant<|end_header_id|>\n\n"));
     const std::vector<ChatMessage> one{{"user", "Hi"}};
-    QCOMPARE(t.render(one, {.add_generation_prompt = false}),
+    QCOMPARE(t.render(one, {.add_generation_prompt = false, .date = {}}),
              std::string("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"));
 }
 
@@ -249,7 +249,7 @@ void TestChatTemplate::chatml_plain() {
     const ChatTemplate t(kChatml, "<|im_start|>", "<|im_end|>");
     QCOMPARE(t.family(), ChatFamily::chatml);
     const std::vector<ChatMessage> two{{"user", "Hi"}, {"assistant", "Hello!"}};
-    QCOMPARE(t.render(two, {.add_generation_prompt = false}),
+    QCOMPARE(t.render(two, {.add_generation_prompt = false, .date = {}}),
              std::string("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>\n"));
 }
 
