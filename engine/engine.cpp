@@ -194,7 +194,7 @@ void Engine::fork_samples(SeqId parent, std::span<const float> logits) {
 }
 
 bool Engine::is_stop_token(const Request& r, TokenId token) const {
-    if (!r.params.ignore_eos && token == tokenizer_->eos())
+    if (!r.params.ignore_eos && tokenizer_->is_stop_token(token)) // EOS and end-of-turn tokens
         return true;
     return std::find(r.params.stop_tokens.begin(), r.params.stop_tokens.end(), token) != r.params.stop_tokens.end();
 }

@@ -28,8 +28,8 @@ struct RequestParams {
     std::uint32_t n = 1;               // parallel samples sharing the prompt's blocks
     std::uint32_t max_new_tokens = 128;
     std::vector<std::string> stop_strings; // the text ends before the first match
-    std::vector<TokenId> stop_tokens;      // in addition to EOS, unless ignore_eos
-    bool ignore_eos = false;
+    std::vector<TokenId> stop_tokens;      // in addition to EOS and end-of-turn tokens
+    bool ignore_eos = false;               // ignore EOS and end-of-turn tokens (benchmarks)
 };
 
 enum class FinishReason : std::uint8_t { Stop, Length, Abort, Error };

@@ -77,7 +77,7 @@ int dispatch(const std::string& command, kvscope::cli::Args& args) {
             return run_bench_decode(args);
         if (which == "serve")
             return run_bench_serve(args);
-        throw kvscope::Error("bench needs a benchmark name: decode, serve or paint");
+        throw kvscope::Error("bench needs a benchmark name: decode, serve, paint or tokenizer");
     }
     throw kvscope::Error("unknown command '" + command + "'");
 }
