@@ -21,17 +21,6 @@
 namespace kvscope::cli {
 namespace {
 
-SamplingParams read_chat_sampling(Args& args) {
-    SamplingParams p;
-    p.temperature = static_cast<float>(args.number_or("--temp", 0.0, 0.0, 100.0));
-    p.top_k = static_cast<std::uint32_t>(args.int_or("--top-k", 0, 0, 1 << 20));
-    p.top_p = static_cast<float>(args.number_or("--top-p", 1.0, 0.0, 1.0));
-    p.min_p = static_cast<float>(args.number_or("--min-p", 0.0, 0.0, 1.0));
-    p.repetition_penalty = static_cast<float>(args.number_or("--repeat-penalty", 1.0, 0.01, 100.0));
-    p.seed = static_cast<std::uint64_t>(args.int_or("--seed", 0, 0, INT64_MAX));
-    return p;
-}
-
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 } // namespace
@@ -41,7 +30,7 @@ int run_chat(Args& args) {
     const auto system = args.value("--system");
     GenerateOptions o;
     o.max_new_tokens = static_cast<std::uint32_t>(args.int_or("-n", 256, 1, 1 << 20));
-    o.sampling = read_chat_sampling(args);
+    o.sampling = read_sampling(args);
     o.kv_dtype = parse_kv_dtype(args.value_or("--kv-dtype", "f16"));
     o.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
     apply_threads(args);

@@ -14,17 +14,6 @@
 namespace kvscope::cli {
 namespace {
 
-SamplingParams read_sampling(Args& args) {
-    SamplingParams p;
-    p.temperature = static_cast<float>(args.number_or("--temp", 0.0, 0.0, 100.0));
-    p.top_k = static_cast<std::uint32_t>(args.int_or("--top-k", 0, 0, 1 << 20));
-    p.top_p = static_cast<float>(args.number_or("--top-p", 1.0, 0.0, 1.0));
-    p.min_p = static_cast<float>(args.number_or("--min-p", 0.0, 0.0, 1.0));
-    p.repetition_penalty = static_cast<float>(args.number_or("--repeat-penalty", 1.0, 0.01, 100.0));
-    p.seed = static_cast<std::uint64_t>(args.int_or("--seed", 0, 0, INT64_MAX));
-    return p;
-}
-
 double per_second(std::size_t n, double seconds) { return seconds > 0 ? static_cast<double>(n) / seconds : 0.0; }
 
 } // namespace

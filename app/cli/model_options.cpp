@@ -1,6 +1,7 @@
 #include "app/cli/model_options.h"
 
 #include <charconv>
+#include <cstdint>
 
 #include "engine/core/error.h"
 #include "kernels/cpu/parallel.h"
@@ -16,6 +17,17 @@ std::string required_model_path(Args& args) {
 
 void apply_threads(Args& args) {
     kernels::cpu::set_num_threads(static_cast<int>(args.int_or("--threads", 0, 0, 1024)));
+}
+
+SamplingParams read_sampling(Args& args) {
+    SamplingParams p;
+    p.temperature = static_cast<float>(args.number_or("--temp", 0.0, 0.0, 100.0));
+    p.top_k = static_cast<std::uint32_t>(args.int_or("--top-k", 0, 0, 1 << 20));
+    p.top_p = static_cast<float>(args.number_or("--top-p", 1.0, 0.0, 1.0));
+    p.min_p = static_cast<float>(args.number_or("--min-p", 0.0, 0.0, 1.0));
+    p.repetition_penalty = static_cast<float>(args.number_or("--repeat-penalty", 1.0, 0.01, 100.0));
+    p.seed = static_cast<std::uint64_t>(args.int_or("--seed", 0, 0, INT64_MAX));
+    return p;
 }
 
 std::vector<TokenId> parse_token_ids(const std::string& text) {

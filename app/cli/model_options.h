@@ -5,6 +5,7 @@
 
 #include "app/cli/args.h"
 #include "engine/kv/kv_ids.h"
+#include "engine/runtime/sampler.h"
 
 namespace kvscope::cli {
 
@@ -12,6 +13,8 @@ namespace kvscope::cli {
 std::string required_model_path(Args& args);
 // --threads N: the kernels' thread count (default: one per core).
 void apply_threads(Args& args);
+// --temp, --top-k, --top-p, --min-p, --repeat-penalty, --seed.
+SamplingParams read_sampling(Args& args);
 // "1,403,407" -> {1, 403, 407}; throws kvscope::Error on anything else.
 std::vector<TokenId> parse_token_ids(const std::string& text);
 
