@@ -111,6 +111,8 @@ void matvec(WeightType type, const void* W, std::size_t rows, std::size_t cols, 
 
 void matmul(WeightType type, const void* W, std::size_t rows, std::size_t cols, const float* X,
             std::size_t n, float* Y) {
+    if (n == 1) // a decode step: rows split exactly evenly, no tiles
+        return matvec(type, W, rows, cols, X, Y);
     const std::size_t w_row_bytes = weight_row_bytes(type, cols);
     if (rows == 0 || cols == 0 || n == 0)
         return;
@@ -128,7 +130,11 @@ void matmul(WeightType type, const void* W, std::size_t rows, std::size_t cols, 
     const std::size_t input_tiles = (n + tile_inputs - 1) / tile_inputs;
     const std::size_t tiles = (rows + tile_rows - 1) / tile_rows * input_tiles;
     const int threads = n * rows * w_row_bytes >= kParallelMinBytes ? num_threads() : 1;
-    detail::parallel_for(tiles, threads, detail::Schedule::Dynamic, [&](std::size_t t, int) {
+    // With one tile of inputs (a small decode batch) the tiles cost the same
+    // and the weights stream from memory: contiguous ranges. With more, the
+    // tiles are compute-bound and handed out as threads finish.
+    const auto schedule = input_tiles == 1 ? detail::Schedule::Even : detail::Schedule::Dynamic;
+    detail::parallel_for(tiles, threads, schedule, [&](std::size_t t, int) {
         const std::size_t r0 = t / input_tiles * tile_rows;
         const std::size_t r1 = std::min(rows, r0 + tile_rows);
         const std::size_t i0 = t % input_tiles * tile_inputs;

@@ -1,5 +1,6 @@
-// The kernels' threads. They parallelize inside each call with OpenMP
-// (rows of a matmul, heads of attention); the caller stays single-threaded.
+// The kernels' threads. Each call is parallelized inside, on a small pool of
+// persistent worker threads (rows of a matmul, heads of attention); the
+// caller stays single-threaded and takes part in the work.
 #pragma once
 
 namespace kvscope::kernels::cpu {

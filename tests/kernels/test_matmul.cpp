@@ -16,10 +16,12 @@
 #include <QTest>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "kernel_test_support.h"
@@ -233,6 +235,7 @@ private slots:
     void float_rows_of_any_length();
     void activation_codes_follow_definition();
     void threads_do_not_change_results();
+    void concurrent_callers_get_the_same_results();
     void row_bytes_match_ggml();
     void rejects_bad_arguments();
 };
@@ -395,6 +398,37 @@ void TestMatmul::threads_do_not_change_results() {
         matmul(type, m.bytes.data(), m.rows, m.cols, X.data(), n, two.data());
         QVERIFY2(one == two, to_string(type).data());
     }
+}
+
+void TestMatmul::concurrent_callers_get_the_same_results() {
+    // Two engines side by side call kernels from two threads at once (one
+    // gets the pool, the other runs alone), and --threads may exceed the
+    // cores: neither may change a bit of the results.
+    std::mt19937 rng(600);
+    const Matrix m = random_matrix(WeightType::Q4_K, 300, 768, rng);
+    const std::size_t n = 3;
+    const std::vector<float> X = random_activations(n * m.cols, rng);
+    std::vector<float> expected(n * m.rows);
+    set_num_threads(1);
+    matmul(m.type, m.bytes.data(), m.rows, m.cols, X.data(), n, expected.data());
+    std::vector<float> expected_row(m.rows);
+    matvec(m.type, m.bytes.data(), m.rows, m.cols, X.data(), expected_row.data());
+
+    set_num_threads(5);
+    std::atomic<int> mismatches{0};
+    std::vector<std::thread> callers;
+    for (int c = 0; c < 3; ++c)
+        callers.emplace_back([&] {
+            std::vector<float> Y(n * m.rows), y(m.rows);
+            for (int rep = 0; rep < 40; ++rep) {
+                matmul(m.type, m.bytes.data(), m.rows, m.cols, X.data(), n, Y.data());
+                matvec(m.type, m.bytes.data(), m.rows, m.cols, X.data(), y.data());
+                mismatches += (Y != expected) + (y != expected_row);
+            }
+        });
+    for (std::thread& caller : callers)
+        caller.join();
+    QCOMPARE(mismatches.load(), 0);
 }
 
 void TestMatmul::row_bytes_match_ggml() {
