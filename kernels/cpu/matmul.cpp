@@ -43,6 +43,16 @@ RowDot row_dot(WeightType type, SimdPath path) {
     return scalar_row_dot(type);
 }
 
+RowDotMultiFn row_dot_multi(WeightType type, SimdPath path) {
+#if defined(KVSCOPE_KERNELS_AVX2)
+    if (path == SimdPath::Avx2)
+        return avx2_row_dot_multi(type);
+#endif
+    (void)type;
+    (void)path;
+    return {}; // the portable path: one input at a time
+}
+
 } // namespace detail
 
 namespace {
@@ -121,6 +131,7 @@ void matmul(WeightType type, const void* W, std::size_t rows, std::size_t cols, 
     const std::byte* act = prepare_activations(type, X, n, cols, path, activation_storage());
     const std::size_t a_row_bytes = detail::act_row_bytes(type, cols);
     const detail::RowDot dot = detail::row_dot(type, path);
+    const detail::RowDotMultiFn multi = detail::row_dot_multi(type, path);
     const auto* w = static_cast<const std::byte*>(W);
 
     // Tiles of rows x inputs, row-tile major: threads taking neighbouring
@@ -139,9 +150,23 @@ void matmul(WeightType type, const void* W, std::size_t rows, std::size_t cols, 
         const std::size_t r1 = std::min(rows, r0 + tile_rows);
         const std::size_t i0 = t % input_tiles * tile_inputs;
         const std::size_t i1 = std::min(n, i0 + tile_inputs);
+        if (multi.fn == nullptr) {
+            for (std::size_t r = r0; r < r1; ++r)
+                for (std::size_t i = i0; i < i1; ++i)
+                    Y[i * rows + r] = dot(w + r * w_row_bytes, act + i * a_row_bytes, cols);
+            return;
+        }
+        // Each weight block decoded once per group of up to max_inputs
+        // inputs rather than once per input: decode, not memory, bounds a
+        // small batch (n = number of sequences decoding together).
+        float out[8];
         for (std::size_t r = r0; r < r1; ++r)
-            for (std::size_t i = i0; i < i1; ++i)
-                Y[i * rows + r] = dot(w + r * w_row_bytes, act + i * a_row_bytes, cols);
+            for (std::size_t i = i0; i < i1; i += multi.max_inputs) {
+                const std::size_t count = std::min(multi.max_inputs, i1 - i);
+                multi.fn(w + r * w_row_bytes, act + i * a_row_bytes, a_row_bytes, count, cols, out);
+                for (std::size_t j = 0; j < count; ++j)
+                    Y[(i + j) * rows + r] = out[j];
+            }
     });
 }
 

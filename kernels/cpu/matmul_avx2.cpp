@@ -120,6 +120,72 @@ float dot_floats(Load8 load8, float (*load1)(const std::byte*, std::size_t), con
     return sum;
 }
 
+// dot_floats for N inputs at once: each weight vector is loaded (and
+// converted) once. Per input the same four accumulators and the same order
+// of operations as dot_floats, so the results are bit-identical.
+template <int N, typename Load8>
+void dot_floats_n(Load8 load8, float (*load1)(const std::byte*, std::size_t), const std::byte* w,
+                  const std::byte* xb, std::size_t x_stride, std::size_t n, float* out) {
+    const float* x[N];
+    __m256 acc[N][4];
+    for (int j = 0; j < N; ++j) {
+        x[j] = reinterpret_cast<const float*>(xb + j * x_stride);
+        for (int k = 0; k < 4; ++k)
+            acc[j][k] = _mm256_setzero_ps();
+    }
+    std::size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (std::size_t k = 0; k < 4; ++k) {
+            const __m256 wv = load8(w, i + 8 * k);
+            for (int j = 0; j < N; ++j)
+                acc[j][k] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x[j] + i + 8 * k), acc[j][k]);
+        }
+    for (; i + 8 <= n; i += 8) {
+        const __m256 wv = load8(w, i);
+        for (int j = 0; j < N; ++j)
+            acc[j][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x[j] + i), acc[j][0]);
+    }
+    for (int j = 0; j < N; ++j) {
+        float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[j][0], acc[j][1]), _mm256_add_ps(acc[j][2], acc[j][3])));
+        for (std::size_t t = i; t < n; ++t)
+            sum += load1(w, t) * x[j][t];
+        out[j] = sum;
+    }
+}
+
+float load1_f32(const std::byte* p, std::size_t i) {
+    float v;
+    std::memcpy(&v, p + 4 * i, 4);
+    return v;
+}
+float load1_f16(const std::byte* p, std::size_t i) { return half(p + 2 * i); }
+float load1_bf16(const std::byte* p, std::size_t i) {
+    std::uint16_t bits;
+    std::memcpy(&bits, p + 2 * i, 2);
+    const std::uint32_t wide = std::uint32_t{bits} << 16;
+    float v;
+    std::memcpy(&v, &wide, 4);
+    return v;
+}
+__m256 load8_f32(const std::byte* p, std::size_t i) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + i);
+}
+__m256 load8_f16(const std::byte* p, std::size_t i) { return _mm256_cvtph_ps(load128(p + 2 * i)); }
+__m256 load8_bf16(const std::byte* p, std::size_t i) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load128(p + 2 * i)), 16));
+}
+
+// Floats: two inputs per pass (8 accumulators; more would spill).
+template <__m256 (*Load8)(const std::byte*, std::size_t), float (*Load1)(const std::byte*, std::size_t)>
+void multi_floats(const std::byte* w, const void* x, std::size_t x_stride, std::size_t count,
+                  std::size_t cols, float* out) {
+    const auto* xb = static_cast<const std::byte*>(x);
+    if (count == 2)
+        dot_floats_n<2>(Load8, Load1, w, xb, x_stride, cols, out);
+    else
+        dot_floats_n<1>(Load8, Load1, w, xb, x_stride, cols, out);
+}
+
 float dot_f32(const std::byte* w, const void* x, std::size_t cols) {
     const auto load8 = [](const std::byte* p, std::size_t i) {
         return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + i);
@@ -199,6 +265,82 @@ float dot_blocks32(const std::byte* w, const void* xv, std::size_t cols, Decode 
     if (b < blocks)
         acc0 = block_term(b, acc0);
     return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+// dot_blocks32 for N inputs: each weight block is decoded once (and its
+// magnitudes taken once); per input the same two accumulators and order of
+// operations as dot_blocks32, so the results are bit-identical.
+template <typename Block, int N, typename Decode>
+void dot_blocks32_n(const std::byte* w, const std::byte* xb, std::size_t x_stride,
+                    std::size_t cols, Decode decode, float* out) {
+    const ActBlock32* x[N];
+    __m256 acc[N][2];
+    for (int j = 0; j < N; ++j) {
+        x[j] = reinterpret_cast<const ActBlock32*>(xb + j * x_stride);
+        acc[j][0] = acc[j][1] = _mm256_setzero_ps();
+    }
+    const __m256i ones = _mm256_set1_epi16(1);
+    const auto block_terms = [&](std::size_t b, int k) {
+        const std::byte* block = w + b * sizeof(Block);
+        const float dw = half(block);
+        const __m256i q = decode(block);
+        const __m256i mag = _mm256_sign_epi8(q, q);
+        for (int j = 0; j < N; ++j) {
+            const __m256 scale = _mm256_set1_ps(dw * x[j][b].d);
+            const __m256i products = _mm256_maddubs_epi16(mag, _mm256_sign_epi8(load256(x[j][b].qs), q));
+            const __m256i sums = _mm256_madd_epi16(products, ones);
+            acc[j][k] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(sums), acc[j][k]);
+        }
+    };
+    const std::size_t blocks = cols / kActBlockValues;
+    std::size_t b = 0;
+    for (; b + 2 <= blocks; b += 2) {
+        block_terms(b, 0);
+        block_terms(b + 1, 1);
+    }
+    if (b < blocks)
+        block_terms(b, 0);
+    for (int j = 0; j < N; ++j)
+        out[j] = hsum(_mm256_add_ps(acc[j][0], acc[j][1]));
+}
+
+template <typename Block, typename Decode>
+void multi_blocks32(const std::byte* w, const void* x, std::size_t x_stride, std::size_t count,
+                    std::size_t cols, float* out, Decode decode) {
+    const auto* xb = static_cast<const std::byte*>(x);
+    switch (count) {
+    case 4: return dot_blocks32_n<Block, 4>(w, xb, x_stride, cols, decode, out);
+    case 3: return dot_blocks32_n<Block, 3>(w, xb, x_stride, cols, decode, out);
+    case 2: return dot_blocks32_n<Block, 2>(w, xb, x_stride, cols, decode, out);
+    default: return dot_blocks32_n<Block, 1>(w, xb, x_stride, cols, decode, out);
+    }
+}
+
+__m256i decode_q8_0(const std::byte* block) { return load256(block + offsetof(BlockQ8_0, qs)); }
+
+__m256i decode_q4_0(const std::byte* block) {
+    const auto* qs = reinterpret_cast<const std::uint8_t*>(block + offsetof(BlockQ4_0, qs));
+    return _mm256_sub_epi8(nibbles32(qs), _mm256_set1_epi8(8));
+}
+
+__m256i decode_q5_0(const std::byte* block) {
+    const auto* qs = reinterpret_cast<const std::uint8_t*>(block + offsetof(BlockQ5_0, qs));
+    const auto* qh = reinterpret_cast<const std::uint8_t*>(block + offsetof(BlockQ5_0, qh));
+    const __m256i high = _mm256_andnot_si256(bits_to_bytes(qh), _mm256_set1_epi8(static_cast<char>(0xF0)));
+    return _mm256_or_si256(nibbles32(qs), high);
+}
+
+void multi_q8_0(const std::byte* w, const void* x, std::size_t s, std::size_t c, std::size_t cols, float* out) {
+    // a lambda, not the function pointer: inlined into the block loop
+    multi_blocks32<BlockQ8_0>(w, x, s, c, cols, out, [](const std::byte* b) { return decode_q8_0(b); });
+}
+void multi_q4_0(const std::byte* w, const void* x, std::size_t s, std::size_t c, std::size_t cols, float* out) {
+    // a lambda, not the function pointer: inlined into the block loop
+    multi_blocks32<BlockQ4_0>(w, x, s, c, cols, out, [](const std::byte* b) { return decode_q4_0(b); });
+}
+void multi_q5_0(const std::byte* w, const void* x, std::size_t s, std::size_t c, std::size_t cols, float* out) {
+    // a lambda, not the function pointer: inlined into the block loop
+    multi_blocks32<BlockQ5_0>(w, x, s, c, cols, out, [](const std::byte* b) { return decode_q5_0(b); });
 }
 
 float dot_q8_0(const std::byte* w, const void* x, std::size_t cols) {
@@ -327,6 +469,144 @@ float dot_q6_k(const std::byte* w, const void* xv, std::size_t cols) {
     return hsum(acc);
 }
 
+// dot_k_scaled for N inputs: scales unpacked and codes decoded once per
+// super-block; per input the same operations in the same order. Two inputs
+// per pass: with four the accumulators spill and it measured slower.
+template <typename Block, int N, typename HighBits>
+void dot_k_scaled_n(const std::byte* w, const std::byte* xb, std::size_t x_stride, std::size_t cols,
+                    HighBits high_bits, float* out) {
+    const ActBlock256* x[N];
+    __m256 acc[N];
+    float min_sum[N];
+    for (int j = 0; j < N; ++j) {
+        x[j] = reinterpret_cast<const ActBlock256*>(xb + j * x_stride);
+        acc[j] = _mm256_setzero_ps();
+        min_sum[j] = 0.0f;
+    }
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    for (std::size_t b = 0; b < cols / kActSuperValues; ++b) {
+        const std::byte* block = w + b * sizeof(Block);
+        const KScales s = unpack_k_scales(reinterpret_cast<const std::uint8_t*>(block + offsetof(Block, scales)));
+        const auto* qs = reinterpret_cast<const std::uint8_t*>(block + offsetof(Block, qs));
+        __m256i sumi[N];
+        for (int j = 0; j < N; ++j)
+            sumi[j] = _mm256_setzero_si256();
+        for (int c = 0; c < 4; ++c) {
+            const __m256i q = load256(qs + 32 * c);
+            __m256i hi_lo[2];
+            high_bits(block, c, hi_lo);
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, low4), hi_lo[0]);
+            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4), hi_lo[1]);
+            const __m256i scale_lo = _mm256_set1_epi16(s.scale[2 * c]);
+            const __m256i scale_hi = _mm256_set1_epi16(s.scale[2 * c + 1]);
+            for (int j = 0; j < N; ++j) {
+                const ActBlock256& a = x[j][b];
+                sumi[j] = _mm256_add_epi32(sumi[j], dot_u8_scaled(lo, load256(a.qs + 64 * c), scale_lo));
+                sumi[j] = _mm256_add_epi32(sumi[j], dot_u8_scaled(hi, load256(a.qs + 64 * c + 32), scale_hi));
+            }
+        }
+        const float dw = half(block + offsetof(Block, d));
+        const float dmin = half(block + offsetof(Block, dmin));
+        for (int j = 0; j < N; ++j) {
+            const ActBlock256& a = x[j][b];
+            const float d = dw * a.d;
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[j]), acc[j]);
+            min_sum[j] += dmin * a.d * static_cast<float>(min_terms(s, a));
+        }
+    }
+    for (int j = 0; j < N; ++j)
+        out[j] = hsum(acc[j]) - min_sum[j];
+}
+
+template <typename Block, typename HighBits>
+void multi_k_scaled(const std::byte* w, const void* x, std::size_t x_stride, std::size_t count,
+                    std::size_t cols, float* out, HighBits high_bits) {
+    const auto* xb = static_cast<const std::byte*>(x);
+    if (count == 2)
+        dot_k_scaled_n<Block, 2>(w, xb, x_stride, cols, high_bits, out);
+    else
+        dot_k_scaled_n<Block, 1>(w, xb, x_stride, cols, high_bits, out);
+}
+
+void multi_q4_k(const std::byte* w, const void* x, std::size_t s, std::size_t c, std::size_t cols, float* out) {
+    multi_k_scaled<BlockQ4_K>(w, x, s, c, cols, out, [](const std::byte*, int, __m256i* o) {
+        o[0] = o[1] = _mm256_setzero_si256();
+    });
+}
+
+void multi_q5_k(const std::byte* w, const void* x, std::size_t s, std::size_t c, std::size_t cols, float* out) {
+    multi_k_scaled<BlockQ5_K>(w, x, s, c, cols, out, [](const std::byte* block, int ch, __m256i* o) {
+        const __m256i qh = load256(block + offsetof(BlockQ5_K, qh));
+        const __m256i one = _mm256_set1_epi8(1);
+        const __m128i shift_lo = _mm_cvtsi32_si128(2 * ch);
+        const __m128i shift_hi = _mm_cvtsi32_si128(2 * ch + 1);
+        o[0] = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, shift_lo), one), 4);
+        o[1] = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, shift_hi), one), 4);
+    });
+}
+
+// dot_q6_k for N inputs, same per-input operations and order.
+template <int N>
+void dot_q6_k_n(const std::byte* w, const std::byte* xb, std::size_t x_stride, std::size_t cols, float* out) {
+    const ActBlock256* x[N];
+    __m256 acc[N];
+    for (int j = 0; j < N; ++j) {
+        x[j] = reinterpret_cast<const ActBlock256*>(xb + j * x_stride);
+        acc[j] = _mm256_setzero_ps();
+    }
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i low2 = _mm256_set1_epi8(0x03);
+    for (std::size_t b = 0; b < cols / kActSuperValues; ++b) {
+        const std::byte* block = w + b * sizeof(BlockQ6_K);
+        std::int8_t scales[16];
+        std::memcpy(scales, block + offsetof(BlockQ6_K, scales), 16);
+        __m256i sumi[N];
+        for (int j = 0; j < N; ++j)
+            sumi[j] = _mm256_setzero_si256();
+        for (int h = 0; h < 2; ++h) {
+            const std::byte* ql = block + offsetof(BlockQ6_K, ql) + 64 * h;
+            const __m256i l0 = load256(ql);
+            const __m256i l1 = load256(ql + 32);
+            const __m256i qh = load256(block + offsetof(BlockQ6_K, qh) + 32 * h);
+            const auto high = [&](int shift) {
+                return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), low2), 4);
+            };
+            const __m256i q[4] = {
+                _mm256_or_si256(_mm256_and_si256(l0, low4), high(0)),
+                _mm256_or_si256(_mm256_and_si256(l1, low4), high(2)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), high(4)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4), high(6)),
+            };
+            for (int k = 0; k < 4; ++k) {
+                const std::int8_t* sc = scales + 8 * h + 2 * k;
+                const __m256i scale16 = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
+                for (int j = 0; j < N; ++j)
+                    sumi[j] = _mm256_add_epi32(sumi[j], dot_u8_scaled(q[k], load256(x[j][b].qs + 128 * h + 32 * k), scale16));
+            }
+        }
+        const float dw = half(block + offsetof(BlockQ6_K, d));
+        for (int j = 0; j < N; ++j) {
+            const ActBlock256& a = x[j][b];
+            int offset = 0;
+            for (int s = 0; s < 16; ++s)
+                offset += scales[s] * a.bsums[s];
+            const __m256i si = _mm256_sub_epi32(sumi[j], _mm256_setr_epi32(32 * offset, 0, 0, 0, 0, 0, 0, 0));
+            const float d = dw * a.d;
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(si), acc[j]);
+        }
+    }
+    for (int j = 0; j < N; ++j)
+        out[j] = hsum(acc[j]);
+}
+
+void multi_q6_k(const std::byte* w, const void* x, std::size_t s, std::size_t c, std::size_t cols, float* out) {
+    const auto* xb = static_cast<const std::byte*>(x);
+    if (c == 2)
+        dot_q6_k_n<2>(w, xb, s, cols, out);
+    else
+        dot_q6_k_n<1>(w, xb, s, cols, out);
+}
+
 } // namespace
 
 RowDot avx2_row_dot(WeightType type) {
@@ -342,6 +622,21 @@ RowDot avx2_row_dot(WeightType type) {
     case WeightType::Q6_K: return dot_q6_k;
     }
     return nullptr;
+}
+
+RowDotMultiFn avx2_row_dot_multi(WeightType type) {
+    switch (type) {
+    case WeightType::F32: return {multi_floats<load8_f32, load1_f32>, 2};
+    case WeightType::F16: return {multi_floats<load8_f16, load1_f16>, 2};
+    case WeightType::BF16: return {multi_floats<load8_bf16, load1_bf16>, 2};
+    case WeightType::Q8_0: return {multi_q8_0, 4};
+    case WeightType::Q4_0: return {multi_q4_0, 4};
+    case WeightType::Q5_0: return {multi_q5_0, 4};
+    case WeightType::Q4_K: return {multi_q4_k, 2};
+    case WeightType::Q5_K: return {multi_q5_k, 2};
+    case WeightType::Q6_K: return {multi_q6_k, 2};
+    }
+    return {};
 }
 
 } // namespace kvscope::kernels::cpu::detail

@@ -32,4 +32,22 @@ RowDot avx2_row_dot(WeightType type);
 
 RowDot row_dot(WeightType type, SimdPath path);
 
+// out[j] = dot(w, x row j) for j < count, x rows `x_stride` bytes apart:
+// one weight row against several inputs, each weight block decoded once
+// and reused for all of them. Each out[j] is bit-identical to what the
+// same path's RowDot gives for x row j alone. count is 1..max_inputs.
+using RowDotMulti = void (*)(const std::byte* w, const void* x, std::size_t x_stride,
+                             std::size_t count, std::size_t cols, float* out);
+
+struct RowDotMultiFn {
+    RowDotMulti fn = nullptr; // null: the type has none on this path
+    std::size_t max_inputs = 1;
+};
+
+#if defined(KVSCOPE_KERNELS_AVX2)
+RowDotMultiFn avx2_row_dot_multi(WeightType type);
+#endif
+
+RowDotMultiFn row_dot_multi(WeightType type, SimdPath path);
+
 } // namespace kvscope::kernels::cpu::detail

@@ -232,6 +232,8 @@ private slots:
     void avx2_matches_scalar();
     void matmul_matches_reference_data() { add_type_rows(); }
     void matmul_matches_reference();
+    void matmul_equals_matvecs_data() { add_type_rows(); }
+    void matmul_equals_matvecs();
     void float_rows_of_any_length();
     void activation_codes_follow_definition();
     void threads_do_not_change_results();
@@ -315,6 +317,41 @@ void TestMatmul::matmul_matches_reference() {
             matmul(type, m.bytes.data(), m.rows, m.cols, X.data(), n, Y.data());
             for (std::size_t i = 0; i < n; ++i)
                 check_against_reference(m, X.data() + i * m.cols, Y.data() + i * m.rows, i);
+        }
+    }
+}
+
+void TestMatmul::matmul_equals_matvecs() {
+    // A small batch (n = the sequences decoding together) decodes each
+    // weight block once for several inputs (groups of 4 or 2, then a
+    // remainder): every output must still be the matvec of its own input.
+    // Float types also get a length with tails (77).
+    QFETCH(WeightType, type);
+    std::mt19937 rng(static_cast<unsigned>(type) + 350);
+    const bool is_float = act_block(type) == 0;
+    for (const std::size_t cols : {std::size_t{512}, std::size_t{is_float ? 77u : 256u}}) {
+        const Matrix m = random_matrix(type, 37, cols, rng);
+        for (std::size_t n = 2; n <= 7; ++n) {
+            const std::vector<float> X = random_activations(n * m.cols, rng);
+            for (const SimdPath path : kernel_test::available_paths()) {
+                PathScope scope(path);
+                std::vector<float> Y(n * m.rows, std::nanf(""));
+                matmul(type, m.bytes.data(), m.rows, m.cols, X.data(), n, Y.data());
+                for (std::size_t i = 0; i < n; ++i) {
+                    const std::vector<float> x(X.begin() + i * m.cols, X.begin() + (i + 1) * m.cols);
+                    const std::vector<float> y = run_matvec(m, x);
+                    // Bit-identical: per input the same operations in the
+                    // same order (a sequence's logits must not depend on
+                    // which others decode with it).
+                    for (std::size_t r = 0; r < m.rows; ++r) {
+                        QVERIFY2(std::memcmp(&Y[i * m.rows + r], &y[r], sizeof(float)) == 0,
+                                 qPrintable(QStringLiteral("path %1 cols %2 n %3 input %4 row %5: matmul %6, matvec %7")
+                                                .arg(to_string(path)).arg(cols).arg(n).arg(i).arg(r)
+                                                .arg(static_cast<double>(Y[i * m.rows + r]), 0, 'g', 9)
+                                                .arg(static_cast<double>(y[r]), 0, 'g', 9)));
+                    }
+                }
+            }
         }
     }
 }
