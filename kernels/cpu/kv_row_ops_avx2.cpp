@@ -7,16 +7,10 @@
 #include <cstring>
 
 #include "kernels/cpu/kv_row_ops.h"
+#include "kernels/cpu/avx2_hsum.h"
 
 namespace kvscope::kernels::cpu::detail {
 namespace {
-
-float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 struct F32 {
     static __m256 load8(const std::byte* row, std::size_t i) {

@@ -15,19 +15,13 @@
 #include <cstring>
 
 #include "kernels/cpu/activation_quant.h"
+#include "kernels/cpu/avx2_hsum.h"
 #include "kernels/cpu/k_quant_scales.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/row_dot.h"
 
 namespace kvscope::kernels::cpu::detail {
 namespace {
-
-float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 float half(const std::byte* p) {
     std::uint16_t bits;
@@ -37,12 +31,6 @@ float half(const std::byte* p) {
 
 __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
-
-// 8 x int32 partial sums of w[i] * a[i] for signed bytes; w may be -128.
-__m256i dot_i8(__m256i w, __m256i a) {
-    const __m256i products = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
-    return _mm256_madd_epi16(products, _mm256_set1_epi16(1));
-}
 
 // 8 x int32 partial sums of scale * u[i] * a[i]; u unsigned codes < 64.
 __m256i dot_u8_scaled(__m256i u, __m256i a, __m256i scale16) {
@@ -103,26 +91,10 @@ namespace {
 
 // ---- float weights: four accumulators hide the FMA latency -------------
 
-template <typename Load8>
-float dot_floats(Load8 load8, float (*load1)(const std::byte*, std::size_t), const std::byte* w,
-                 const float* x, std::size_t n) {
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                     _mm256_setzero_ps()};
-    std::size_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (std::size_t k = 0; k < 4; ++k)
-            acc[k] = _mm256_fmadd_ps(load8(w, i + 8 * k), _mm256_loadu_ps(x + i + 8 * k), acc[k]);
-    for (; i + 8 <= n; i += 8)
-        acc[0] = _mm256_fmadd_ps(load8(w, i), _mm256_loadu_ps(x + i), acc[0]);
-    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-    for (; i < n; ++i)
-        sum += load1(w, i) * x[i];
-    return sum;
-}
-
-// dot_floats for N inputs at once: each weight vector is loaded (and
-// converted) once. Per input the same four accumulators and the same order
-// of operations as dot_floats, so the results are bit-identical.
+// Float weights for N inputs at once: each weight vector is loaded (and
+// converted) once. Per input, four accumulators hide the FMA latency; the
+// operations and their order do not depend on N, so every input's result
+// is bit-identical to its N = 1 result.
 template <int N, typename Load8>
 void dot_floats_n(Load8 load8, float (*load1)(const std::byte*, std::size_t), const std::byte* w,
                   const std::byte* xb, std::size_t x_stride, std::size_t n, float* out) {
@@ -186,42 +158,6 @@ void multi_floats(const std::byte* w, const void* x, std::size_t x_stride, std::
         dot_floats_n<1>(Load8, Load1, w, xb, x_stride, cols, out);
 }
 
-float dot_f32(const std::byte* w, const void* x, std::size_t cols) {
-    const auto load8 = [](const std::byte* p, std::size_t i) {
-        return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + i);
-    };
-    const auto load1 = [](const std::byte* p, std::size_t i) {
-        float v;
-        std::memcpy(&v, p + 4 * i, 4);
-        return v;
-    };
-    return dot_floats(load8, load1, w, static_cast<const float*>(x), cols);
-}
-
-float dot_f16(const std::byte* w, const void* x, std::size_t cols) {
-    const auto load8 = [](const std::byte* p, std::size_t i) {
-        return _mm256_cvtph_ps(load128(p + 2 * i));
-    };
-    const auto load1 = [](const std::byte* p, std::size_t i) { return half(p + 2 * i); };
-    return dot_floats(load8, load1, w, static_cast<const float*>(x), cols);
-}
-
-float dot_bf16(const std::byte* w, const void* x, std::size_t cols) {
-    // bfloat16 is the top half of a float: widen to 32 bits and shift up.
-    const auto load8 = [](const std::byte* p, std::size_t i) {
-        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load128(p + 2 * i)), 16));
-    };
-    const auto load1 = [](const std::byte* p, std::size_t i) {
-        std::uint16_t bits;
-        std::memcpy(&bits, p + 2 * i, 2);
-        const std::uint32_t wide = std::uint32_t{bits} << 16;
-        float v;
-        std::memcpy(&v, &wide, 4);
-        return v;
-    };
-    return dot_floats(load8, load1, w, static_cast<const float*>(x), cols);
-}
-
 // ---- blocks of 32 with signed codes -------------------------------------
 
 // 32 four-bit codes: byte i of the result is value i (low nibbles first).
@@ -244,32 +180,10 @@ __m256i bits_to_bytes(const std::uint8_t* p) {
     return _mm256_cmpeq_epi8(_mm256_or_si256(spread, all_but_bit), _mm256_set1_epi64x(-1));
 }
 
-// Two accumulators: with one, the 4-cycle FMA latency chain, not memory,
-// would bound the speed (one block per FMA).
-template <typename Block, typename Decode>
-float dot_blocks32(const std::byte* w, const void* xv, std::size_t cols, Decode decode) {
-    const auto* x = static_cast<const ActBlock32*>(xv);
-    const auto block_term = [&](std::size_t b, __m256 acc) {
-        const std::byte* block = w + b * sizeof(Block);
-        const __m256 scale = _mm256_set1_ps(half(block) * x[b].d); // d is each block's first field
-        return _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(dot_i8(decode(block), load256(x[b].qs))), acc);
-    };
-    __m256 acc0 = _mm256_setzero_ps();
-    __m256 acc1 = _mm256_setzero_ps();
-    const std::size_t blocks = cols / kActBlockValues;
-    std::size_t b = 0;
-    for (; b + 2 <= blocks; b += 2) {
-        acc0 = block_term(b, acc0);
-        acc1 = block_term(b + 1, acc1);
-    }
-    if (b < blocks)
-        acc0 = block_term(b, acc0);
-    return hsum(_mm256_add_ps(acc0, acc1));
-}
-
-// dot_blocks32 for N inputs: each weight block is decoded once (and its
-// magnitudes taken once); per input the same two accumulators and order of
-// operations as dot_blocks32, so the results are bit-identical.
+// Blocks of 32 signed codes for N inputs: each weight block is decoded once
+// (and its magnitudes taken once). Per input two accumulators, since with
+// one the 4-cycle FMA latency chain, not memory, would bound the speed; the
+// operations and their order do not depend on N.
 template <typename Block, int N, typename Decode>
 void dot_blocks32_n(const std::byte* w, const std::byte* xb, std::size_t x_stride,
                     std::size_t cols, Decode decode, float* out) {
@@ -323,6 +237,8 @@ __m256i decode_q4_0(const std::byte* block) {
     return _mm256_sub_epi8(nibbles32(qs), _mm256_set1_epi8(8));
 }
 
+// code - 16 as a signed byte: the nibble with 0xF0 set exactly when the
+// fifth bit is clear.
 __m256i decode_q5_0(const std::byte* block) {
     const auto* qs = reinterpret_cast<const std::uint8_t*>(block + offsetof(BlockQ5_0, qs));
     const auto* qh = reinterpret_cast<const std::uint8_t*>(block + offsetof(BlockQ5_0, qh));
@@ -343,30 +259,6 @@ void multi_q5_0(const std::byte* w, const void* x, std::size_t s, std::size_t c,
     multi_blocks32<BlockQ5_0>(w, x, s, c, cols, out, [](const std::byte* b) { return decode_q5_0(b); });
 }
 
-float dot_q8_0(const std::byte* w, const void* x, std::size_t cols) {
-    return dot_blocks32<BlockQ8_0>(w, x, cols, [](const std::byte* block) {
-        return load256(block + offsetof(BlockQ8_0, qs));
-    });
-}
-
-float dot_q4_0(const std::byte* w, const void* x, std::size_t cols) {
-    return dot_blocks32<BlockQ4_0>(w, x, cols, [](const std::byte* block) {
-        const auto* qs = reinterpret_cast<const std::uint8_t*>(block + offsetof(BlockQ4_0, qs));
-        return _mm256_sub_epi8(nibbles32(qs), _mm256_set1_epi8(8));
-    });
-}
-
-float dot_q5_0(const std::byte* w, const void* x, std::size_t cols) {
-    return dot_blocks32<BlockQ5_0>(w, x, cols, [](const std::byte* block) {
-        const auto* qs = reinterpret_cast<const std::uint8_t*>(block + offsetof(BlockQ5_0, qs));
-        const auto* qh = reinterpret_cast<const std::uint8_t*>(block + offsetof(BlockQ5_0, qh));
-        // code - 16 as a signed byte: the nibble with 0xF0 set exactly when
-        // the fifth bit is clear.
-        const __m256i high = _mm256_andnot_si256(bits_to_bytes(qh), _mm256_set1_epi8(static_cast<char>(0xF0)));
-        return _mm256_or_si256(nibbles32(qs), high);
-    });
-}
-
 // ---- K-quants ------------------------------------------------------------
 
 int min_terms(const KScales& s, const ActBlock256& a) {
@@ -376,102 +268,12 @@ int min_terms(const KScales& s, const ActBlock256& a) {
     return sum;
 }
 
-// Q4_K/Q5_K share everything but the fifth bit: `high_bits(chunk)` returns,
-// for the chunk's 32 bytes, the bits to OR into the low and high nibbles.
-template <typename Block, typename HighBits>
-float dot_k_scaled(const std::byte* w, const void* xv, std::size_t cols, HighBits high_bits) {
-    const auto* x = static_cast<const ActBlock256*>(xv);
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    __m256 acc = _mm256_setzero_ps();
-    float min_sum = 0.0f;
-    for (std::size_t b = 0; b < cols / kActSuperValues; ++b) {
-        const std::byte* block = w + b * sizeof(Block);
-        const ActBlock256& a = x[b];
-        const KScales s = unpack_k_scales(reinterpret_cast<const std::uint8_t*>(block + offsetof(Block, scales)));
-        const auto* qs = reinterpret_cast<const std::uint8_t*>(block + offsetof(Block, qs));
-        __m256i sumi = _mm256_setzero_si256();
-        for (int c = 0; c < 4; ++c) {
-            const __m256i q = load256(qs + 32 * c);
-            __m256i hi_lo[2];
-            high_bits(block, c, hi_lo);
-            const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, low4), hi_lo[0]);
-            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4), hi_lo[1]);
-            sumi = _mm256_add_epi32(sumi, dot_u8_scaled(lo, load256(a.qs + 64 * c),
-                                                        _mm256_set1_epi16(s.scale[2 * c])));
-            sumi = _mm256_add_epi32(sumi, dot_u8_scaled(hi, load256(a.qs + 64 * c + 32),
-                                                        _mm256_set1_epi16(s.scale[2 * c + 1])));
-        }
-        const float d = half(block + offsetof(Block, d)) * a.d;
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
-        min_sum += half(block + offsetof(Block, dmin)) * a.d * static_cast<float>(min_terms(s, a));
-    }
-    return hsum(acc) - min_sum;
-}
-
-float dot_q4_k(const std::byte* w, const void* x, std::size_t cols) {
-    return dot_k_scaled<BlockQ4_K>(w, x, cols, [](const std::byte*, int, __m256i* out) {
-        out[0] = out[1] = _mm256_setzero_si256();
-    });
-}
-
-float dot_q5_k(const std::byte* w, const void* x, std::size_t cols) {
-    // Chunk c's fifth bits are bits 2c (low nibbles) and 2c+1 (high) of qh[l].
-    return dot_k_scaled<BlockQ5_K>(w, x, cols, [](const std::byte* block, int c, __m256i* out) {
-        const __m256i qh = load256(block + offsetof(BlockQ5_K, qh));
-        const __m256i one = _mm256_set1_epi8(1);
-        const __m128i shift_lo = _mm_cvtsi32_si128(2 * c);
-        const __m128i shift_hi = _mm_cvtsi32_si128(2 * c + 1);
-        out[0] = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, shift_lo), one), 4);
-        out[1] = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, shift_hi), one), 4);
-    });
-}
-
-float dot_q6_k(const std::byte* w, const void* xv, std::size_t cols) {
-    const auto* x = static_cast<const ActBlock256*>(xv);
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    const __m256i low2 = _mm256_set1_epi8(0x03);
-    __m256 acc = _mm256_setzero_ps();
-    for (std::size_t b = 0; b < cols / kActSuperValues; ++b) {
-        const std::byte* block = w + b * sizeof(BlockQ6_K);
-        const ActBlock256& a = x[b];
-        std::int8_t scales[16];
-        std::memcpy(scales, block + offsetof(BlockQ6_K, scales), 16);
-        __m256i sumi = _mm256_setzero_si256();
-        for (int h = 0; h < 2; ++h) {
-            const std::byte* ql = block + offsetof(BlockQ6_K, ql) + 64 * h;
-            const __m256i l0 = load256(ql);
-            const __m256i l1 = load256(ql + 32);
-            const __m256i qh = load256(block + offsetof(BlockQ6_K, qh) + 32 * h);
-            const auto high = [&](int shift) {
-                return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), low2), 4);
-            };
-            const __m256i q[4] = {
-                _mm256_or_si256(_mm256_and_si256(l0, low4), high(0)),
-                _mm256_or_si256(_mm256_and_si256(l1, low4), high(2)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), high(4)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4), high(6)),
-            };
-            for (int k = 0; k < 4; ++k) {
-                // Bytes 0-15 use scale 2k of this half, bytes 16-31 scale 2k+1.
-                const std::int8_t* sc = scales + 8 * h + 2 * k;
-                const __m256i scale16 = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
-                sumi = _mm256_add_epi32(sumi, dot_u8_scaled(q[k], load256(a.qs + 128 * h + 32 * k), scale16));
-            }
-        }
-        // The codes are offset by 32: subtract 32 * sum_s scale[s] * sum(a)_s.
-        int offset = 0;
-        for (int s = 0; s < 16; ++s)
-            offset += scales[s] * a.bsums[s];
-        sumi = _mm256_sub_epi32(sumi, _mm256_setr_epi32(32 * offset, 0, 0, 0, 0, 0, 0, 0));
-        const float d = half(block + offsetof(BlockQ6_K, d)) * a.d;
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
-    }
-    return hsum(acc);
-}
-
-// dot_k_scaled for N inputs: scales unpacked and codes decoded once per
-// super-block; per input the same operations in the same order. Two inputs
-// per pass: with four the accumulators spill and it measured slower.
+// Q4_K/Q5_K for N inputs; they share everything but the fifth bit:
+// `high_bits(block, chunk, out)` gives, for the chunk's 32 bytes, the bits to
+// OR into the low and high nibbles. Scales are unpacked and codes decoded
+// once per super-block; per input the operations and their order do not
+// depend on N. Two inputs per pass: with four the accumulators spill and it
+// measured slower.
 template <typename Block, int N, typename HighBits>
 void dot_k_scaled_n(const std::byte* w, const std::byte* xb, std::size_t x_stride, std::size_t cols,
                     HighBits high_bits, float* out) {
@@ -545,7 +347,8 @@ void multi_q5_k(const std::byte* w, const void* x, std::size_t s, std::size_t c,
     });
 }
 
-// dot_q6_k for N inputs, same per-input operations and order.
+// Q6_K for N inputs: codes offset by 32, so 32 * sum_s scale[s] * sum(a)_s
+// is subtracted; per input the operations and their order do not depend on N.
 template <int N>
 void dot_q6_k_n(const std::byte* w, const std::byte* xb, std::size_t x_stride, std::size_t cols, float* out) {
     const ActBlock256* x[N];
@@ -607,19 +410,28 @@ void multi_q6_k(const std::byte* w, const void* x, std::size_t s, std::size_t c,
         dot_q6_k_n<1>(w, xb, s, cols, out);
 }
 
+// The single-input dot product is the multi-input kernel with one input:
+// one copy of each kernel, and matvec and matmul agree bit for bit.
+template <RowDotMulti Multi>
+float single_input(const std::byte* w, const void* x, std::size_t cols) {
+    float out = 0.0f;
+    Multi(w, x, 0, 1, cols, &out);
+    return out;
+}
+
 } // namespace
 
 RowDot avx2_row_dot(WeightType type) {
     switch (type) {
-    case WeightType::F32: return dot_f32;
-    case WeightType::F16: return dot_f16;
-    case WeightType::BF16: return dot_bf16;
-    case WeightType::Q8_0: return dot_q8_0;
-    case WeightType::Q4_0: return dot_q4_0;
-    case WeightType::Q5_0: return dot_q5_0;
-    case WeightType::Q4_K: return dot_q4_k;
-    case WeightType::Q5_K: return dot_q5_k;
-    case WeightType::Q6_K: return dot_q6_k;
+    case WeightType::F32: return single_input<multi_floats<load8_f32, load1_f32>>;
+    case WeightType::F16: return single_input<multi_floats<load8_f16, load1_f16>>;
+    case WeightType::BF16: return single_input<multi_floats<load8_bf16, load1_bf16>>;
+    case WeightType::Q8_0: return single_input<multi_q8_0>;
+    case WeightType::Q4_0: return single_input<multi_q4_0>;
+    case WeightType::Q5_0: return single_input<multi_q5_0>;
+    case WeightType::Q4_K: return single_input<multi_q4_k>;
+    case WeightType::Q5_K: return single_input<multi_q5_k>;
+    case WeightType::Q6_K: return single_input<multi_q6_k>;
     }
     return nullptr;
 }
