@@ -35,6 +35,11 @@ std::size_t act_row_bytes(WeightType type, std::size_t cols) {
 }
 
 RowDot row_dot(WeightType type, SimdPath path) {
+#if defined(KVSCOPE_KERNELS_AVXVNNI)
+    if (path == SimdPath::Avx2)
+        if (const RowDot vnni = avxvnni_row_dot(type))
+            return vnni;
+#endif
 #if defined(KVSCOPE_KERNELS_AVX2)
     if (path == SimdPath::Avx2)
         return avx2_row_dot(type);
@@ -44,6 +49,11 @@ RowDot row_dot(WeightType type, SimdPath path) {
 }
 
 RowDotMultiFn row_dot_multi(WeightType type, SimdPath path) {
+#if defined(KVSCOPE_KERNELS_AVXVNNI)
+    if (path == SimdPath::Avx2)
+        if (const RowDotMultiFn vnni = avxvnni_row_dot_multi(type); vnni.fn != nullptr)
+            return vnni;
+#endif
 #if defined(KVSCOPE_KERNELS_AVX2)
     if (path == SimdPath::Avx2)
         return avx2_row_dot_multi(type);

@@ -16,21 +16,13 @@
 
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/avx2_hsum.h"
+#include "kernels/cpu/blocks32_dot.h"
 #include "kernels/cpu/k_quant_scales.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/row_dot.h"
 
 namespace kvscope::kernels::cpu::detail {
 namespace {
-
-float half(const std::byte* p) {
-    std::uint16_t bits;
-    std::memcpy(&bits, p, 2);
-    return _cvtsh_ss(bits);
-}
-
-__m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-__m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
 
 // 8 x int32 partial sums of scale * u[i] * a[i]; u unsigned codes < 64.
 __m256i dot_u8_scaled(__m256i u, __m256i a, __m256i scale16) {
@@ -158,106 +150,13 @@ void multi_floats(const std::byte* w, const void* x, std::size_t x_stride, std::
         dot_floats_n<1>(Load8, Load1, w, xb, x_stride, cols, out);
 }
 
-// ---- blocks of 32 with signed codes -------------------------------------
-
-// 32 four-bit codes: byte i of the result is value i (low nibbles first).
-__m256i nibbles32(const std::uint8_t* qs) {
-    const __m128i packed = load128(qs);
-    const __m128i mask = _mm_set1_epi8(0x0F);
-    const __m128i lo = _mm_and_si128(packed, mask);
-    const __m128i hi = _mm_and_si128(_mm_srli_epi16(packed, 4), mask);
-    return _mm256_set_m128i(hi, lo);
-}
-
-// Byte i of the result is 0xFF when bit i of the 32 bits at p is set.
-__m256i bits_to_bytes(const std::uint8_t* p) {
-    std::uint32_t bits;
-    std::memcpy(&bits, p, 4);
-    const __m256i spread = _mm256_shuffle_epi8(
-        _mm256_set1_epi32(static_cast<int>(bits)),
-        _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
-    const __m256i all_but_bit = _mm256_set1_epi64x(0x7FBFDFEFF7FBFDFE);
-    return _mm256_cmpeq_epi8(_mm256_or_si256(spread, all_but_bit), _mm256_set1_epi64x(-1));
-}
-
-// Blocks of 32 signed codes for N inputs: each weight block is decoded once
-// (and its magnitudes taken once). Per input two accumulators, since with
-// one the 4-cycle FMA latency chain, not memory, would bound the speed; the
-// operations and their order do not depend on N.
-template <typename Block, int N, typename Decode>
-void dot_blocks32_n(const std::byte* w, const std::byte* xb, std::size_t x_stride,
-                    std::size_t cols, Decode decode, float* out) {
-    const ActBlock32* x[N];
-    __m256 acc[N][2];
-    for (int j = 0; j < N; ++j) {
-        x[j] = reinterpret_cast<const ActBlock32*>(xb + j * x_stride);
-        acc[j][0] = acc[j][1] = _mm256_setzero_ps();
+// Unsigned x signed bytes to int32 sums with AVX2 alone: maddubs adds
+// neighbouring products into 16 bits, madd by one widens pairs to 32.
+struct MaddubsDot {
+    static __m256i sums(__m256i u, __m256i s) {
+        return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
     }
-    const __m256i ones = _mm256_set1_epi16(1);
-    const auto block_terms = [&](std::size_t b, int k) {
-        const std::byte* block = w + b * sizeof(Block);
-        const float dw = half(block);
-        const __m256i q = decode(block);
-        const __m256i mag = _mm256_sign_epi8(q, q);
-        for (int j = 0; j < N; ++j) {
-            const __m256 scale = _mm256_set1_ps(dw * x[j][b].d);
-            const __m256i products = _mm256_maddubs_epi16(mag, _mm256_sign_epi8(load256(x[j][b].qs), q));
-            const __m256i sums = _mm256_madd_epi16(products, ones);
-            acc[j][k] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(sums), acc[j][k]);
-        }
-    };
-    const std::size_t blocks = cols / kActBlockValues;
-    std::size_t b = 0;
-    for (; b + 2 <= blocks; b += 2) {
-        block_terms(b, 0);
-        block_terms(b + 1, 1);
-    }
-    if (b < blocks)
-        block_terms(b, 0);
-    for (int j = 0; j < N; ++j)
-        out[j] = hsum(_mm256_add_ps(acc[j][0], acc[j][1]));
-}
-
-template <typename Block, typename Decode>
-void multi_blocks32(const std::byte* w, const void* x, std::size_t x_stride, std::size_t count,
-                    std::size_t cols, float* out, Decode decode) {
-    const auto* xb = static_cast<const std::byte*>(x);
-    switch (count) {
-    case 4: return dot_blocks32_n<Block, 4>(w, xb, x_stride, cols, decode, out);
-    case 3: return dot_blocks32_n<Block, 3>(w, xb, x_stride, cols, decode, out);
-    case 2: return dot_blocks32_n<Block, 2>(w, xb, x_stride, cols, decode, out);
-    default: return dot_blocks32_n<Block, 1>(w, xb, x_stride, cols, decode, out);
-    }
-}
-
-__m256i decode_q8_0(const std::byte* block) { return load256(block + offsetof(BlockQ8_0, qs)); }
-
-__m256i decode_q4_0(const std::byte* block) {
-    const auto* qs = reinterpret_cast<const std::uint8_t*>(block + offsetof(BlockQ4_0, qs));
-    return _mm256_sub_epi8(nibbles32(qs), _mm256_set1_epi8(8));
-}
-
-// code - 16 as a signed byte: the nibble with 0xF0 set exactly when the
-// fifth bit is clear.
-__m256i decode_q5_0(const std::byte* block) {
-    const auto* qs = reinterpret_cast<const std::uint8_t*>(block + offsetof(BlockQ5_0, qs));
-    const auto* qh = reinterpret_cast<const std::uint8_t*>(block + offsetof(BlockQ5_0, qh));
-    const __m256i high = _mm256_andnot_si256(bits_to_bytes(qh), _mm256_set1_epi8(static_cast<char>(0xF0)));
-    return _mm256_or_si256(nibbles32(qs), high);
-}
-
-void multi_q8_0(const std::byte* w, const void* x, std::size_t s, std::size_t c, std::size_t cols, float* out) {
-    // a lambda, not the function pointer: inlined into the block loop
-    multi_blocks32<BlockQ8_0>(w, x, s, c, cols, out, [](const std::byte* b) { return decode_q8_0(b); });
-}
-void multi_q4_0(const std::byte* w, const void* x, std::size_t s, std::size_t c, std::size_t cols, float* out) {
-    // a lambda, not the function pointer: inlined into the block loop
-    multi_blocks32<BlockQ4_0>(w, x, s, c, cols, out, [](const std::byte* b) { return decode_q4_0(b); });
-}
-void multi_q5_0(const std::byte* w, const void* x, std::size_t s, std::size_t c, std::size_t cols, float* out) {
-    // a lambda, not the function pointer: inlined into the block loop
-    multi_blocks32<BlockQ5_0>(w, x, s, c, cols, out, [](const std::byte* b) { return decode_q5_0(b); });
-}
+};
 
 // ---- K-quants ------------------------------------------------------------
 
@@ -410,15 +309,6 @@ void multi_q6_k(const std::byte* w, const void* x, std::size_t s, std::size_t c,
         dot_q6_k_n<1>(w, xb, s, cols, out);
 }
 
-// The single-input dot product is the multi-input kernel with one input:
-// one copy of each kernel, and matvec and matmul agree bit for bit.
-template <RowDotMulti Multi>
-float single_input(const std::byte* w, const void* x, std::size_t cols) {
-    float out = 0.0f;
-    Multi(w, x, 0, 1, cols, &out);
-    return out;
-}
-
 } // namespace
 
 RowDot avx2_row_dot(WeightType type) {
@@ -426,9 +316,9 @@ RowDot avx2_row_dot(WeightType type) {
     case WeightType::F32: return single_input<multi_floats<load8_f32, load1_f32>>;
     case WeightType::F16: return single_input<multi_floats<load8_f16, load1_f16>>;
     case WeightType::BF16: return single_input<multi_floats<load8_bf16, load1_bf16>>;
-    case WeightType::Q8_0: return single_input<multi_q8_0>;
-    case WeightType::Q4_0: return single_input<multi_q4_0>;
-    case WeightType::Q5_0: return single_input<multi_q5_0>;
+    case WeightType::Q8_0: return single_input<multi_q8_0<MaddubsDot>>;
+    case WeightType::Q4_0: return single_input<multi_q4_0<MaddubsDot>>;
+    case WeightType::Q5_0: return single_input<multi_q5_0<MaddubsDot>>;
     case WeightType::Q4_K: return single_input<multi_q4_k>;
     case WeightType::Q5_K: return single_input<multi_q5_k>;
     case WeightType::Q6_K: return single_input<multi_q6_k>;
@@ -441,9 +331,9 @@ RowDotMultiFn avx2_row_dot_multi(WeightType type) {
     case WeightType::F32: return {multi_floats<load8_f32, load1_f32>, 2};
     case WeightType::F16: return {multi_floats<load8_f16, load1_f16>, 2};
     case WeightType::BF16: return {multi_floats<load8_bf16, load1_bf16>, 2};
-    case WeightType::Q8_0: return {multi_q8_0, 4};
-    case WeightType::Q4_0: return {multi_q4_0, 4};
-    case WeightType::Q5_0: return {multi_q5_0, 4};
+    case WeightType::Q8_0: return {multi_q8_0<MaddubsDot>, 4};
+    case WeightType::Q4_0: return {multi_q4_0<MaddubsDot>, 4};
+    case WeightType::Q5_0: return {multi_q5_0<MaddubsDot>, 4};
     case WeightType::Q4_K: return {multi_q4_k, 2};
     case WeightType::Q5_K: return {multi_q5_k, 2};
     case WeightType::Q6_K: return {multi_q6_k, 2};

@@ -29,6 +29,12 @@ RowDot scalar_row_dot(WeightType type);
 #if defined(KVSCOPE_KERNELS_AVX2)
 RowDot avx2_row_dot(WeightType type);
 #endif
+#if defined(KVSCOPE_KERNELS_AVXVNNI)
+// The blocks-of-32 types (Q8_0, Q4_0, Q5_0) with AVX-VNNI, bit-identical to
+// avx2_row_dot and used in its place on the AVX2 path; null for the other
+// types and on CPUs without AVX-VNNI.
+RowDot avxvnni_row_dot(WeightType type);
+#endif
 
 RowDot row_dot(WeightType type, SimdPath path);
 
@@ -46,6 +52,9 @@ struct RowDotMultiFn {
 
 #if defined(KVSCOPE_KERNELS_AVX2)
 RowDotMultiFn avx2_row_dot_multi(WeightType type);
+#endif
+#if defined(KVSCOPE_KERNELS_AVXVNNI)
+RowDotMultiFn avxvnni_row_dot_multi(WeightType type);
 #endif
 
 RowDotMultiFn row_dot_multi(WeightType type, SimdPath path);

@@ -29,6 +29,7 @@
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/quant_blocks.h"
+#include "kernels/cpu/row_dot.h"
 
 using namespace kvscope::kernels::cpu;
 using kernel_test::PathScope;
@@ -230,6 +231,7 @@ private slots:
     void exact_activations_leave_only_rounding();
     void avx2_matches_scalar_data() { add_type_rows(); }
     void avx2_matches_scalar();
+    void avx_vnni_equals_avx2();
     void matmul_matches_reference_data() { add_type_rows(); }
     void matmul_matches_reference();
     void matmul_equals_matvecs_data() { add_type_rows(); }
@@ -303,6 +305,41 @@ void TestMatmul::avx2_matches_scalar() {
                                 .arg(r).arg(static_cast<double>(scalar[r]), 0, 'g', 9)
                                 .arg(static_cast<double>(avx2[r]), 0, 'g', 9).arg(e.value, 0, 'g', 9)));
     }
+}
+
+void TestMatmul::avx_vnni_equals_avx2() {
+    // Both compute exact int32 block sums, so the outputs must agree bit
+    // for bit, for every input count of the multi-input kernel.
+#if defined(KVSCOPE_KERNELS_AVXVNNI)
+    using namespace kvscope::kernels::cpu::detail;
+    if (avxvnni_row_dot_multi(WeightType::Q8_0).fn == nullptr)
+        QSKIP("this CPU has no AVX-VNNI");
+    std::mt19937 rng(250);
+    for (const WeightType type : {WeightType::Q8_0, WeightType::Q4_0, WeightType::Q5_0}) {
+        const Matrix m = random_matrix(type, 16, 1024, rng);
+        const std::size_t a_row_bytes = act_row_bytes(type, m.cols);
+        const std::vector<float> X = random_activations(4 * m.cols, rng);
+        std::vector<ActBlock32> act(4 * m.cols / kActBlockValues);
+        quantize_act32(X.data(), X.size(), act.data(), SimdPath::Avx2);
+        const RowDotMultiFn vnni = avxvnni_row_dot_multi(type), avx2 = avx2_row_dot_multi(type);
+        QVERIFY(vnni.fn != nullptr && avx2.fn != nullptr);
+        const std::size_t w_row_bytes = weight_row_bytes(type, m.cols);
+        for (std::size_t r = 0; r < m.rows; ++r)
+            for (std::size_t count = 1; count <= 4; ++count) {
+                float a[4], b[4];
+                const std::byte* w = m.bytes.data() + r * w_row_bytes;
+                vnni.fn(w, act.data(), a_row_bytes, count, m.cols, a);
+                avx2.fn(w, act.data(), a_row_bytes, count, m.cols, b);
+                QVERIFY2(std::memcmp(a, b, count * sizeof(float)) == 0,
+                         qPrintable(QStringLiteral("%1 row %2, %3 inputs: vnni %4, avx2 %5")
+                                        .arg(to_string(type).data()).arg(r).arg(count)
+                                        .arg(static_cast<double>(a[0]), 0, 'g', 9)
+                                        .arg(static_cast<double>(b[0]), 0, 'g', 9)));
+            }
+    }
+#else
+    QSKIP("this build has no AVX-VNNI kernels");
+#endif
 }
 
 void TestMatmul::matmul_matches_reference() {
