@@ -6,13 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
-#include "app/cli/weight_formats.h"
 #include "engine/core/error.h"
-#include "engine/kv/kv_memory_calc.h"
-#include "engine/model/gguf_file.h"
-#include "engine/model/model_config.h"
-#include "engine/model/tensor_stats.h"
 #include "engine/presets/device_presets.h"
+#include "engine/presets/kv_calculator.h"
 #include "engine/presets/model_presets.h"
 
 namespace kvscope::cli {
@@ -42,33 +38,11 @@ std::string count_text(double n) {
     return text;
 }
 
-struct Device {
-    std::string name;
-    std::uint64_t bytes = 0;
-};
-
-// What the calculator needs of a model: its KV shape and, for --gpu, the
-// bytes of its weights.
-struct CalcModel {
-    std::string name;
-    KvGeometry kv;
-    std::uint64_t parameters = 0; // 0: unknown (explicit dimensions)
-    std::optional<std::uint64_t> file_weight_bytes; // a GGUF's real tensor bytes
-    std::uint64_t context = 4096;                   // default --tokens
-};
-
 CalcModel read_model(Args& args) {
-    if (const auto path = args.value("--model")) {
-        const GgufFile file(*path);
-        const ModelConfig config = read_model_config(file);
-        const TensorStats stats = tensor_stats(file);
-        return {config.name.empty() ? *path : config.name, {config.n_layers, config.n_kv_heads, config.head_dim},
-                stats.parameters, stats.bytes, config.context_length};
-    }
-    if (const auto preset = args.value("--preset")) {
-        const ModelGeometry& g = find_model_preset(*preset);
-        return {g.name, g.kv(), g.parameters(), std::nullopt, g.context};
-    }
+    if (const auto path = args.value("--model"))
+        return calc_model_from_file(*path);
+    if (const auto preset = args.value("--preset"))
+        return calc_model(find_model_preset(*preset));
     CalcModel m{"custom", {}, 0, std::nullopt, 4096};
     m.kv.n_layers = static_cast<std::uint32_t>(args.int_or("--layers", 0, 0, 1024));
     m.kv.n_kv_heads = static_cast<std::uint32_t>(args.int_or("--kv-heads", 0, 0, 1024));
@@ -79,14 +53,14 @@ CalcModel read_model(Args& args) {
     return m;
 }
 
-std::optional<Device> read_device(Args& args) {
+std::optional<CalcDevice> read_device(Args& args) {
     if (const auto name = args.value("--gpu")) {
         const DevicePreset& d = find_device_preset(*name);
-        return Device{d.name, d.memory_bytes};
+        return CalcDevice{d.name, d.memory_bytes};
     }
     const double gib = args.number_or("--gpu-mem-gib", 0, 0, 1 << 20);
     if (gib > 0)
-        return Device{"custom", static_cast<std::uint64_t>(gib * 1024 * 1024 * 1024)};
+        return CalcDevice{"custom", static_cast<std::uint64_t>(gib * 1024 * 1024 * 1024)};
     return std::nullopt;
 }
 
@@ -103,7 +77,7 @@ nlohmann::ordered_json answer_json(const KvMemoryAnswer& a) {
     return j;
 }
 
-void print_json(const CalcModel& m, const KvMemoryQuestion& q, KvDtype dtype, const std::optional<Device>& device,
+void print_json(const CalcModel& m, const KvMemoryQuestion& q, KvDtype dtype, const std::optional<CalcDevice>& device,
                 const std::string& weights, const std::vector<KvMemoryAnswer>& answers) {
     nlohmann::ordered_json j{{"model", {{"name", m.name}, {"layers", m.kv.n_layers}, {"kv_heads", m.kv.n_kv_heads},
                                 {"head_dim", m.kv.head_dim}, {"parameters", m.parameters}}},
@@ -117,12 +91,12 @@ void print_json(const CalcModel& m, const KvMemoryQuestion& q, KvDtype dtype, co
         j["by_dtype"][std::string(to_string(a.dtype))] = answer_json(a);
     }
     if (device)
-        j["gpu"] = {{"name", device->name}, {"memory_bytes", device->bytes}, {"memory_fraction", q.memory_fraction},
+        j["gpu"] = {{"name", device->name}, {"memory_bytes", device->memory_bytes}, {"memory_fraction", q.memory_fraction},
                     {"weights", weights}, {"weight_bytes", q.weight_bytes}};
     std::printf("%s\n", j.dump(2).c_str());
 }
 
-void print_table(const CalcModel& m, const KvMemoryQuestion& q, KvDtype dtype, const std::optional<Device>& device,
+void print_table(const CalcModel& m, const KvMemoryQuestion& q, KvDtype dtype, const std::optional<CalcDevice>& device,
                  const std::string& weights, const std::vector<KvMemoryAnswer>& answers) {
     std::printf("KV cache of %s: %u layers x %u KV heads x head_dim %u, block size %u\n", m.name.c_str(),
                 m.kv.n_layers, m.kv.n_kv_heads, m.kv.head_dim, q.block_size);
@@ -130,7 +104,7 @@ void print_table(const CalcModel& m, const KvMemoryQuestion& q, KvDtype dtype, c
                 static_cast<unsigned long long>(q.sequences));
     if (device)
         std::printf("on %s (%s, %.0f%% usable) next to %s of weights (%s, %s parameters)\n", device->name.c_str(),
-                    bytes_text(static_cast<double>(device->bytes)).c_str(), q.memory_fraction * 100,
+                    bytes_text(static_cast<double>(device->memory_bytes)).c_str(), q.memory_fraction * 100,
                     bytes_text(static_cast<double>(q.weight_bytes)).c_str(), weights.c_str(),
                     count_text(static_cast<double>(m.parameters)).c_str());
     std::printf("\n%-10s %12s %14s %14s %8s%s\n", "kv dtype", "per token", "per sequence", "total", "vs f16",
@@ -169,36 +143,25 @@ int run_calc(Args& args) {
         print_presets();
         return 0;
     }
-    const CalcModel model = read_model(args);
-    KvMemoryQuestion q;
-    q.geometry = model.kv;
-    q.tokens_per_sequence = static_cast<std::uint64_t>(args.int_or("--tokens", static_cast<std::int64_t>(model.context), 1, std::int64_t{1} << 32));
-    q.sequences = static_cast<std::uint64_t>(args.int_or("--seqs", 1, 1, 1 << 20));
-    q.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
+    CalcInputs in;
+    in.model = read_model(args);
+    in.tokens_per_sequence = static_cast<std::uint64_t>(
+        args.int_or("--tokens", static_cast<std::int64_t>(in.model.context), 1, std::int64_t{1} << 32));
+    in.sequences = static_cast<std::uint64_t>(args.int_or("--seqs", 1, 1, 1 << 20));
+    in.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
     const KvDtype dtype = parse_kv_dtype(args.value_or("--kv-dtype", "f16"));
-    const std::optional<Device> device = read_device(args);
-    const auto weights_option = args.value("--weights");
-    q.memory_fraction = args.number_or("--gpu-util", 0.9, 0.01, 1.0);
+    in.device = read_device(args);
+    in.weights = args.value("--weights");
+    in.memory_fraction = args.number_or("--gpu-util", 0.9, 0.01, 1.0);
     const bool json = args.flag("--json");
     args.finish();
-    std::string weights = "-";
-    if (device) {
-        if (model.parameters == 0)
-            throw Error("--gpu needs --preset or --model: the weights' size comes from the model");
-        if (model.file_weight_bytes && !weights_option) {
-            weights = "as in the file";
-            q.weight_bytes = *model.file_weight_bytes;
-        } else {
-            weights = weights_option.value_or("f16");
-            q.weight_bytes = weight_bytes(model.parameters, weights);
-        }
-        q.device_bytes = device->bytes;
-    }
-    const std::vector<KvMemoryAnswer> answers = answer_kv_memory_all_dtypes(q);
+    if (in.device && in.model.parameters == 0)
+        throw Error("--gpu needs --preset or --model: the weights' size comes from the model");
+    const CalcResult r = run_kv_calculator(in);
     if (json)
-        print_json(model, q, dtype, device, weights, answers);
+        print_json(in.model, r.question, dtype, in.device, r.weights, r.answers);
     else
-        print_table(model, q, dtype, device, weights, answers);
+        print_table(in.model, r.question, dtype, in.device, r.weights, r.answers);
     return 0;
 }
 
