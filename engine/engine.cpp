@@ -276,7 +276,7 @@ std::shared_ptr<const EngineSnapshot> Engine::snapshot() const {
         const SchedSeq& q = scheduler_.seq(id);
         const Request& r = requests_.at(s.request);
         snap->seqs.push_back({id, s.request, s.index, q.status, static_cast<std::uint32_t>(q.tokens.size()),
-                              r.prompt_tokens, s.generated});
+                              r.prompt_tokens, s.generated, q.max_tokens});
     }
     snap->running = scheduler_.num_running();
     snap->waiting = scheduler_.num_waiting();

@@ -21,6 +21,7 @@ struct SeqSnapshot {
     std::uint32_t tokens = 0;
     std::uint32_t prompt_tokens = 0;
     std::uint32_t generated = 0;
+    std::uint32_t max_tokens = 0; // prompt + max_new_tokens: what a contiguous allocator reserves
 };
 
 struct Percentiles {

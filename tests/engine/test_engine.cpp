@@ -203,6 +203,8 @@ void TestEngine::snapshot_counts() {
     auto s1 = engine.snapshot();
     QCOMPARE(s1->running, std::size_t{3});
     QCOMPARE(s1->step, std::uint64_t{1});
+    for (const SeqSnapshot& seq : s1->seqs) // what a contiguous allocator would reserve
+        QCOMPARE(seq.max_tokens, seq.prompt_tokens + 10);
     drain(engine);
     auto s2 = engine.snapshot();
     QVERIFY(s2->step > s1->step && s2->time_s >= s1->time_s);
