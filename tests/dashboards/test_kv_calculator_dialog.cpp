@@ -1,0 +1,132 @@
+// The KV calculator dialog shows kvscope-cli calc's numbers: the same
+// questions asked of the CLI (--json) and of the dialog's widgets give the
+// same bytes, ratios and sequence counts for every KV dtype.
+#include <QtTest>
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QSpinBox>
+
+#include "app/cli_runner.h"
+#include "engine/kv/kv_dtype.h"
+#include "support/test_models.h"
+#include "ui/dashboards/kv_calculator_dialog.h"
+
+using namespace kvscope;
+using namespace kvscope::ui;
+using Column = KvCalculatorDialog::Column;
+
+namespace {
+
+void setCombo(KvCalculatorDialog& d, const char* name, const QString& text) {
+    auto* box = d.findChild<QComboBox*>(QLatin1String(name));
+    QVERIFY(box);
+    const int index = box->findText(text);
+    QVERIFY2(index >= 0, qPrintable(text));
+    box->setCurrentIndex(index);
+}
+
+void setSpin(KvCalculatorDialog& d, const char* name, int value) {
+    auto* box = d.findChild<QSpinBox*>(QLatin1String(name));
+    QVERIFY(box);
+    box->setValue(value);
+}
+
+// Every dtype row of the dialog against the CLI's "by_dtype" object.
+void compareWithCli(const KvCalculatorDialog& dialog, const QStringList& args) {
+    const test::CliResult cli = test::run_cli(QStringList{QStringLiteral("calc")} + args + QStringList{"--json"});
+    QVERIFY2(cli.exit_code == 0, cli.err.constData());
+    const QJsonObject json = cli.json();
+    const QJsonObject byDtype = json["by_dtype"].toObject();
+    const auto dtypes = all_kv_dtypes();
+    QCOMPARE(byDtype.size(), static_cast<qsizetype>(dtypes.size()));
+    QVERIFY(dialog.errorText().isEmpty());
+    for (std::size_t i = 0; i < dtypes.size(); ++i) {
+        const int row = static_cast<int>(i);
+        const std::string_view name = to_string(dtypes[i]);
+        const QJsonObject expected = byDtype[QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size()))].toObject();
+        QVERIFY(!expected.isEmpty());
+        QCOMPARE(*dialog.cellValue(row, Column::kPerToken), expected["bytes_per_token"].toDouble());
+        QCOMPARE(*dialog.cellValue(row, Column::kPerSequence), expected["bytes_per_sequence"].toDouble());
+        QCOMPARE(*dialog.cellValue(row, Column::kTotal), expected["total_bytes"].toDouble());
+        if (expected.contains("sequences_that_fit"))
+            QCOMPARE(*dialog.cellValue(row, Column::kFit), expected["sequences_that_fit"].toDouble());
+        else
+            QVERIFY(!dialog.cellValue(row, Column::kFit));
+        QVERIFY(!dialog.cellText(row, Column::kTotal).isEmpty());
+    }
+    if (json.contains("gpu"))
+        QCOMPARE(static_cast<double>(dialog.result().question.weight_bytes), json["gpu"]["weight_bytes"].toDouble());
+}
+
+} // namespace
+
+class TestKvCalculatorDialog : public QObject {
+    Q_OBJECT
+private slots:
+    void preset_without_a_gpu();
+    void preset_on_a_gpu_preset();
+    void custom_gpu_memory_and_weight_format();
+    void loaded_model_counts_its_file_weights();
+    void a_gpu_without_model_size_is_an_error_not_a_crash();
+};
+
+void TestKvCalculatorDialog::preset_without_a_gpu() {
+    KvCalculatorDialog dialog;
+    QVERIFY(dialog.selectPreset(QStringLiteral("llama-2-7b")));
+    setSpin(dialog, "tokens", 3000);
+    setSpin(dialog, "sequences", 3);
+    setSpin(dialog, "blockSize", 32);
+    compareWithCli(dialog, {"--preset", "llama-2-7b", "--tokens", "3000", "--seqs", "3", "--block-size", "32"});
+    // f16: 32 layers x 32 KV heads x 128 x 2 (K, V) x 2 bytes = 512 KiB per token.
+    QCOMPARE(*dialog.cellValue(1, Column::kPerToken), 524288.0);
+}
+
+void TestKvCalculatorDialog::preset_on_a_gpu_preset() {
+    KvCalculatorDialog dialog;
+    QVERIFY(dialog.selectPreset(QStringLiteral("llama-3-8b")));
+    setSpin(dialog, "tokens", 8192);
+    setSpin(dialog, "sequences", 4);
+    setCombo(dialog, "gpu", QStringLiteral("h100-80gb"));
+    compareWithCli(dialog, {"--preset", "llama-3-8b", "--tokens", "8192", "--seqs", "4", "--gpu", "h100-80gb"});
+    QVERIFY(*dialog.cellValue(0, Column::kFit) > 0);
+}
+
+void TestKvCalculatorDialog::custom_gpu_memory_and_weight_format() {
+    KvCalculatorDialog dialog;
+    QVERIFY(dialog.selectPreset(QStringLiteral("mistral-7b")));
+    setSpin(dialog, "tokens", 16000);
+    setCombo(dialog, "gpu", QStringLiteral("custom memory"));
+    dialog.findChild<QDoubleSpinBox*>(QStringLiteral("gpuGib"))->setValue(24);
+    dialog.findChild<QDoubleSpinBox*>(QStringLiteral("gpuUtil"))->setValue(0.85);
+    setCombo(dialog, "weights", QStringLiteral("q4_k"));
+    compareWithCli(dialog, {"--preset", "mistral-7b", "--tokens", "16000", "--gpu-mem-gib", "24", "--gpu-util",
+                            "0.85", "--weights", "q4_k"});
+}
+
+void TestKvCalculatorDialog::loaded_model_counts_its_file_weights() {
+    KVSCOPE_REQUIRE_MODEL(path, "stories260K-f32.gguf");
+    KvCalculatorDialog dialog;
+    dialog.setLoadedModel(calc_model_from_file(path.toStdString()));
+    QCOMPARE(dialog.inputs().model.file_weight_bytes.has_value(), true);
+    setSpin(dialog, "sequences", 5);
+    setCombo(dialog, "gpu", QStringLiteral("rtx-4090-24gb"));
+    QCOMPARE(QString::fromStdString(dialog.result().weights), QStringLiteral("as in the file"));
+    // The tokens default to the model's context, as the CLI's --tokens does.
+    compareWithCli(dialog, {"--model", path, "--seqs", "5", "--gpu", "rtx-4090-24gb"});
+}
+
+void TestKvCalculatorDialog::a_gpu_without_model_size_is_an_error_not_a_crash() {
+    KvCalculatorDialog dialog;
+    CalcModel custom{"custom", {4, 2, 64}, 0, std::nullopt, 1024};
+    dialog.setLoadedModel(custom);
+    setCombo(dialog, "gpu", QStringLiteral("a100-40gb"));
+    QVERIFY(!dialog.errorText().isEmpty());
+    QVERIFY(dialog.result().answers.empty());
+    setCombo(dialog, "gpu", QStringLiteral("none"));
+    QVERIFY(dialog.errorText().isEmpty());
+    QCOMPARE(dialog.result().answers.size(), all_kv_dtypes().size());
+}
+
+QTEST_MAIN(TestKvCalculatorDialog)
+#include "test_kv_calculator_dialog.moc"

@@ -1,0 +1,36 @@
+#include "ui/dashboards/dashboard_plot.h"
+
+namespace kvscope::ui {
+
+QCustomPlot* newDashboardPlot(QWidget* parent, const QString& xLabel, const QString& yLabel, bool legend) {
+    auto* plot = new QCustomPlot(parent);
+    plot->setMinimumHeight(140);
+    plot->xAxis->setLabel(xLabel);
+    plot->yAxis->setLabel(yLabel);
+    if (legend) {
+        plot->legend->setVisible(true);
+        plot->legend->setFont(QFont(plot->font().family(), 8));
+        plot->axisRect()->insetLayout()->take(plot->legend);
+        plot->plotLayout()->addElement(0, 1, plot->legend);
+        plot->plotLayout()->setColumnStretchFactor(1, 0.001);
+        plot->legend->setMargins(QMargins(6, 4, 6, 4));
+    }
+    return plot;
+}
+
+QCPGraph* addLine(QCustomPlot* plot, const QString& name, const QColor& color, Qt::PenStyle style) {
+    QCPGraph* graph = plot->addGraph();
+    graph->setName(name);
+    graph->setPen(QPen(color, 2, style));
+    return graph;
+}
+
+std::vector<double> graphValues(const QCPGraph* graph) {
+    std::vector<double> values;
+    values.reserve(static_cast<std::size_t>(graph->data()->size()));
+    for (const QCPGraphData& d : *graph->data())
+        values.push_back(d.value);
+    return values;
+}
+
+} // namespace kvscope::ui

@@ -1,0 +1,217 @@
+#include "ui/dashboards/fragmentation_panel.h"
+
+#include <algorithm>
+
+#include <QCheckBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QVBoxLayout>
+
+#include "ui/dashboards/contiguous_counterfactual.h"
+#include "ui/dashboards/dashboard_plot.h"
+
+namespace kvscope::ui {
+namespace {
+
+// More columns than a plot is wide in pixels would only cost time.
+constexpr int kMaxHeatColumns = 600;
+
+const QColor kInternal(0x1f, 0x77, 0xb4);
+const QColor kReserved(0xff, 0x7f, 0x0e);
+const QColor kExternal(0xd6, 0x27, 0x28);
+
+QCPColorGradient fillGradient() {
+    QCPColorGradient g;
+    g.clearColorStops();
+    g.setColorStopAt(0.0, QColor(0xee, 0xee, 0xee));   // free
+    g.setColorStopAt(0.02, QColor(0xc7, 0xe9, 0xb4)); // barely filled
+    g.setColorStopAt(0.5, QColor(0x41, 0xb6, 0xc4));
+    g.setColorStopAt(1.0, QColor(0x0c, 0x2c, 0x84));  // full
+    g.setLevelCount(64);
+    return g;
+}
+
+QString modeName(AllocationMode mode) {
+    const std::string_view name = to_string(mode);
+    return QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size()));
+}
+
+QString pct(double share) { return QString::number(100.0 * share, 'f', 1) + QLatin1Char('%'); }
+
+} // namespace
+
+FragmentationPanel::FragmentationPanel(std::shared_ptr<SnapshotHistory> history, QWidget* parent)
+    : QWidget(parent),
+      history_(history ? std::move(history) : std::make_shared<SnapshotHistory>()),
+      heatPlot_(newDashboardPlot(this, tr("engine step"), tr("block"), false)),
+      wastePlot_(newDashboardPlot(this, tr("engine step"), tr("% of KV memory"))),
+      counterfactual_(new QCheckBox(tr("Show contiguous allocation of the same sequences"), this)),
+      summary_(new QLabel(this)) {
+    buildHeatmap();
+    buildWastePlot();
+    counterfactual_->setToolTip(
+        tr("What a pre-vLLM allocator would waste: each sequence reserves prompt + max_new_tokens "
+           "slots up front. External fragmentation depends on placement history and is not shown."));
+    connect(counterfactual_, &QCheckBox::toggled, this, &FragmentationPanel::setCounterfactualVisible);
+    summary_->setWordWrap(true);
+    summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto* plots = new QHBoxLayout;
+    plots->addWidget(heatPlot_, 1);
+    plots->addWidget(wastePlot_, 1);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addLayout(plots, 1);
+    layout->addWidget(counterfactual_);
+    layout->addWidget(summary_);
+    setCounterfactualVisible(false);
+}
+
+void FragmentationPanel::buildHeatmap() {
+    heatmap_ = new QCPColorMap(heatPlot_->xAxis, heatPlot_->yAxis);
+    heatmap_->setInterpolate(false);
+    heatmap_->setGradient(fillGradient());
+    heatmap_->setDataRange(QCPRange(0, 1));
+    auto* scale = new QCPColorScale(heatPlot_);
+    heatPlot_->plotLayout()->addElement(0, 1, scale);
+    scale->setType(QCPAxis::atRight);
+    scale->axis()->setLabel(tr("fill (0 free, 1 full)"));
+    heatmap_->setColorScale(scale);
+    scale->setDataRange(QCPRange(0, 1));
+    auto* margins = new QCPMarginGroup(heatPlot_);
+    heatPlot_->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+    scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+    heatPlot_->yAxis->setRangeReversed(true); // block 0 at the top, as the block map draws it
+    heatPlot_->setToolTip(tr("Fill fraction of each block over time; rows average consecutive blocks "
+                             "when the pool is large"));
+}
+
+void FragmentationPanel::buildWastePlot() {
+    addLine(wastePlot_, tr("internal"), kInternal);
+    addLine(wastePlot_, tr("reserved"), kReserved);
+    addLine(wastePlot_, tr("external"), kExternal);
+    addLine(wastePlot_, tr("contiguous: internal"), kInternal, Qt::DashLine);
+    addLine(wastePlot_, tr("contiguous: reserved"), kReserved, Qt::DashLine);
+    wastePlot_->yAxis->setRange(0, 100);
+}
+
+QCPGraph* FragmentationPanel::graph(WasteSeries series) const {
+    return wastePlot_->graph(static_cast<int>(series));
+}
+
+bool FragmentationPanel::counterfactualVisible() const { return counterfactual_->isChecked(); }
+
+void FragmentationPanel::setCounterfactualVisible(bool visible) {
+    if (counterfactual_->isChecked() != visible) {
+        counterfactual_->setChecked(visible); // toggled brings us back here
+        return;
+    }
+    for (WasteSeries s : {WasteSeries::ContiguousInternal, WasteSeries::ContiguousReserved}) {
+        graph(s)->setVisible(visible);
+        if (visible)
+            graph(s)->addToLegend();
+        else
+            graph(s)->removeFromLegend();
+    }
+    updateWastePlot();
+}
+
+void FragmentationPanel::setSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
+    if (!snapshot || !snapshot->pool)
+        return;
+    history_->record(*snapshot);
+    columns_.record(snapshot->step, *snapshot->pool);
+    updateHeatmap();
+    updateWastePlot();
+    updateSummary(*snapshot);
+}
+
+void FragmentationPanel::updateHeatmap() {
+    const auto& columns = columns_.columns();
+    if (columns.empty())
+        return;
+    // Columns are evenly spaced steps from the first recorded to the last;
+    // each shows the latest snapshot at or before its step. At least two, so
+    // the map has a width even after one snapshot.
+    const std::uint64_t first = columns.front().step;
+    const std::uint64_t span = std::max<std::uint64_t>(columns.back().step - first, 1);
+    const int keys = static_cast<int>(std::min<std::uint64_t>(span + 1, kMaxHeatColumns));
+    const int rows = static_cast<int>(columns_.rows());
+    QCPColorMapData* cells = heatmap_->data();
+    if (cells->keySize() != keys || cells->valueSize() != rows)
+        cells->setSize(keys, rows);
+    const double rowBlocks = static_cast<double>(columns_.blocks_per_row());
+    cells->setRange(QCPRange(static_cast<double>(first), static_cast<double>(first + span)),
+                   QCPRange(rowBlocks / 2, rowBlocks * (rows - 0.5)));
+    for (int x = 0; x < keys; ++x) {
+        const std::uint64_t step = first + span * static_cast<std::uint64_t>(x) / static_cast<std::uint64_t>(keys - 1);
+        const std::vector<float>& fill = columns_.at_step(step).fill;
+        for (int y = 0; y < rows; ++y)
+            cells->setCell(x, y, fill[static_cast<std::size_t>(y)]);
+    }
+    heatPlot_->xAxis->setRange(static_cast<double>(first), static_cast<double>(first + span));
+    heatPlot_->yAxis->setRange(0, static_cast<double>(columns_.blocks()));
+    queueReplot(heatPlot_);
+}
+
+void FragmentationPanel::updateWastePlot() {
+    const auto& entries = history_->entries();
+    QVector<double> steps, internal, reserved, external, contInternal, contReserved;
+    // The same steps as the heatmap beside it.
+    const std::uint64_t first = columns_.columns().empty() ? 0 : columns_.columns().front().step;
+    for (const SnapshotFigures& f : entries) {
+        if (f.step < first)
+            continue;
+        steps << static_cast<double>(f.step);
+        internal << 100.0 * f.internal_waste;
+        reserved << 100.0 * f.reserved_waste;
+        external << 100.0 * f.external_fragmentation;
+        contInternal << 100.0 * f.contiguous_internal_waste;
+        contReserved << 100.0 * f.contiguous_reserved_waste;
+    }
+    graph(WasteSeries::Internal)->setData(steps, internal, true);
+    graph(WasteSeries::Reserved)->setData(steps, reserved, true);
+    graph(WasteSeries::External)->setData(steps, external, true);
+    graph(WasteSeries::ContiguousInternal)->setData(steps, contInternal, true);
+    graph(WasteSeries::ContiguousReserved)->setData(steps, contReserved, true);
+    if (!steps.isEmpty())
+        wastePlot_->xAxis->setRange(steps.front(), std::max(steps.back(), steps.front() + 1));
+    // Waste stays within 100% of the pool; the counterfactual can exceed it
+    // (the reservations would not fit), and then the axis grows to show it.
+    double top = 100;
+    if (counterfactualVisible())
+        for (int i = 0; i < steps.size(); ++i)
+            top = std::max(top, contInternal[i] + contReserved[i]);
+    wastePlot_->yAxis->setRange(0, top * 1.05);
+    queueReplot(wastePlot_);
+}
+
+void FragmentationPanel::updateSummary(const EngineSnapshot& snapshot) {
+    const FragmentationStats& f = snapshot.pool->fragmentation;
+    QString text = tr("Now (%1): internal %2, reserved %3, external %4 of KV memory.")
+                       .arg(modeName(snapshot.pool->mode), pct(f.internal_waste()),
+                            pct(f.reserved_waste()), pct(f.external_fragmentation()));
+    const ContiguousCounterfactual c = contiguous_counterfactual(snapshot);
+    if (c.sequences > 0) {
+        text += QLatin1Char(' ') + tr("Contiguous allocation of the same %n sequence(s) would waste %1 internal + "
+                                      "%2 reserved, reserving %3 of the pool's %4 blocks%5.",
+                                      nullptr, static_cast<int>(c.sequences))
+                                       .arg(pct(c.internal_waste()), pct(c.reserved_waste()))
+                                       .arg(c.reserved_blocks)
+                                       .arg(c.pool_blocks)
+                                       .arg(c.fits() ? QString() : tr(": they would not fit"));
+    }
+    summary_->setText(text);
+}
+
+QSize FragmentationPanel::heatmapSize() const {
+    return {heatmap_->data()->keySize(), heatmap_->data()->valueSize()};
+}
+
+double FragmentationPanel::heatmapCell(int column, int row) const { return heatmap_->data()->cell(column, row); }
+
+std::vector<double> FragmentationPanel::wasteSeries(WasteSeries series) const { return graphValues(graph(series)); }
+
+QString FragmentationPanel::summaryText() const { return summary_->text(); }
+
+} // namespace kvscope::ui

@@ -1,0 +1,67 @@
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <QWidget>
+
+#include "engine/engine_snapshot.h"
+#include "ui/dashboards/block_fill_columns.h"
+#include "ui/dashboards/snapshot_history.h"
+
+class QCheckBox;
+class QCustomPlot;
+class QCPColorMap;
+class QCPGraph;
+class QLabel;
+
+namespace kvscope::ui {
+
+// Where the KV pool's memory goes over time. Left: a heatmap, x = engine
+// step, y = block index (rows of consecutive blocks when the pool is large),
+// colour = fill fraction. Right: internal, reserved and external waste as a
+// share of KV memory per step, and, behind a toggle, what a contiguous
+// allocator reserving prompt + max_new_tokens per sequence would waste
+// holding the same sequences (contiguous_counterfactual.h).
+class FragmentationPanel : public QWidget {
+    Q_OBJECT
+public:
+    enum class WasteSeries { Internal, Reserved, External, ContiguousInternal, ContiguousReserved };
+
+    // Share `history` with the other time-series panels of the same engine;
+    // null: the panel keeps its own.
+    explicit FragmentationPanel(std::shared_ptr<SnapshotHistory> history = nullptr, QWidget* parent = nullptr);
+
+    const std::shared_ptr<SnapshotHistory>& history() const { return history_; }
+    bool counterfactualVisible() const;
+
+    // What the plots hold (for tests): heatmap columns x rows, one cell's
+    // fill fraction, one waste series in % of KV memory (oldest first).
+    QSize heatmapSize() const;
+    double heatmapCell(int column, int row) const;
+    std::size_t blocksPerRow() const { return columns_.blocks_per_row(); }
+    std::vector<double> wasteSeries(WasteSeries series) const;
+    QString summaryText() const;
+
+public slots:
+    void setSnapshot(std::shared_ptr<const kvscope::EngineSnapshot> snapshot);
+    void setCounterfactualVisible(bool visible);
+
+private:
+    void buildHeatmap();
+    void buildWastePlot();
+    void updateHeatmap();
+    void updateWastePlot();
+    void updateSummary(const EngineSnapshot& snapshot);
+    QCPGraph* graph(WasteSeries series) const;
+
+    std::shared_ptr<SnapshotHistory> history_;
+    BlockFillColumns columns_;
+    QCustomPlot* heatPlot_;
+    QCPColorMap* heatmap_ = nullptr;
+    QCustomPlot* wastePlot_;
+    QCheckBox* counterfactual_;
+    QLabel* summary_;
+};
+
+} // namespace kvscope::ui

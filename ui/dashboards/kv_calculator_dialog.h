@@ -1,0 +1,67 @@
+#pragma once
+
+#include <optional>
+
+#include <QDialog>
+
+#include "engine/presets/kv_calculator.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QSpinBox;
+class QTableWidget;
+
+namespace kvscope::ui {
+
+// `kvscope-cli calc` as a dialog: a model (a preset, or the loaded model's
+// geometry), tokens per sequence, sequences, block size, the KV dtype to
+// highlight, and optionally a GPU (preset or memory size) with the weights'
+// format. Every number comes from run_kv_calculator, the CLI's own
+// implementation, so both show the same bytes.
+class KvCalculatorDialog : public QDialog {
+    Q_OBJECT
+public:
+    enum Column { kDtype, kPerToken, kPerSequence, kTotal, kVsF16, kFit, kColumns };
+
+    explicit KvCalculatorDialog(QWidget* parent = nullptr);
+
+    // The loaded model's geometry, parameters and real weight bytes
+    // (calc_model(config, stats, path)); listed first and selected.
+    void setLoadedModel(const kvscope::CalcModel& model);
+    // Selects a model preset by name; false when there is none.
+    bool selectPreset(const QString& name);
+
+    kvscope::CalcInputs inputs() const;
+    // The last answer (empty answers when the inputs were rejected) and the
+    // table's cells: display text, and the exact figure behind it
+    // (bytes, a ratio, or a sequence count; none for an empty cell).
+    const kvscope::CalcResult& result() const { return result_; }
+    QString cellText(int row, Column column) const;
+    std::optional<double> cellValue(int row, Column column) const;
+    QString errorText() const;
+
+private slots:
+    void modelChanged();
+    void recompute();
+
+private:
+    void fillTable();
+
+    std::optional<CalcModel> loaded_;
+    QComboBox* model_;
+    QSpinBox* tokens_;
+    QSpinBox* sequences_;
+    QSpinBox* blockSize_;
+    QComboBox* dtype_;
+    QComboBox* gpu_;
+    QDoubleSpinBox* gpuGib_;
+    QComboBox* weights_;
+    QDoubleSpinBox* gpuUtil_;
+    QLabel* summary_;
+    QLabel* error_;
+    QTableWidget* table_;
+    CalcResult result_;
+};
+
+} // namespace kvscope::ui

@@ -1,0 +1,207 @@
+#include "ui/dashboards/kv_quant_panel.h"
+
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLocale>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include "ui/dashboards/dashboard_plot.h"
+
+namespace kvscope::ui {
+namespace {
+
+enum CostColumn { kDtype, kPerToken, kKvNow, kVsF16, kFit, kCostColumns };
+
+QString dtypeName(KvDtype d) {
+    const std::string_view name = to_string(d);
+    return QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size()));
+}
+
+QString bytes(std::uint64_t n) {
+    return QLocale().formattedDataSize(static_cast<qint64>(n), 2, QLocale::DataSizeTraditionalFormat);
+}
+
+QCPBars* newBars(QCustomPlot* plot, const QColor& color) {
+    auto* bars = new QCPBars(plot->xAxis, plot->yAxis);
+    bars->setPen(Qt::NoPen);
+    bars->setBrush(color);
+    bars->setWidth(0.7);
+    return bars;
+}
+
+QTableWidget* newTable(QWidget* parent, const QStringList& headers) {
+    auto* table = new QTableWidget(0, static_cast<int>(headers.size()), parent);
+    table->setHorizontalHeaderLabels(headers);
+    table->verticalHeader()->setVisible(false);
+    table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    return table;
+}
+
+QTableWidgetItem* cell(const QString& text, const QString& tip = {}) {
+    auto* item = new QTableWidgetItem(text);
+    item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    item->setToolTip(tip);
+    return item;
+}
+
+bool sameShape(const KvQuantCosts& a, const KvQuantCosts& b) {
+    return a.geometry.n_layers == b.geometry.n_layers && a.geometry.n_kv_heads == b.geometry.n_kv_heads &&
+           a.geometry.head_dim == b.geometry.head_dim && a.block_size == b.block_size &&
+           a.pool_dtype == b.pool_dtype && a.pool_bytes == b.pool_bytes && a.sequences == b.sequences &&
+           a.context_tokens == b.context_tokens && a.rows.size() == b.rows.size();
+}
+
+} // namespace
+
+KvQuantPanel::KvQuantPanel(QWidget* parent)
+    : QWidget(parent),
+      tokenPlot_(newDashboardPlot(this, tr("KV dtype"), tr("bytes per token"), false)),
+      totalPlot_(newDashboardPlot(this, tr("KV dtype"), tr("KV MiB, current sequences"), false)),
+      tokenBars_(newBars(tokenPlot_, QColor(0x1f, 0x77, 0xb4))),
+      totalBars_(newBars(totalPlot_, QColor(0x2c, 0xa0, 0x2c))),
+      context_(new QLabel(tr("No model loaded"), this)),
+      costTable_(newTable(this, {tr("KV dtype"), tr("per token"), tr("current sequences"), tr("vs f16"),
+                                 tr("sequences that fit in this pool")})),
+      accuracyNote_(new QLabel(this)),
+      accuracyTable_(newTable(this, {tr("KV dtype"), tr("bytes/token"), tr("perplexity"), tr("Δ vs f32"),
+                                     tr("KL divergence"), tr("top-1 agreement")})) {
+    context_->setWordWrap(true);
+    accuracyNote_->setWordWrap(true);
+    accuracyNote_->setText(tr("Not measured yet. Accuracy comes from running the model over a text with "
+                              "each KV dtype (kvscope-cli perplexity)."));
+    auto* plots = new QHBoxLayout;
+    plots->addWidget(tokenPlot_);
+    plots->addWidget(totalPlot_);
+    auto* accuracy = new QGroupBox(tr("Measured accuracy"), this);
+    auto* accuracyLayout = new QVBoxLayout(accuracy);
+    accuracyLayout->addWidget(accuracyNote_);
+    accuracyLayout->addWidget(accuracyTable_);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addWidget(context_);
+    layout->addLayout(plots, 1);
+    layout->addWidget(costTable_, 1);
+    layout->addWidget(accuracy, 1);
+}
+
+void KvQuantPanel::setSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
+    if (!snapshot || !snapshot->pool)
+        return;
+    KvQuantCosts costs = kv_quant_costs(*snapshot);
+    // Snapshots come ~30 times a second; the costs change only when the
+    // sequences' lengths or the pool do.
+    if (!costs_.rows.empty() && sameShape(costs, costs_))
+        return;
+    costs_ = std::move(costs);
+    showCosts();
+}
+
+void KvQuantPanel::showCosts() {
+    const KvGeometry& g = costs_.geometry;
+    context_->setText(tr("%1 layers × %2 KV heads × head_dim %3, block size %4. Pool: %5 in %6. "
+                         "%n sequence(s), %7 tokens in all (mean %8).",
+                         nullptr, static_cast<int>(costs_.sequences))
+                          .arg(g.n_layers)
+                          .arg(g.n_kv_heads)
+                          .arg(g.head_dim)
+                          .arg(costs_.block_size)
+                          .arg(bytes(costs_.pool_bytes), dtypeName(costs_.pool_dtype))
+                          .arg(costs_.context_tokens)
+                          .arg(costs_.mean_tokens));
+    fillCostTable();
+    fillBars();
+}
+
+void KvQuantPanel::fillCostTable() {
+    costTable_->setRowCount(static_cast<int>(costs_.rows.size()));
+    double f16PerToken = 0;
+    for (const KvDtypeCost& r : costs_.rows)
+        if (r.dtype == KvDtype::F16)
+            f16PerToken = static_cast<double>(r.bytes_per_token);
+    for (int i = 0; i < costTable_->rowCount(); ++i) {
+        const KvDtypeCost& r = costs_.rows[static_cast<std::size_t>(i)];
+        auto* name = new QTableWidgetItem(dtypeName(r.dtype) + (r.dtype == costs_.pool_dtype ? tr(" (pool)") : ""));
+        costTable_->setItem(i, kDtype, name);
+        if (!r.unavailable.empty()) {
+            for (int c = kPerToken; c < kCostColumns; ++c)
+                costTable_->setItem(i, c, cell(tr("n/a"), QString::fromStdString(r.unavailable)));
+            continue;
+        }
+        costTable_->setItem(i, kPerToken, cell(bytes(r.bytes_per_token), tr("%1 bytes").arg(r.bytes_per_token)));
+        costTable_->setItem(i, kKvNow, cell(bytes(r.kv_bytes), tr("%1 bytes").arg(r.kv_bytes)));
+        costTable_->setItem(i, kVsF16,
+                            cell(r.bytes_per_token ? QString::number(f16PerToken / static_cast<double>(r.bytes_per_token),
+                                                                     'f', 2) + QStringLiteral("×")
+                                                   : QString()));
+        costTable_->setItem(i, kFit, cell(r.sequences_that_fit ? QString::number(*r.sequences_that_fit) : tr("—"),
+                                          tr("Sequences of %1 tokens (the current mean) in %2")
+                                              .arg(costs_.mean_tokens)
+                                              .arg(bytes(costs_.pool_bytes))));
+    }
+}
+
+void KvQuantPanel::fillBars() {
+    QVector<double> keys, perToken, totalMiB;
+    auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+    for (std::size_t i = 0; i < costs_.rows.size(); ++i) {
+        const KvDtypeCost& r = costs_.rows[i];
+        keys << static_cast<double>(i);
+        perToken << static_cast<double>(r.bytes_per_token);
+        totalMiB << static_cast<double>(r.kv_bytes) / (1024.0 * 1024.0);
+        ticker->addTick(static_cast<double>(i), dtypeName(r.dtype));
+    }
+    tokenBars_->setData(keys, perToken, true);
+    totalBars_->setData(keys, totalMiB, true);
+    for (QCustomPlot* plot : {tokenPlot_, totalPlot_}) {
+        plot->xAxis->setTicker(ticker);
+        plot->xAxis->setTickLabelRotation(45);
+        plot->xAxis->setRange(-0.6, static_cast<double>(keys.size()) - 0.4);
+    }
+    tokenBars_->rescaleValueAxis(false, true);
+    totalBars_->rescaleValueAxis(false, true);
+    tokenPlot_->yAxis->setRangeLower(0);
+    totalPlot_->yAxis->setRangeLower(0);
+    queueReplot(tokenPlot_);
+    queueReplot(totalPlot_);
+}
+
+void KvQuantPanel::setAccuracyRows(const std::vector<AccuracyRow>& rows, const QString& note) {
+    accuracyTable_->setRowCount(static_cast<int>(rows.size()));
+    for (int i = 0; i < accuracyTable_->rowCount(); ++i) {
+        const AccuracyRow& r = rows[static_cast<std::size_t>(i)];
+        accuracyTable_->setItem(i, 0, new QTableWidgetItem(r.dtype));
+        accuracyTable_->setItem(i, 1, cell(QString::number(r.bytes_per_token, 'f', 1)));
+        accuracyTable_->setItem(i, 2, cell(QString::number(r.perplexity, 'f', 4)));
+        accuracyTable_->setItem(i, 3, cell(QString::number(r.delta_pct, 'f', 2) + QLatin1Char('%')));
+        accuracyTable_->setItem(i, 4, cell(QString::number(r.kld, 'g', 4)));
+        accuracyTable_->setItem(i, 5, cell(QString::number(100.0 * r.top1_agreement, 'f', 1) + QLatin1Char('%')));
+    }
+    if (!note.isEmpty())
+        accuracyNote_->setText(note);
+}
+
+std::vector<double> KvQuantPanel::barValues(Bars bars) const {
+    const QCPBars* b = bars == Bars::BytesPerToken ? tokenBars_ : totalBars_;
+    std::vector<double> values;
+    for (const QCPBarsData& d : *b->data())
+        values.push_back(d.value);
+    return values;
+}
+
+QString KvQuantPanel::costCell(int row, int column) const {
+    const QTableWidgetItem* item = costTable_->item(row, column);
+    return item ? item->text() : QString();
+}
+
+QString KvQuantPanel::accuracyCell(int row, int column) const {
+    const QTableWidgetItem* item = accuracyTable_->item(row, column);
+    return item ? item->text() : QString();
+}
+
+int KvQuantPanel::accuracyRowCount() const { return accuracyTable_->rowCount(); }
+
+} // namespace kvscope::ui

@@ -1,0 +1,142 @@
+#include "ui/dashboards/throughput_panel.h"
+
+#include <algorithm>
+
+#include <QComboBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QVBoxLayout>
+
+#include "ui/dashboards/dashboard_plot.h"
+
+namespace kvscope::ui {
+namespace {
+
+QString ms(double v) { return QString::number(v, 'f', 1) + QStringLiteral(" ms"); }
+
+} // namespace
+
+ThroughputPanel::ThroughputPanel(std::shared_ptr<SnapshotHistory> history, QWidget* parent)
+    : QWidget(parent),
+      history_(history ? std::move(history) : std::make_shared<SnapshotHistory>()),
+      window_(new QComboBox(this)),
+      tokensPlot_(newDashboardPlot(this, tr("time (s)"), tr("tokens/s"))),
+      seqsPlot_(newDashboardPlot(this, tr("time (s)"), tr("sequences"))),
+      kvPlot_(newDashboardPlot(this, tr("time (s)"), tr("% of KV pool"))),
+      figures_(new QLabel(this)) {
+    // Graph order follows the Series enum.
+    addLine(tokensPlot_, tr("prompt"), QColor(0x8c, 0x56, 0x4b));
+    addLine(tokensPlot_, tr("generation"), QColor(0x2c, 0xa0, 0x2c));
+    addLine(seqsPlot_, tr("running"), QColor(0x2c, 0xa0, 0x2c));
+    addLine(seqsPlot_, tr("waiting"), QColor(0x94, 0x67, 0xbd));
+    addLine(seqsPlot_, tr("swapped"), QColor(0xd6, 0x27, 0x28));
+    addLine(kvPlot_, tr("blocks in use"), QColor(0x1f, 0x77, 0xb4));
+    addLine(kvPlot_, tr("slots holding a token"), QColor(0x17, 0xbe, 0xcf), Qt::DashLine);
+    kvPlot_->yAxis->setRange(0, 105);
+
+    for (const auto& [label, seconds] : {std::pair{tr("last 30 s"), 30.0}, {tr("last 60 s"), 60.0},
+                                          {tr("last 5 min"), 300.0}, {tr("all"), 0.0}})
+        window_->addItem(label, seconds);
+    window_->setCurrentIndex(1);
+    connect(window_, &QComboBox::currentIndexChanged, this,
+            [this](int index) { setWindowSeconds(window_->itemData(index).toDouble()); });
+    figures_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto* top = new QHBoxLayout;
+    top->addWidget(figures_, 1);
+    top->addWidget(new QLabel(tr("Window:"), this));
+    top->addWidget(window_);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addLayout(top);
+    layout->addWidget(tokensPlot_, 1);
+    layout->addWidget(seqsPlot_, 1);
+    layout->addWidget(kvPlot_, 1);
+    figures_->setText(tr("No snapshot yet"));
+}
+
+QCPGraph* ThroughputPanel::graph(Series s) const {
+    switch (s) {
+    case Series::PromptTokensPerS: return tokensPlot_->graph(0);
+    case Series::GenerationTokensPerS: return tokensPlot_->graph(1);
+    case Series::Running: return seqsPlot_->graph(0);
+    case Series::Waiting: return seqsPlot_->graph(1);
+    case Series::Swapped: return seqsPlot_->graph(2);
+    case Series::BlockOccupancy: return kvPlot_->graph(0);
+    case Series::TokenOccupancy: return kvPlot_->graph(1);
+    }
+    return nullptr;
+}
+
+void ThroughputPanel::setWindowSeconds(double seconds) {
+    window_s_ = std::max(0.0, seconds);
+    const int index = window_->findData(window_s_);
+    if (index >= 0 && index != window_->currentIndex())
+        window_->setCurrentIndex(index);
+    updatePlots();
+}
+
+void ThroughputPanel::setSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
+    if (!snapshot)
+        return;
+    history_->record(*snapshot);
+    updatePlots();
+    updateFigures(*snapshot);
+}
+
+void ThroughputPanel::updatePlots() {
+    const auto& entries = history_->entries();
+    if (entries.empty())
+        return;
+    const double last = entries.back().time_s;
+    const double from = window_s_ > 0 ? last - window_s_ : entries.front().time_s;
+    // Entries are in time order: only the window's tail is copied.
+    auto begin = std::lower_bound(entries.begin(), entries.end(), from,
+                                  [](const SnapshotFigures& f, double t) { return f.time_s < t; });
+    QVector<double> t, prompt, gen, running, waiting, swapped, blocks, tokens;
+    for (auto it = begin; it != entries.end(); ++it) {
+        t << it->time_s;
+        prompt << it->prompt_tokens_per_s;
+        gen << it->generation_tokens_per_s;
+        running << static_cast<double>(it->running);
+        waiting << static_cast<double>(it->waiting);
+        swapped << static_cast<double>(it->swapped);
+        blocks << 100.0 * it->block_occupancy;
+        tokens << 100.0 * it->token_occupancy;
+    }
+    graph(Series::PromptTokensPerS)->setData(t, prompt, true);
+    graph(Series::GenerationTokensPerS)->setData(t, gen, true);
+    graph(Series::Running)->setData(t, running, true);
+    graph(Series::Waiting)->setData(t, waiting, true);
+    graph(Series::Swapped)->setData(t, swapped, true);
+    graph(Series::BlockOccupancy)->setData(t, blocks, true);
+    graph(Series::TokenOccupancy)->setData(t, tokens, true);
+    const double start = window_s_ > 0 ? std::max(from, 0.0) : t.front();
+    for (QCustomPlot* plot : {tokensPlot_, seqsPlot_, kvPlot_})
+        plot->xAxis->setRange(start, std::max(last, start + 1));
+    const double topRate = std::max(*std::max_element(prompt.begin(), prompt.end()),
+                                    *std::max_element(gen.begin(), gen.end()));
+    tokensPlot_->yAxis->setRange(0, std::max(1.0, topRate * 1.1));
+    double topSeqs = 1;
+    for (const QVector<double>* v : {&running, &waiting, &swapped})
+        topSeqs = std::max(topSeqs, *std::max_element(v->begin(), v->end()));
+    seqsPlot_->yAxis->setRange(0, topSeqs * 1.1 + 0.5);
+    for (QCustomPlot* plot : {tokensPlot_, seqsPlot_, kvPlot_})
+        queueReplot(plot);
+}
+
+void ThroughputPanel::updateFigures(const EngineSnapshot& s) {
+    figures_->setText(tr("TTFT p50 %1 · p95 %2   |   inter-token p50 %3 · p95 %4   |   preemptions %5   |   "
+                         "prefix cache hit rate %6%   |   completed %7")
+                          .arg(ms(s.ttft.p50_ms), ms(s.ttft.p95_ms), ms(s.itl.p50_ms), ms(s.itl.p95_ms))
+                          .arg(s.preemptions)
+                          .arg(100.0 * s.prefix_hit_rate, 0, 'f', 1)
+                          .arg(s.completed_requests));
+}
+
+std::vector<double> ThroughputPanel::series(Series s) const { return graphValues(graph(s)); }
+
+QString ThroughputPanel::figuresText() const { return figures_->text(); }
+
+} // namespace kvscope::ui

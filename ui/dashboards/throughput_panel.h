@@ -1,0 +1,63 @@
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <QWidget>
+
+#include "engine/engine_snapshot.h"
+#include "ui/dashboards/snapshot_history.h"
+
+class QComboBox;
+class QCustomPlot;
+class QCPGraph;
+class QLabel;
+
+namespace kvscope::ui {
+
+// How fast the engine serves, live: prompt and generation tokens/s,
+// running / waiting / swapped sequences and KV utilisation (blocks in use,
+// slots holding a token) over a rolling window of seconds; time to first
+// token and inter-token latency p50/p95, preemptions and the prefix cache
+// hit rate as numbers.
+class ThroughputPanel : public QWidget {
+    Q_OBJECT
+public:
+    enum class Series {
+        PromptTokensPerS,
+        GenerationTokensPerS,
+        Running,
+        Waiting,
+        Swapped,
+        BlockOccupancy, // %
+        TokenOccupancy, // %
+    };
+
+    explicit ThroughputPanel(std::shared_ptr<SnapshotHistory> history = nullptr, QWidget* parent = nullptr);
+
+    const std::shared_ptr<SnapshotHistory>& history() const { return history_; }
+    double windowSeconds() const { return window_s_; }
+    // What the plots and numbers show (for tests).
+    std::vector<double> series(Series s) const;
+    QString figuresText() const;
+
+public slots:
+    void setSnapshot(std::shared_ptr<const kvscope::EngineSnapshot> snapshot);
+    // Seconds of history the plots show; 0 shows all the history holds.
+    void setWindowSeconds(double seconds);
+
+private:
+    QCPGraph* graph(Series s) const;
+    void updatePlots();
+    void updateFigures(const EngineSnapshot& snapshot);
+
+    std::shared_ptr<SnapshotHistory> history_;
+    double window_s_ = 60;
+    QComboBox* window_;
+    QCustomPlot* tokensPlot_;
+    QCustomPlot* seqsPlot_;
+    QCustomPlot* kvPlot_;
+    QLabel* figures_;
+};
+
+} // namespace kvscope::ui
