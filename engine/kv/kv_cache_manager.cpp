@@ -22,7 +22,8 @@ std::string percent(double fraction) {
 KvCacheManager::KvCacheManager(const KvCacheConfig& config)
     : config_(config),
       pool_(config.num_blocks, config.layout.bytes_per_block()),
-      swap_pool_(config.swap_blocks, config.layout.bytes_per_block()) {
+      swap_pool_(config.swap_blocks, config.layout.bytes_per_block()),
+      fixed_scales_(config.layout.fixed_bytes() / sizeof(float), 1.0f) {
     if (config.num_blocks == 0)
         throw KvError("a KV pool needs at least one block");
     if (!(config.watermark >= 0.0 && config.watermark < 1.0))
@@ -146,6 +147,7 @@ std::uint32_t KvCacheManager::allocate(SeqId seq, std::span<const TokenId> promp
     }
     Sequence s;
     s.tokens.assign(prompt.begin(), prompt.end());
+    s.tail.resize(config_.layout.tail_bytes());
     if (config_.mode == AllocationMode::Contiguous) {
         s.capacity_blocks = static_cast<std::uint32_t>(config_.layout.blocks_for_tokens(prompt.size() + max_new_tokens));
         s.table = take_run(s.capacity_blocks, "contiguous allocation");
@@ -319,6 +321,11 @@ void KvCacheManager::swap_in(SeqId seq) {
 
 std::span<const BlockId> KvCacheManager::block_table(SeqId seq) const { return sequence(seq).table; }
 
+std::byte* KvCacheManager::tail_data(SeqId seq) {
+    Sequence& s = sequence(seq);
+    return s.tail.empty() ? nullptr : s.tail.data();
+}
+
 std::uint32_t KvCacheManager::num_tokens(SeqId seq) const {
     return static_cast<std::uint32_t>(sequence(seq).tokens.size());
 }
@@ -399,7 +406,7 @@ std::shared_ptr<const PoolSnapshot> KvCacheManager::snapshot() const {
     return std::make_shared<const PoolSnapshot>(PoolSnapshot{
         config_.mode, config_.layout, std::move(infos), std::move(owners), std::move(sequences), fragmentation,
         config_.swap_blocks, static_cast<std::uint32_t>(swap_pool_.num_blocks() - swap_pool_.num_free()),
-        prefix_hit_tokens_, prefix_query_tokens_});
+        prefix_hit_tokens_, prefix_query_tokens_, tail_bytes_in_use()});
 }
 
 void KvCacheManager::check_invariants() const {
@@ -412,6 +419,9 @@ void KvCacheManager::check_invariants() const {
         const std::size_t written = config_.layout.blocks_for_tokens(s.tokens.size());
         const std::size_t expected_blocks = s.swapped ? 0
             : config_.mode == AllocationMode::Contiguous ? s.capacity_blocks : written;
+        if (s.tail.size() != config_.layout.tail_bytes())
+            fail(name + " has a tail of " + str(s.tail.size()) + " bytes, the layout asks " +
+                 str(config_.layout.tail_bytes()));
         if (s.table.size() != expected_blocks || s.swap_table.size() != (s.swapped ? written : 0))
             fail(name + " holds " + str(s.table.size()) + " blocks (+" + str(s.swap_table.size()) +
                  " swapped) for " + str(s.tokens.size()) + " tokens");

@@ -45,6 +45,11 @@ struct SlotRef {
 // contiguous), fork with copy-on-write, prefix caching by chained block
 // hashes, and swapping to a host pool. Single-threaded; snapshot() gives an
 // immutable copy for other threads.
+//
+// With a KIVI dtype every live sequence also owns an f16 tail of
+// layout().tail_bytes() (its partial last block, see kv_layout.h): created
+// zeroed by allocate, copied by fork, kept through swap out and in, dropped
+// by free (preemption by recompute frees, then allocates a fresh one).
 class KvCacheManager {
 public:
     explicit KvCacheManager(const KvCacheConfig& config);
@@ -86,6 +91,17 @@ public:
     SlotRef slot_of(SeqId seq, std::uint32_t position) const;
     std::size_t num_sequences() const { return seqs_.size(); }
 
+    // The sequence's KIVI tail (layout().tail_bytes()); null for other dtypes.
+    std::byte* tail_data(SeqId seq);
+    // Bytes of all live sequences' tails (outside the pool).
+    std::size_t tail_bytes_in_use() const { return seqs_.size() * config_.layout.tail_bytes(); }
+    // fp8: the pool's per layer, head and K/V scales (layout().fixed_bytes()
+    // / 4 floats, indexed by layout().fixed_scale_index()), all 1.0: with no
+    // calibration data in the model file this is vLLM's default
+    // (k_scale = v_scale = 1.0), deterministic and independent of what
+    // happened to be written first. Empty for other dtypes.
+    const float* fixed_scales() const { return fixed_scales_.empty() ? nullptr : fixed_scales_.data(); }
+
     std::byte* block_data(BlockId block) { return pool_.data(block); }
     const std::byte* block_data(BlockId block) const { return pool_.data(block); }
     const BlockPool& pool() const { return pool_; }
@@ -108,6 +124,7 @@ private:
         std::uint32_t capacity_blocks = 0; // contiguous reservation size
         std::uint32_t cached_prefix_tokens = 0;
         bool swapped = false;
+        std::vector<std::byte> tail; // KIVI: the partial last block in f16
     };
 
     Sequence& sequence(SeqId seq);
@@ -131,6 +148,7 @@ private:
     BlockPool pool_;
     BlockPool swap_pool_;
     std::unordered_map<SeqId, Sequence> seqs_;
+    std::vector<float> fixed_scales_;
     std::size_t pending_request_blocks_ = 0;
     std::uint64_t prefix_hit_tokens_ = 0;
     std::uint64_t prefix_query_tokens_ = 0;

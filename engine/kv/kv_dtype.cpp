@@ -9,7 +9,8 @@ namespace kvscope {
 namespace {
 
 constexpr std::array kDtypes{KvDtype::F32, KvDtype::F16, KvDtype::BF16,
-                             KvDtype::Fp8E4M3, KvDtype::Int8, KvDtype::Int4};
+                             KvDtype::Fp8E4M3, KvDtype::Int8, KvDtype::Int4,
+                             KvDtype::Int4Kivi, KvDtype::Int2Kivi};
 
 } // namespace
 
@@ -21,6 +22,8 @@ std::string_view to_string(KvDtype dtype) {
     case KvDtype::Fp8E4M3: return "fp8-e4m3";
     case KvDtype::Int8: return "int8";
     case KvDtype::Int4: return "int4";
+    case KvDtype::Int4Kivi: return "int4-kivi";
+    case KvDtype::Int2Kivi: return "int2-kivi";
     }
     return "?";
 }

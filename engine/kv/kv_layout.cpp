@@ -8,9 +8,27 @@
 namespace kvscope {
 namespace {
 
-constexpr std::uint32_t kInt4GroupSize = 32;
+constexpr std::uint32_t kGroupSize = 32;
 constexpr std::size_t kF16Bytes = 2;
 constexpr std::size_t kF32Bytes = 4;
+
+bool has_value_groups(KvDtype dtype) { return dtype == KvDtype::Int4 || seals_blocks(dtype); }
+
+std::size_t bits_per_value(KvDtype dtype) {
+    switch (dtype) {
+    case KvDtype::F32: return 32;
+    case KvDtype::F16:
+    case KvDtype::BF16: return 16;
+    case KvDtype::Fp8E4M3:
+    case KvDtype::Int8: return 8;
+    case KvDtype::Int4:
+    case KvDtype::Int4Kivi: return 4;
+    case KvDtype::Int2Kivi: return 2;
+    }
+    return 0;
+}
+
+std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
 } // namespace
 
@@ -29,7 +47,7 @@ KvLayout::KvLayout(KvGeometry geometry, KvDtype dtype, std::uint32_t block_size)
 }
 
 std::uint32_t KvLayout::group_size() const {
-    return dtype_ == KvDtype::Int4 ? std::min(kInt4GroupSize, geometry_.head_dim) : geometry_.head_dim;
+    return has_value_groups(dtype_) ? std::min(kGroupSize, geometry_.head_dim) : geometry_.head_dim;
 }
 
 std::uint32_t KvLayout::groups_per_row() const {
@@ -37,55 +55,65 @@ std::uint32_t KvLayout::groups_per_row() const {
 }
 
 std::size_t KvLayout::row_value_bytes() const {
-    const std::size_t d = geometry_.head_dim;
-    switch (dtype_) {
-    case KvDtype::F32: return d * kF32Bytes;
-    case KvDtype::F16:
-    case KvDtype::BF16: return d * kF16Bytes;
-    case KvDtype::Fp8E4M3:
-    case KvDtype::Int8: return d;
-    case KvDtype::Int4: return d / 2; // head_dim is even
-    }
+    return ceil_div(std::size_t{geometry_.head_dim} * bits_per_value(dtype_), 8);
+}
+
+std::size_t KvLayout::per_token_scale_bytes() const {
+    if (dtype_ == KvDtype::Int8)
+        return kF16Bytes; // scale
+    if (has_value_groups(dtype_))
+        return groups_per_row() * 2 * kF16Bytes; // scale + zero per group
     return 0;
 }
 
-std::size_t KvLayout::row_scale_bytes() const {
-    switch (dtype_) {
-    case KvDtype::Int8: return kF16Bytes;                        // scale
-    case KvDtype::Int4: return groups_per_row() * 2 * kF16Bytes; // scale + zero per group
-    default: return 0;
-    }
+std::size_t KvLayout::k_row_scale_bytes() const { return seals_blocks(dtype_) ? 0 : per_token_scale_bytes(); }
+
+std::size_t KvLayout::v_row_scale_bytes() const { return per_token_scale_bytes(); }
+
+std::size_t KvLayout::k_channel_scale_bytes() const {
+    return seals_blocks(dtype_) ? std::size_t{geometry_.head_dim} * 2 * kF16Bytes : 0;
 }
 
-std::size_t KvLayout::bytes_per_token() const {
-    return std::size_t{geometry_.n_layers} * 2 * geometry_.n_kv_heads * row_bytes();
+std::size_t KvLayout::k_head_scale_bytes() const {
+    return std::size_t{block_size_} * k_row_scale_bytes() + k_channel_scale_bytes();
 }
 
-std::size_t KvLayout::scale_bytes_per_token() const {
-    return std::size_t{geometry_.n_layers} * 2 * geometry_.n_kv_heads * row_scale_bytes();
-}
+std::size_t KvLayout::v_head_scale_bytes() const { return std::size_t{block_size_} * v_row_scale_bytes(); }
+
+std::size_t KvLayout::bytes_per_token() const { return ceil_div(bytes_per_block(), block_size_); }
+
+std::size_t KvLayout::scale_bytes_per_token() const { return ceil_div(scale_bytes_per_block(), block_size_); }
 
 std::size_t KvLayout::rows_per_layer_block() const {
     return std::size_t{geometry_.n_kv_heads} * block_size_;
 }
 
-std::size_t KvLayout::layer_bytes() const { return 2 * rows_per_layer_block() * row_bytes(); }
+std::size_t KvLayout::layer_bytes() const {
+    return 2 * rows_per_layer_block() * row_value_bytes() +
+           std::size_t{geometry_.n_kv_heads} * (k_head_scale_bytes() + v_head_scale_bytes());
+}
 
 std::size_t KvLayout::bytes_per_block() const { return geometry_.n_layers * layer_bytes(); }
 
-std::size_t KvLayout::scale_bytes_per_block() const { return scale_bytes_per_token() * block_size_; }
+std::size_t KvLayout::scale_bytes_per_block() const {
+    return std::size_t{geometry_.n_layers} * geometry_.n_kv_heads * (k_head_scale_bytes() + v_head_scale_bytes());
+}
 
 std::size_t KvLayout::fixed_bytes() const {
     return dtype_ == KvDtype::Fp8E4M3 ? std::size_t{geometry_.n_layers} * 2 * geometry_.n_kv_heads * kF32Bytes
                                       : 0;
 }
 
-std::size_t KvLayout::blocks_for_tokens(std::size_t tokens) const {
-    return (tokens + block_size_ - 1) / block_size_;
+std::size_t KvLayout::fixed_scale_index(std::uint32_t layer) const {
+    return std::size_t{layer} * 2 * geometry_.n_kv_heads;
 }
 
+std::size_t KvLayout::tail_bytes() const { return seals_blocks(dtype_) ? tail_layout().bytes_per_block() : 0; }
+
+std::size_t KvLayout::blocks_for_tokens(std::size_t tokens) const { return ceil_div(tokens, block_size_); }
+
 std::size_t KvLayout::bytes_for_tokens(std::size_t tokens) const {
-    return blocks_for_tokens(tokens) * bytes_per_block();
+    return tokens == 0 ? 0 : blocks_for_tokens(tokens) * bytes_per_block() + tail_bytes();
 }
 
 std::size_t KvLayout::row_index(std::uint32_t kv_head, std::uint32_t slot) const {
@@ -100,14 +128,17 @@ std::size_t KvLayout::v_offset(std::uint32_t layer, std::uint32_t kv_head, std::
     return layer * layer_bytes() + (rows_per_layer_block() + row_index(kv_head, slot)) * row_value_bytes();
 }
 
+std::size_t KvLayout::scale_region_offset(std::uint32_t layer) const {
+    return layer * layer_bytes() + 2 * rows_per_layer_block() * row_value_bytes();
+}
+
 std::size_t KvLayout::k_scale_offset(std::uint32_t layer, std::uint32_t kv_head, std::uint32_t slot) const {
-    return layer * layer_bytes() + 2 * rows_per_layer_block() * row_value_bytes() +
-           row_index(kv_head, slot) * row_scale_bytes();
+    return scale_region_offset(layer) + kv_head * k_head_scale_bytes() + slot * k_row_scale_bytes();
 }
 
 std::size_t KvLayout::v_scale_offset(std::uint32_t layer, std::uint32_t kv_head, std::uint32_t slot) const {
-    return layer * layer_bytes() + 2 * rows_per_layer_block() * row_value_bytes() +
-           (rows_per_layer_block() + row_index(kv_head, slot)) * row_scale_bytes();
+    return scale_region_offset(layer) + geometry_.n_kv_heads * k_head_scale_bytes() +
+           kv_head * v_head_scale_bytes() + slot * v_row_scale_bytes();
 }
 
 } // namespace kvscope

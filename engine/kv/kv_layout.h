@@ -22,18 +22,30 @@ struct KvGeometry {
 //
 //   K values  [kv_head][slot][row_value_bytes()]
 //   V values  [kv_head][slot][row_value_bytes()]
-//   K scales  [kv_head][slot][row_scale_bytes()]
-//   V scales  [kv_head][slot][row_scale_bytes()]
+//   K scales  [kv_head][k_head_scale_bytes()]
+//   V scales  [kv_head][v_head_scale_bytes()]
 //
-// A "row" is one head's head_dim values for one token. Row encodings:
+// A "row" is one head's head_dim values for one token. Per-token scales are
+// stored per slot inside a head's scale region ([slot][row scale bytes]).
+// Row encodings:
 //   f32/f16/bf16  4/2/2 bytes per value, no scales
 //   fp8-e4m3      1 byte per value; its scales are per layer, head and K/V,
 //                 so they live outside the blocks (fixed_bytes())
 //   int8          1 byte per value + one f16 scale per row
-//   int4          2 values per byte + per group of group_size() values an
-//                 f16 scale and an f16 zero point (4 bytes)
-// Sizes are exact: no padding anywhere, so bytes_per_token() * block_size ==
-// bytes_per_block().
+//   int4          2 values per byte (value 2i in the low nibble) + per group
+//                 of group_size() values an f16 scale and an f16 zero point
+//   int4-kivi     values packed as int4 (int2-kivi: 4 per byte, value 4i in
+//   int2-kivi     the lowest 2 bits, ceil(head_dim / 4) bytes per row).
+//                 V rows carry int4's per-token group scales. K rows carry
+//                 none: each head's K scale region holds, per block, head_dim
+//                 f16 scales followed by head_dim f16 zero points, one per
+//                 channel over the block's slots (KIVI's per-channel keys).
+//                 A block is written only when full ("sealed"); until then a
+//                 sequence's last block lives in its f16 tail (tail_bytes()).
+// Sizes are exact: no padding anywhere. For every dtype but KIVI
+// bytes_per_token() * block_size == bytes_per_block(); KIVI's per-block
+// channel scales need not divide evenly, so its bytes_per_token() is the
+// block's share rounded up, and bytes_per_block() is the exact figure.
 class KvLayout {
 public:
     // Throws kvscope::Error on a zero dimension, an odd head_dim or a block
@@ -44,25 +56,38 @@ public:
     KvDtype dtype() const { return dtype_; }
     std::uint32_t block_size() const { return block_size_; }
 
-    // Values per quantization group along head_dim (int4); head_dim otherwise.
+    // Values per quantization group along head_dim (int4 and the KIVI
+    // values): min(32, head_dim), the last group of a row possibly shorter;
+    // head_dim otherwise.
     std::uint32_t group_size() const;
     std::uint32_t groups_per_row() const;
 
     std::size_t row_value_bytes() const;
-    std::size_t row_scale_bytes() const;
-    std::size_t row_bytes() const { return row_value_bytes() + row_scale_bytes(); }
+    std::size_t k_row_scale_bytes() const;     // per-token scales of one K row
+    std::size_t v_row_scale_bytes() const;     // per-token scales of one V row
+    std::size_t k_channel_scale_bytes() const; // KIVI: per block and head, 4 * head_dim; else 0
+    std::size_t k_head_scale_bytes() const;    // one head's K scale region in one block and layer
+    std::size_t v_head_scale_bytes() const;
 
-    std::size_t bytes_per_token() const;        // all layers, K and V, scales included
+    std::size_t bytes_per_token() const;        // all layers, K and V, scales included (KIVI: see above)
     std::size_t scale_bytes_per_token() const;  // the scale share of bytes_per_token()
     std::size_t layer_bytes() const;            // one layer's share of a block
     std::size_t bytes_per_block() const;
     std::size_t scale_bytes_per_block() const;
     // Per-pool bytes outside the blocks (fp8's per-head scales), else 0.
     std::size_t fixed_bytes() const;
+    // fp8: index into the pool's fixed f32 scales of layer l's first scale;
+    // the layer holds n_kv_heads K scales followed by n_kv_heads V scales.
+    std::size_t fixed_scale_index(std::uint32_t layer) const;
+    // Per live sequence, outside the pool: KIVI's f16 tail, one block laid
+    // out as tail_layout() describes; 0 for every other dtype.
+    std::size_t tail_bytes() const;
+    KvLayout tail_layout() const { return {geometry_, KvDtype::F16, block_size_}; }
 
     // Blocks that `tokens` tokens occupy: ceil(tokens / block_size).
     std::size_t blocks_for_tokens(std::size_t tokens) const;
-    // Bytes of those blocks: what a sequence of `tokens` tokens costs when paged.
+    // What one sequence of `tokens` tokens costs when paged: its blocks plus,
+    // for KIVI, its tail (every live sequence holds one). 0 for no tokens.
     std::size_t bytes_for_tokens(std::size_t tokens) const;
 
     // Strides between value rows of one layer's K (or V) region: from one
@@ -73,12 +98,16 @@ public:
     // Byte offsets inside a block of the row (layer, kv_head, slot).
     std::size_t k_offset(std::uint32_t layer, std::uint32_t kv_head, std::uint32_t slot) const;
     std::size_t v_offset(std::uint32_t layer, std::uint32_t kv_head, std::uint32_t slot) const;
+    // Byte offsets inside a block of the row's scales (KIVI K: the head's
+    // channel scales, whatever the slot).
     std::size_t k_scale_offset(std::uint32_t layer, std::uint32_t kv_head, std::uint32_t slot) const;
     std::size_t v_scale_offset(std::uint32_t layer, std::uint32_t kv_head, std::uint32_t slot) const;
 
 private:
     std::size_t rows_per_layer_block() const; // n_kv_heads * block_size
     std::size_t row_index(std::uint32_t kv_head, std::uint32_t slot) const;
+    std::size_t per_token_scale_bytes() const; // int8: scale; int4: groups x (scale, zero)
+    std::size_t scale_region_offset(std::uint32_t layer) const;
 
     KvGeometry geometry_;
     KvDtype dtype_;

@@ -9,6 +9,7 @@ KvMemoryAnswer answer_kv_memory(const KvMemoryQuestion& q, KvDtype dtype) {
     a.bytes_per_token = layout.bytes_per_token();
     a.bytes_per_block = layout.bytes_per_block();
     a.bytes_per_sequence = layout.bytes_for_tokens(q.tokens_per_sequence);
+    a.tail_bytes = layout.tail_bytes();
     a.fixed_bytes = layout.fixed_bytes();
     a.total_bytes = q.sequences * a.bytes_per_sequence + a.fixed_bytes;
     if (q.device_bytes) {

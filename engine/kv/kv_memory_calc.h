@@ -26,7 +26,8 @@ struct KvMemoryAnswer {
     KvDtype dtype = KvDtype::F16;
     std::uint64_t bytes_per_token = 0;
     std::uint64_t bytes_per_block = 0;
-    std::uint64_t bytes_per_sequence = 0; // whole blocks: what paging allocates
+    std::uint64_t bytes_per_sequence = 0; // whole blocks: what paging allocates, + the KIVI tail
+    std::uint64_t tail_bytes = 0;         // KIVI: each sequence's f16 tail (included above)
     std::uint64_t fixed_bytes = 0;        // per pool, outside the blocks (fp8 scales)
     std::uint64_t total_bytes = 0;        // sequences * bytes_per_sequence + fixed_bytes
     std::optional<std::uint64_t> sequences_that_fit; // when a device is given

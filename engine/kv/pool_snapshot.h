@@ -37,6 +37,7 @@ struct PoolSnapshot {
     std::uint32_t swap_blocks_used = 0;
     std::uint64_t prefix_hit_tokens = 0;   // prompt tokens served from the prefix cache
     std::uint64_t prefix_query_tokens = 0; // prompt tokens looked up
+    std::uint64_t tail_bytes = 0;          // KIVI: live sequences' f16 tails, outside the pool
 
     std::span<const SeqId> owners_of(BlockId block) const {
         const BlockInfo& b = blocks.at(block);

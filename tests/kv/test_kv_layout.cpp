@@ -20,6 +20,8 @@ private slots:
     void quantized_rows_include_scales();
     void fp8_scales_live_outside_blocks();
     void int4_groups_when_head_is_small();
+    void kivi_blocks_and_tail();
+    void kivi_int2_packs_four_per_byte();
     void block_regions_tile_every_byte_once_data();
     void block_regions_tile_every_byte_once();
     void rejects_bad_geometry();
@@ -70,11 +72,52 @@ void TestKvLayout::int4_groups_when_head_is_small() {
     const KvLayout small({5, 4, 8}, KvDtype::Int4, 16);
     QCOMPARE(small.group_size(), 8u);
     QCOMPARE(small.groups_per_row(), 1u);
-    QCOMPARE(small.row_bytes(), std::size_t{4 + 4});
+    QCOMPARE(small.row_value_bytes() + small.v_row_scale_bytes(), std::size_t{4 + 4});
     // head_dim 80 = 32 + 32 + 16: three groups, the last one partial.
     const KvLayout odd({1, 1, 80}, KvDtype::Int4, 16);
     QCOMPARE(odd.groups_per_row(), 3u);
-    QCOMPARE(odd.row_bytes(), std::size_t{40 + 12});
+    QCOMPARE(odd.row_value_bytes() + odd.k_row_scale_bytes(), std::size_t{40 + 12});
+}
+
+void TestKvLayout::kivi_blocks_and_tail() {
+    // Llama-2-7B shape, int4-kivi, blocks of 16. Per layer, head and block:
+    //   K codes  16 tokens x 128 values / 2        = 1024 B
+    //   K scales 128 channels x (f16 scale + zero) =  512 B (per channel, per block)
+    //   V codes                                    = 1024 B
+    //   V scales 16 tokens x 4 groups x 4 B        =  256 B
+    // = 2816 B; x 32 heads x 32 layers = 2,883,584 B per block.
+    const KvLayout kivi({32, 32, 128}, KvDtype::Int4Kivi, 16);
+    QCOMPARE(kivi.k_row_scale_bytes(), std::size_t{0});
+    QCOMPARE(kivi.v_row_scale_bytes(), std::size_t{16});
+    QCOMPARE(kivi.k_channel_scale_bytes(), std::size_t{512});
+    QCOMPARE(kivi.bytes_per_block(), std::size_t{2816} * 32 * 32);
+    QCOMPARE(kivi.scale_bytes_per_block(), std::size_t{512 + 256} * 32 * 32);
+    QCOMPARE(kivi.bytes_per_token(), std::size_t{2816} * 32 * 32 / 16); // divides evenly here
+    // The tail: one f16 block, all layers, K and V: 16 x 128 x 2 B x 2 x 32 x 32.
+    QCOMPARE(kivi.tail_bytes(), std::size_t{16} * 128 * 2 * 2 * 32 * 32);
+    QCOMPARE(kivi.tail_bytes(), KvLayout({32, 32, 128}, KvDtype::F16, 16).bytes_per_block());
+    // A sequence: its blocks (the partial last one included) and its tail.
+    QCOMPARE(kivi.bytes_for_tokens(17), 2 * kivi.bytes_per_block() + kivi.tail_bytes());
+    QCOMPARE(kivi.bytes_for_tokens(0), std::size_t{0});
+    // No other dtype has a tail.
+    for (KvDtype d : all_kv_dtypes())
+        QCOMPARE(KvLayout({32, 32, 128}, d, 16).tail_bytes() > 0, seals_blocks(d));
+    QCOMPARE(KvLayout({32, 32, 128}, KvDtype::Int4, 16).bytes_for_tokens(17),
+             2 * KvLayout({32, 32, 128}, KvDtype::Int4, 16).bytes_per_block());
+}
+
+void TestKvLayout::kivi_int2_packs_four_per_byte() {
+    // head_dim 8, 1 layer, 1 head, blocks of 3 (channel scales do not
+    // divide by the block size): K codes 3 x 2 B, K scales 8 x 4 B,
+    // V codes 3 x 2 B, V scales 3 x 1 group x 4 B = 6 + 32 + 6 + 12 = 56 B.
+    const KvLayout int2({1, 1, 8}, KvDtype::Int2Kivi, 3);
+    QCOMPARE(int2.row_value_bytes(), std::size_t{2});
+    QCOMPARE(int2.bytes_per_block(), std::size_t{56});
+    QCOMPARE(int2.bytes_per_token(), std::size_t{19}); // ceil(56 / 3)
+    // head_dim 6: ceil(6 / 4) = 2 bytes per row.
+    QCOMPARE(KvLayout({1, 1, 6}, KvDtype::Int2Kivi, 4).row_value_bytes(), std::size_t{2});
+    QCOMPARE(parse_kv_dtype("int2-kivi"), KvDtype::Int2Kivi);
+    QCOMPARE(to_string(KvDtype::Int4Kivi), std::string_view("int4-kivi"));
 }
 
 void TestKvLayout::block_regions_tile_every_byte_once_data() {
@@ -93,16 +136,20 @@ void TestKvLayout::block_regions_tile_every_byte_once() {
             ++covered[offset + i];
     };
     for (std::uint32_t l = 0; l < 3; ++l)
-        for (std::uint32_t h = 0; h < 2; ++h)
+        for (std::uint32_t h = 0; h < 2; ++h) {
             for (std::uint32_t s = 0; s < 4; ++s) {
                 mark(layout.k_offset(l, h, s), layout.row_value_bytes());
                 mark(layout.v_offset(l, h, s), layout.row_value_bytes());
-                mark(layout.k_scale_offset(l, h, s), layout.row_scale_bytes());
-                mark(layout.v_scale_offset(l, h, s), layout.row_scale_bytes());
+                mark(layout.k_scale_offset(l, h, s), layout.k_row_scale_bytes());
+                mark(layout.v_scale_offset(l, h, s), layout.v_row_scale_bytes());
             }
+            // KIVI keys: one set of channel scales per head and block.
+            mark(layout.k_scale_offset(l, h, 0) + 4 * layout.k_row_scale_bytes(), layout.k_channel_scale_bytes());
+        }
     for (std::size_t i = 0; i < covered.size(); ++i)
         QVERIFY2(covered[i] == 1, qPrintable(QStringLiteral("byte %1 covered %2 times").arg(i).arg(covered[i])));
-    QCOMPARE(layout.bytes_per_block(), layout.bytes_per_token() * 4);
+    if (!seals_blocks(layout.dtype()))
+        QCOMPARE(layout.bytes_per_block(), layout.bytes_per_token() * 4);
     QCOMPARE(layout.value_head_stride(), layout.k_offset(2, 1, 0) - layout.k_offset(2, 0, 0));
     QCOMPARE(layout.value_slot_stride(), layout.v_offset(2, 1, 3) - layout.v_offset(2, 1, 2));
 }
@@ -154,6 +201,11 @@ void TestKvLayout::calculator_answers() {
     q.tokens_per_sequence = 8192;
     QCOMPARE(*answer_kv_memory(q, KvDtype::Int4).sequences_that_fit, std::uint64_t{179});
     QCOMPARE(answer_kv_memory_all_dtypes(q).size(), all_kv_dtypes().size());
+    // int4-kivi: 512 blocks of 32 layers x 8 heads x 2816 B (see
+    // kivi_blocks_and_tail), plus the f16 tail: 16 x 128 x 2 B x 2 x 8 x 32.
+    const KvMemoryAnswer kivi = answer_kv_memory(q, KvDtype::Int4Kivi);
+    QCOMPARE(kivi.tail_bytes, std::uint64_t{2097152});
+    QCOMPARE(kivi.bytes_per_sequence, std::uint64_t{512} * 32 * 8 * 2816 + 2097152);
 }
 
 QTEST_APPLESS_MAIN(TestKvLayout)
