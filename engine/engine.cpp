@@ -14,7 +14,11 @@ KvCacheConfig kv_config(const EngineConfig& c, const Model& model) {
     const KvLayout layout({m.n_layers, m.n_kv_heads, m.head_dim}, c.kv_dtype, c.block_size);
     std::uint32_t blocks = c.num_blocks;
     if (blocks == 0) {
-        const double budget = c.kv_budget_mib * 1024 * 1024 - static_cast<double>(layout.fixed_bytes());
+        // Outside the blocks: fp8's scales, and KIVI's f16 tails, one per
+        // sequence the scheduler may run at once.
+        const double outside = static_cast<double>(layout.fixed_bytes()) +
+                               static_cast<double>(c.max_num_seqs) * static_cast<double>(layout.tail_bytes());
+        const double budget = c.kv_budget_mib * 1024 * 1024 - outside;
         blocks = budget > 0 ? static_cast<std::uint32_t>(budget / static_cast<double>(layout.bytes_per_block())) : 0;
     }
     if (blocks == 0)

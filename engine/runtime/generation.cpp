@@ -43,7 +43,7 @@ GenerateResult generate(const Model& model, std::span<const TokenId> prompt, con
     Runner runner(model.config(), model.weights(), kv.layout());
     Sampler sampler(options.sampling);
     GenerateResult result;
-    result.kv_bytes = kv.pool().num_blocks() * kv.layout().bytes_per_block();
+    result.kv_bytes = kv.layout().bytes_for_tokens(prompt.size() + options.max_new_tokens); // blocks + KIVI tail
     std::vector<TokenId> history(prompt.begin(), prompt.end());
 
     auto start = std::chrono::steady_clock::now();

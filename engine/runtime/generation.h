@@ -29,7 +29,7 @@ struct GenerateResult {
     std::vector<TokenId> tokens; // generated, without the prompt
     double prefill_seconds = 0;
     double decode_seconds = 0;   // all decode steps after the first token
-    std::size_t kv_bytes = 0;    // the pool this sequence ran in
+    std::size_t kv_bytes = 0;    // the pool this sequence ran in, and its KIVI tail
 };
 
 // One sequence through the paged KV cache: prefill the prompt in one chunk,

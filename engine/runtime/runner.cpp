@@ -4,6 +4,7 @@
 
 #include "engine/core/error.h"
 #include "engine/model/ggml_type.h"
+#include "engine/runtime/paged_kv_view.h"
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/kv_write.h"
 #include "kernels/cpu/matmul.h"
@@ -45,25 +46,6 @@ Runner::Runner(const ModelConfig& config, const ModelWeights& weights, const KvL
     const KvGeometry& g = layout.geometry();
     if (g.n_layers != config.n_layers || g.n_kv_heads != config.n_kv_heads || g.head_dim != config.head_dim)
         throw Error("the KV layout does not match the model's layers, KV heads or head dim");
-    if (layout.dtype() != KvDtype::F32 && layout.dtype() != KvDtype::F16)
-        throw Error("KV dtype " + std::string(to_string(layout.dtype())) +
-                    " is not supported by the CPU attention yet (use f32 or f16)");
-}
-
-cpu::PagedKv Runner::paged_kv(KvCacheManager& kv, std::uint32_t layer) const {
-    cpu::PagedKv p;
-    p.pool = kv.block_data(0);
-    p.n_blocks = kv.config().num_blocks;
-    p.bytes_per_block = layout_.bytes_per_block();
-    p.k_offset = layout_.k_offset(layer, 0, 0);
-    p.v_offset = layout_.v_offset(layer, 0, 0);
-    p.head_stride = layout_.value_head_stride();
-    p.slot_stride = layout_.value_slot_stride();
-    p.block_size = layout_.block_size();
-    p.elem = layout_.dtype() == KvDtype::F16 ? cpu::KvElem::F16 : cpu::KvElem::F32;
-    p.n_kv_heads = config_.n_kv_heads;
-    p.head_dim = config_.head_dim;
-    return p;
 }
 
 std::vector<float> Runner::forward(std::span<const SeqChunk> batch, KvCacheManager& kv) {
@@ -120,19 +102,21 @@ void Runner::attention_block(const LayerWeights& w, std::uint32_t layer, std::sp
         cpu::rope(q_.data() + r * q_dim, config_.n_heads, hd, hd, positions_[r], theta, style);
         cpu::rope(k_.data() + r * kv_dim, config_.n_kv_heads, hd, hd, positions_[r], theta, style);
     }
-    const cpu::PagedKv pkv = paged_kv(kv, layer);
+    const cpu::PagedKv pkv = paged_kv_view(layout_, layer, kv.block_data(0), kv.config().num_blocks, kv.fixed_scales());
     att_.resize(n_ * q_dim);
     std::size_t row = 0;
     for (const SeqChunk& c : batch) {
+        std::byte* tail = kv.tail_data(c.seq); // KIVI: the partial last block
         for (std::size_t i = 0; i < c.tokens.size(); ++i) {
             const SlotRef slot = kv.slot_of(c.seq, positions_[row + i]);
-            cpu::write_kv(pkv, slot.block, slot.slot, k_.data() + (row + i) * kv_dim, v_.data() + (row + i) * kv_dim);
+            cpu::write_kv(pkv, slot.block, slot.slot, k_.data() + (row + i) * kv_dim, v_.data() + (row + i) * kv_dim,
+                          tail);
         }
         const auto ctx = static_cast<std::uint32_t>(c.start + c.tokens.size());
         scratch_.resize(cpu::paged_attention_scratch_floats(ctx, config_.head_dim));
         cpu::paged_attention(pkv, kv.block_table(c.seq), ctx, q_.data() + row * q_dim,
                              static_cast<std::uint32_t>(c.tokens.size()), config_.n_heads,
-                             att_.data() + row * q_dim, scratch_);
+                             att_.data() + row * q_dim, scratch_, tail);
         row += c.tokens.size();
     }
     matmul(w.o, att_, n_, proj_);

@@ -7,7 +7,6 @@
 #include "engine/kv/kv_cache_manager.h"
 #include "engine/model/model_config.h"
 #include "engine/runtime/model_weights.h"
-#include "kernels/cpu/paged_kv.h"
 
 namespace kvscope {
 
@@ -25,7 +24,7 @@ struct SeqChunk {
 // The forward pass of a LLaMA-family decoder over a batch of sequences of
 // different lengths, reading and writing K/V through the paged cache:
 //   embed -> per layer [RMSNorm -> Q,K,V (+bias) -> RoPE -> write K,V to
-//   their slots -> paged attention -> output proj -> residual -> RMSNorm ->
+//   their slots, quantized to the KV dtype -> paged attention -> output proj -> residual -> RMSNorm ->
 //   SwiGLU FFN -> residual] -> RMSNorm -> logits
 class Runner {
 public:
@@ -46,7 +45,6 @@ private:
                          KvCacheManager& kv);
     void ffn_block(const LayerWeights& w);
     std::vector<float> logits(std::span<const SeqChunk> batch);
-    kernels::cpu::PagedKv paged_kv(KvCacheManager& kv, std::uint32_t layer) const;
 
     const ModelConfig& config_;
     const ModelWeights& weights_;

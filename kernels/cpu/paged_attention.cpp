@@ -25,9 +25,12 @@ constexpr std::size_t kParallelMinWork = 32 * 1024;
 
 void fail(const std::string& what) { throw std::invalid_argument("paged_attention: " + what); }
 
-void check_args(const PagedKv& kv, std::span<const std::uint32_t> block_table,
-                std::uint32_t ctx_len, const float* q, std::uint32_t n_q, std::uint32_t n_heads,
-                const float* out, std::span<float> scratch) {
+std::size_t blocks_for(const PagedKv& kv, std::uint32_t ctx_len) {
+    return (std::size_t{ctx_len} + kv.block_size - 1) / kv.block_size;
+}
+
+void check_args(const PagedKv& kv, std::uint32_t ctx_len, const float* q, std::uint32_t n_q, std::uint32_t n_heads,
+                const float* out, std::span<float> scratch, const std::byte* tail) {
     check_paged_kv(kv);
     if (n_heads == 0 || n_heads % kv.n_kv_heads != 0)
         fail(std::to_string(n_heads) + " query heads are not a multiple of " +
@@ -36,7 +39,16 @@ void check_args(const PagedKv& kv, std::span<const std::uint32_t> block_table,
         fail(std::to_string(n_q) + " queries but a context of only " + std::to_string(ctx_len));
     if (n_q > 0 && (q == nullptr || out == nullptr))
         fail("null query or output");
-    const std::size_t blocks = (std::size_t{ctx_len} + kv.block_size - 1) / kv.block_size;
+    const std::size_t needed = paged_attention_scratch_floats(ctx_len, kv.head_dim);
+    if (scratch.size() < needed)
+        fail("scratch of " + std::to_string(scratch.size()) + " floats, needs " +
+             std::to_string(needed));
+    if (kv_elem_seals_blocks(kv.elem) && ctx_len % kv.block_size != 0 && tail == nullptr)
+        fail("a KIVI context with a partial last block needs the sequence's tail");
+}
+
+void check_table(const PagedKv& kv, std::span<const std::uint32_t> block_table, std::uint32_t ctx_len) {
+    const std::size_t blocks = blocks_for(kv, ctx_len);
     if (block_table.size() < blocks)
         fail("a context of " + std::to_string(ctx_len) + " tokens needs " + std::to_string(blocks) +
              " blocks, the table has " + std::to_string(block_table.size()));
@@ -44,65 +56,113 @@ void check_args(const PagedKv& kv, std::span<const std::uint32_t> block_table,
         if (block_table[b] >= kv.n_blocks)
             fail("block table entry " + std::to_string(b) + " is block " +
                  std::to_string(block_table[b]) + " of a pool of " + std::to_string(kv.n_blocks));
-    const std::size_t needed = paged_attention_scratch_floats(ctx_len, kv.head_dim);
-    if (scratch.size() < needed)
-        fail("scratch of " + std::to_string(scratch.size()) + " floats, needs " +
-             std::to_string(needed));
 }
 
-// Calls f(position, row) for positions [0, count) of one KV head, walking
-// the block table; region is kv.k_offset or kv.v_offset.
-template <typename F>
-void for_each_row(const PagedKv& kv, const std::uint32_t* table, std::size_t region,
-                  std::uint32_t kv_head, std::uint32_t count, F&& f) {
-    const std::size_t head = region + kv_head * kv.head_stride;
-    for (std::uint32_t first = 0, b = 0; first < count; first += kv.block_size, ++b) {
-        const std::byte* rows = kv.pool + table[b] * kv.bytes_per_block + head;
-        const std::uint32_t slots = std::min(kv.block_size, count - first);
+// Where a logical block of the sequence lives: through a block table
+// (paged) or at the same index (contiguous). The only difference between
+// the two kernels.
+struct TableBlocks {
+    const std::uint32_t* table;
+    std::size_t operator()(std::uint32_t b) const { return table[b]; }
+};
+
+struct ConsecutiveBlocks {
+    std::size_t operator()(std::uint32_t b) const { return b; }
+};
+
+// One of K or V of this layer: where its rows and scales are and how they
+// decode.
+struct KvPart {
+    std::size_t offset;
+    KvScaleRegion scale;
+    const float* fixed_scales; // fp8: this part's per-head scales
+    std::size_t tail_offset;
+    detail::KvRowOps ops;
+};
+
+// What one call reads: the layer, its K and V parts, the sequence's tail
+// and how far its sealed (pool) positions go.
+template <typename Blocks>
+struct Source {
+    const PagedKv& kv;
+    Blocks blocks;
+    KvPart k, v;
+    const std::byte* tail;
+    detail::KvRowOps tail_ops;
+    std::uint32_t sealed; // positions below it are in the pool, the rest in the tail
+};
+
+// Calls f(position, row, scales, ops) for positions [0, count) of one KV
+// head: from the pool's blocks up to `sealed`, then from the tail.
+template <typename Blocks, typename F>
+void for_each_row(const Source<Blocks>& src, const KvPart& part, std::uint32_t kv_head, std::uint32_t count, F&& f) {
+    const PagedKv& kv = src.kv;
+    const std::size_t head = part.offset + kv_head * kv.head_stride;
+    const std::byte* fixed = part.fixed_scales ? reinterpret_cast<const std::byte*>(part.fixed_scales + kv_head) : nullptr;
+    const std::size_t scale_head = part.scale.offset + kv_head * part.scale.head_stride;
+    const std::size_t scale_step = fixed ? 0 : part.scale.slot_stride;
+    const std::uint32_t pooled = std::min(count, src.sealed);
+    for (std::uint32_t first = 0, b = 0; first < pooled; first += kv.block_size, ++b) {
+        const std::byte* block = kv.pool + src.blocks(b) * kv.bytes_per_block;
+        const std::byte* rows = block + head;
+        const std::byte* scales = fixed ? fixed : block + scale_head;
+        const std::uint32_t slots = std::min(kv.block_size, pooled - first);
         for (std::uint32_t s = 0; s < slots; ++s)
-            f(first + s, rows + s * kv.slot_stride);
+            f(first + s, rows + s * kv.slot_stride, scales + s * scale_step, part.ops);
     }
+    if (pooled == count)
+        return;
+    const std::byte* tail_rows = src.tail + part.tail_offset + kv_head * kv.tail.head_stride;
+    for (std::uint32_t p = pooled; p < count; ++p)
+        f(p, tail_rows + (p - pooled) * kv.tail.slot_stride, nullptr, src.tail_ops);
 }
 
 // One query head over positions [0, count): scores, softmax, weighted sum
 // of V. scores holds count floats, acc head_dim floats.
-void attend(const PagedKv& kv, const detail::KvRowOps& ops, const std::uint32_t* table,
-            std::uint32_t kv_head, std::uint32_t count, const float* q, float* scores, float* acc,
-            float* out) {
-    const std::size_t dim = kv.head_dim;
+template <typename Blocks>
+void attend(const Source<Blocks>& src, std::uint32_t kv_head, std::uint32_t count, const float* q, float* scores,
+            float* acc, float* out) {
+    const std::size_t dim = src.kv.head_dim;
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
     float max = -std::numeric_limits<float>::infinity();
-    for_each_row(kv, table, kv.k_offset, kv_head, count, [&](std::uint32_t p, const std::byte* k) {
-        scores[p] = ops.dot(q, k, dim) * scale;
-        max = std::max(max, scores[p]);
-    });
+    for_each_row(src, src.k, kv_head, count,
+                 [&](std::uint32_t p, const std::byte* k, const std::byte* scales, const detail::KvRowOps& ops) {
+                     scores[p] = ops.dot(q, k, scales, dim) * scale;
+                     max = std::max(max, scores[p]);
+                 });
     double sum = 0.0;
     for (std::uint32_t p = 0; p < count; ++p) {
         scores[p] = std::exp(scores[p] - max);
         sum += scores[p];
     }
     std::fill(acc, acc + dim, 0.0f);
-    for_each_row(kv, table, kv.v_offset, kv_head, count, [&](std::uint32_t p, const std::byte* v) {
-        ops.axpy(scores[p], v, acc, dim);
-    });
+    for_each_row(src, src.v, kv_head, count,
+                 [&](std::uint32_t p, const std::byte* v, const std::byte* scales, const detail::KvRowOps& ops) {
+                     ops.axpy(scores[p], v, scales, acc, dim);
+                 });
     const auto inverse = static_cast<float>(1.0 / sum);
     for (std::size_t d = 0; d < dim; ++d)
         out[d] = acc[d] * inverse;
 }
 
-} // namespace
-
-std::size_t paged_attention_scratch_floats(std::uint32_t ctx_len, std::uint32_t head_dim) {
-    return static_cast<std::size_t>(num_threads()) * per_thread_floats(ctx_len, head_dim);
-}
-
-void paged_attention(const PagedKv& kv, std::span<const std::uint32_t> block_table,
-                     std::uint32_t ctx_len, const float* q, std::uint32_t n_q,
-                     std::uint32_t n_heads, float* out, std::span<float> scratch) {
-    check_args(kv, block_table, ctx_len, q, n_q, n_heads, out, scratch);
+template <typename Blocks>
+void run(const PagedKv& kv, Blocks blocks, std::uint32_t ctx_len, const float* q, std::uint32_t n_q,
+         std::uint32_t n_heads, float* out, std::span<float> scratch, const std::byte* tail) {
     if (n_q == 0)
         return;
-    const detail::KvRowOps ops = detail::kv_row_ops(kv.elem, simd_path());
+    const SimdPath path = simd_path();
+    const bool fp8 = kv.elem == KvElem::Fp8E4M3;
+    const Source<Blocks> src{
+        kv,
+        blocks,
+        {kv.k_offset, kv.k_scale, fp8 ? kv.fixed_scales : nullptr, kv.tail.k_offset,
+         detail::kv_row_ops(detail::k_row_code(kv.elem), path)},
+        {kv.v_offset, kv.v_scale, fp8 ? kv.fixed_scales + kv.n_kv_heads : nullptr, kv.tail.v_offset,
+         detail::kv_row_ops(detail::v_row_code(kv.elem), path)},
+        tail,
+        detail::kv_row_ops(detail::RowCode::F16, path),
+        kv_elem_seals_blocks(kv.elem) ? ctx_len / kv.block_size * kv.block_size : ctx_len,
+    };
     const std::uint32_t group = n_heads / kv.n_kv_heads;
     const std::size_t dim = kv.head_dim;
     const std::size_t per_thread = per_thread_floats(ctx_len, kv.head_dim);
@@ -116,8 +176,31 @@ void paged_attention(const PagedKv& kv, std::span<const std::uint32_t> block_tab
         const auto i = static_cast<std::uint32_t>(item / n_heads);
         const auto h = static_cast<std::uint32_t>(item % n_heads);
         const std::uint32_t count = ctx_len - n_q + i + 1; // causal: up to its own position
-        attend(kv, ops, block_table.data(), h / group, count, q + item * dim, scores, acc, out + item * dim);
+        attend(src, h / group, count, q + item * dim, scores, acc, out + item * dim);
     });
+}
+
+} // namespace
+
+std::size_t paged_attention_scratch_floats(std::uint32_t ctx_len, std::uint32_t head_dim) {
+    return static_cast<std::size_t>(num_threads()) * per_thread_floats(ctx_len, head_dim);
+}
+
+void paged_attention(const PagedKv& kv, std::span<const std::uint32_t> block_table,
+                     std::uint32_t ctx_len, const float* q, std::uint32_t n_q,
+                     std::uint32_t n_heads, float* out, std::span<float> scratch, const std::byte* tail) {
+    check_args(kv, ctx_len, q, n_q, n_heads, out, scratch, tail);
+    check_table(kv, block_table, ctx_len);
+    run(kv, TableBlocks{block_table.data()}, ctx_len, q, n_q, n_heads, out, scratch, tail);
+}
+
+void contiguous_attention(const PagedKv& kv, std::uint32_t ctx_len, const float* q, std::uint32_t n_q,
+                          std::uint32_t n_heads, float* out, std::span<float> scratch, const std::byte* tail) {
+    check_args(kv, ctx_len, q, n_q, n_heads, out, scratch, tail);
+    if (blocks_for(kv, ctx_len) > kv.n_blocks)
+        fail("a context of " + std::to_string(ctx_len) + " tokens needs " + std::to_string(blocks_for(kv, ctx_len)) +
+             " consecutive blocks, the pool has " + std::to_string(kv.n_blocks));
+    run(kv, ConsecutiveBlocks{}, ctx_len, q, n_q, n_heads, out, scratch, tail);
 }
 
 } // namespace kvscope::kernels::cpu

@@ -1,5 +1,7 @@
 // Attention that reads K and V through a sequence's block table, as vLLM's
-// paged attention does: no contiguous copy of the cache is ever made.
+// paged attention does: no contiguous copy of the cache is ever made, and
+// quantized rows are decoded inside the dot products (fused dequantization:
+// no dequantized copy either).
 #pragma once
 
 #include <cstddef>
@@ -21,7 +23,9 @@ std::size_t paged_attention_scratch_floats(std::uint32_t ctx_len, std::uint32_t 
 // [ctx_len - n_q, ctx_len): n_q = 1 is a decode step, n_q > 1 a prefill
 // chunk after ctx_len - n_q cached tokens. Their K and V must already be
 // written (write_kv). Position p's K/V row is in physical block
-// block_table[p / block_size], slot p % block_size.
+// block_table[p / block_size], slot p % block_size. KIVI formats: the
+// positions from (ctx_len / block_size) * block_size on are read from the
+// sequence's f16 tail (`tail`, as write_kv filled it), not from the pool.
 //
 // q and out: n_q x n_heads x head_dim floats, row-major (out may not alias
 // q). Query head h reads KV head h / (n_heads / n_kv_heads) (grouped-query
@@ -30,10 +34,21 @@ std::size_t paged_attention_scratch_floats(std::uint32_t ctx_len, std::uint32_t 
 // Work is split over (query, head) pairs across num_threads() threads.
 // Throws std::invalid_argument for a bad description, n_heads not a
 // multiple of n_kv_heads, n_q > ctx_len, a block table shorter than
-// ctx_len needs or naming a block outside the pool, or scratch smaller
-// than paged_attention_scratch_floats(ctx_len, head_dim).
+// ctx_len needs or naming a block outside the pool, scratch smaller
+// than paged_attention_scratch_floats(ctx_len, head_dim), or a KIVI
+// context with a partial last block and no tail.
 void paged_attention(const PagedKv& kv, std::span<const std::uint32_t> block_table,
                      std::uint32_t ctx_len, const float* q, std::uint32_t n_q,
-                     std::uint32_t n_heads, float* out, std::span<float> scratch);
+                     std::uint32_t n_heads, float* out, std::span<float> scratch,
+                     const std::byte* tail = nullptr);
+
+// The same kernel for a sequence held in consecutive blocks from block 0
+// on: position p is in block p / block_size itself, with no table to look
+// up (the contiguous allocation of pre-vLLM servers). It exists so that
+// `kvscope-cli bench attention` can time the block-table indirection
+// against identical data and identical arithmetic.
+void contiguous_attention(const PagedKv& kv, std::uint32_t ctx_len, const float* q, std::uint32_t n_q,
+                          std::uint32_t n_heads, float* out, std::span<float> scratch,
+                          const std::byte* tail = nullptr);
 
 } // namespace kvscope::kernels::cpu

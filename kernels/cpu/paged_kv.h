@@ -1,6 +1,7 @@
 // One layer of a paged KV block pool, described by byte offsets and
 // strides so that the kernels need no engine types. The engine fills it
-// from KvLayout (engine/kv/kv_layout.h):
+// from KvLayout (engine/kv/kv_layout.h; engine/runtime/paged_kv_view.h does
+// it in one place):
 //
 //   pool            the pool's first byte; block b starts at pool + b * bytes_per_block
 //   k_offset        layout.k_offset(layer, 0, 0)
@@ -10,7 +11,15 @@
 //
 // so the row of (block, kv_head, slot) is at
 //   pool + block * bytes_per_block + k_offset + kv_head * head_stride + slot * slot_stride
-// (v_offset for V), holding head_dim values of `elem`.
+// (v_offset for V), holding head_dim values of `elem`. Its scales, for the
+// formats that have per-block scales, are at
+//   pool + block * bytes_per_block + k_scale.offset + kv_head * k_scale.head_stride
+//        + slot * k_scale.slot_stride
+// (v_scale for V). Row encodings are KvLayout's (kv_layout.h): int4 packs
+// value 2i in the low nibble, int2 value 4i in the lowest bits; group
+// scales are (f16 scale, f16 zero) pairs per 32 values; KIVI keys have
+// slot_stride 0 and per-channel scales: head_dim f16 scales then head_dim
+// f16 zero points.
 #pragma once
 
 #include <cstddef>
@@ -18,10 +27,30 @@
 
 namespace kvscope::kernels::cpu {
 
-// KV storage formats these kernels read and write.
-enum class KvElem : std::uint8_t { F32, F16 };
+// KV storage formats these kernels read and write (KvDtype's, one to one).
+enum class KvElem : std::uint8_t { F32, F16, BF16, Fp8E4M3, Int8, Int4, Int4Kivi, Int2Kivi };
 
-std::size_t kv_elem_bytes(KvElem elem);
+// Bytes of one row of head_dim values, scales not included.
+std::size_t kv_row_value_bytes(KvElem elem, std::uint32_t head_dim);
+
+// The KIVI formats keep a sequence's partial last block in an f16 tail.
+constexpr bool kv_elem_seals_blocks(KvElem elem) { return elem == KvElem::Int4Kivi || elem == KvElem::Int2Kivi; }
+
+// Where one kind of scale lives inside a block (see the header comment).
+struct KvScaleRegion {
+    std::size_t offset = 0;
+    std::size_t head_stride = 0;
+    std::size_t slot_stride = 0;
+};
+
+// Where one layer's K and V rows live inside a KIVI sequence's tail: one
+// block of f16 rows (KvLayout::tail_layout()).
+struct KvTailRegion {
+    std::size_t k_offset = 0;
+    std::size_t v_offset = 0;
+    std::size_t head_stride = 0;
+    std::size_t slot_stride = 0;
+};
 
 struct PagedKv {
     std::byte* pool = nullptr;
@@ -35,11 +64,17 @@ struct PagedKv {
     KvElem elem = KvElem::F32;
     std::uint32_t n_kv_heads = 0;
     std::uint32_t head_dim = 0;
+    KvScaleRegion k_scale; // int8, int4, KIVI
+    KvScaleRegion v_scale;
+    // fp8: this layer's n_kv_heads K scales then n_kv_heads V scales; a
+    // stored byte decodes to its e4m3 value times its head's scale.
+    const float* fixed_scales = nullptr;
+    KvTailRegion tail; // KIVI
 };
 
 // Throws std::invalid_argument unless the description is usable: a pool,
-// non-zero sizes, strides of at least one row, and every row of the layer
-// inside its block.
+// non-zero sizes, strides of at least one row, every row and scale of the
+// layer inside its block, fp8 scales where fp8 needs them.
 void check_paged_kv(const PagedKv& kv);
 
 } // namespace kvscope::kernels::cpu

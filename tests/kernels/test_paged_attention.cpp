@@ -21,7 +21,9 @@
 #include <stdexcept>
 #include <vector>
 
+#include "attention_reference.h"
 #include "engine/kv/kv_layout.h"
+#include "engine/runtime/paged_kv_view.h"
 #include "kernel_test_support.h"
 #include "kernels/cpu/kv_write.h"
 #include "kernels/cpu/paged_attention.h"
@@ -37,22 +39,6 @@ namespace {
 
 constexpr std::uint32_t kLayers = 3;
 constexpr std::uint32_t kLayer = 1;
-
-PagedKv paged_kv_for(const KvLayout& layout, std::uint32_t layer, std::vector<std::byte>& pool) {
-    PagedKv kv;
-    kv.pool = pool.data();
-    kv.n_blocks = pool.size() / layout.bytes_per_block();
-    kv.bytes_per_block = layout.bytes_per_block();
-    kv.k_offset = layout.k_offset(layer, 0, 0);
-    kv.v_offset = layout.v_offset(layer, 0, 0);
-    kv.head_stride = layout.k_offset(layer, 1, 0) - kv.k_offset;
-    kv.slot_stride = layout.k_offset(layer, 0, 1) - kv.k_offset;
-    kv.block_size = layout.block_size();
-    kv.elem = layout.dtype() == KvDtype::F16 ? KvElem::F16 : KvElem::F32;
-    kv.n_kv_heads = layout.geometry().n_kv_heads;
-    kv.head_dim = layout.geometry().head_dim;
-    return kv;
-}
 
 // `count` distinct block ids below n_blocks in random order, never all
 // consecutive.
@@ -80,46 +66,8 @@ std::vector<float> random_vector(std::size_t n, float scale, std::mt19937& rng) 
     return v;
 }
 
-struct Shape {
-    std::uint32_t n_kv_heads;
-    std::uint32_t n_heads;
-    std::uint32_t head_dim;
-    std::uint32_t ctx_len;
-    std::uint32_t n_q;
-};
-
-// Causal attention in double over contiguous K/V [position][kv_head][dim].
-std::vector<double> reference_attention(const Shape& s, const std::vector<float>& q,
-                                        const std::vector<float>& k, const std::vector<float>& v) {
-    const std::size_t dim = s.head_dim;
-    const std::uint32_t group = s.n_heads / s.n_kv_heads;
-    std::vector<double> out(std::size_t{s.n_q} * s.n_heads * dim);
-    for (std::uint32_t i = 0; i < s.n_q; ++i)
-        for (std::uint32_t h = 0; h < s.n_heads; ++h) {
-            const std::uint32_t count = s.ctx_len - s.n_q + i + 1;
-            const float* qh = q.data() + (std::size_t{i} * s.n_heads + h) * dim;
-            const std::size_t kv_head = h / group;
-            std::vector<double> scores(count);
-            for (std::uint32_t p = 0; p < count; ++p) {
-                const float* kp = k.data() + (std::size_t{p} * s.n_kv_heads + kv_head) * dim;
-                double dot = 0.0;
-                for (std::size_t d = 0; d < dim; ++d)
-                    dot += static_cast<double>(qh[d]) * kp[d];
-                scores[p] = dot / std::sqrt(static_cast<double>(dim));
-            }
-            const double max = *std::max_element(scores.begin(), scores.end());
-            double sum = 0.0;
-            for (double& x : scores)
-                sum += x = std::exp(x - max);
-            double* o = out.data() + (std::size_t{i} * s.n_heads + h) * dim;
-            for (std::uint32_t p = 0; p < count; ++p) {
-                const float* vp = v.data() + (std::size_t{p} * s.n_kv_heads + kv_head) * dim;
-                for (std::size_t d = 0; d < dim; ++d)
-                    o[d] += scores[p] / sum * vp[d];
-            }
-        }
-    return out;
-}
+using Shape = kernel_test::AttentionShape;
+using kernel_test::reference_attention;
 
 // A pool holding K/V for positions [0, ctx_len) of one sequence.
 struct Cache {
@@ -135,7 +83,7 @@ Cache make_cache(const Shape& s, KvDtype dtype, std::uint32_t block_size, std::m
     const std::size_t n_blocks = 2 * blocks + 3;
     c.pool.assign(n_blocks * c.layout.bytes_per_block(), std::byte{0xFF}); // NaN in f32 and f16
     c.table = random_table(blocks, n_blocks, rng);
-    c.kv = paged_kv_for(c.layout, kLayer, c.pool);
+    c.kv = kvscope::paged_kv_view(c.layout, kLayer, c.pool.data(), n_blocks, nullptr);
     return c;
 }
 
