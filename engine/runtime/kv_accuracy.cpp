@@ -1,0 +1,166 @@
+#include "engine/runtime/kv_accuracy.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "engine/core/error.h"
+#include "engine/kv/kv_cache_manager.h"
+#include "engine/runtime/perplexity.h"
+#include "engine/runtime/runner.h"
+
+namespace kvscope {
+namespace {
+
+constexpr SeqId kSeq = 1;
+
+KvLayout layout_for(const Model& model, KvDtype dtype, std::uint32_t block_size) {
+    const ModelConfig& c = model.config();
+    return KvLayout({c.n_layers, c.n_kv_heads, c.head_dim}, dtype, block_size);
+}
+
+// One sequence teacher-forced through its own paged KV cache in one dtype,
+// a position at a time: the decode path, which is where a quantized cache
+// is read back for every earlier token.
+class ForcedSequence {
+public:
+    ForcedSequence(const Model& model, KvDtype dtype, std::uint32_t block_size, std::size_t max_tokens)
+        : kv_({layout_for(model, dtype, block_size),
+               static_cast<std::uint32_t>(layout_for(model, dtype, block_size).blocks_for_tokens(max_tokens)),
+               AllocationMode::Paged, false, 0, 0.0}),
+          runner_(model.config(), model.weights(), kv_.layout()),
+          max_tokens_(static_cast<std::uint32_t>(max_tokens)) {}
+
+    // Empties the cache for the next window.
+    void restart() {
+        if (kv_.contains(kSeq))
+            kv_.free(kSeq);
+    }
+
+    // Writes `token` at the next position and returns the logits that
+    // predict the one after it.
+    std::vector<float> feed(TokenId token) {
+        const std::span<const TokenId> one(&token, 1);
+        if (!kv_.contains(kSeq))
+            kv_.allocate(kSeq, one, max_tokens_ - 1);
+        else
+            kv_.append(kSeq, token);
+        const SeqChunk chunk{kSeq, one, kv_.num_tokens(kSeq) - 1, true};
+        return runner_.forward({&chunk, 1}, kv_);
+    }
+
+private:
+    KvCacheManager kv_;
+    Runner runner_;
+    std::uint32_t max_tokens_;
+};
+
+std::uint32_t window_length(const Model& model, std::size_t tokens, std::uint32_t requested) {
+    const std::size_t model_context = model.config().context_length;
+    if (requested > 0 && model_context > 0 && requested > model_context)
+        throw Error("a window of " + std::to_string(requested) + " tokens exceeds the model's context of " +
+                    std::to_string(model_context) + " tokens");
+    if (requested > 0)
+        return requested;
+    return static_cast<std::uint32_t>(model_context > 0 ? model_context : tokens);
+}
+
+// What the KV of one sequence of `tokens` tokens costs per token, counted by
+// KvLayout alone: its blocks (values and scales), KIVI's f16 tail, and the
+// pool's fixed bytes (fp8's scales), since such a sequence has a pool of its
+// own here.
+double sequence_bytes_per_token(const Model& model, KvDtype dtype, std::uint32_t block_size, std::size_t tokens) {
+    const KvLayout layout = layout_for(model, dtype, block_size);
+    return static_cast<double>(layout.bytes_for_tokens(tokens) + layout.fixed_bytes()) / static_cast<double>(tokens);
+}
+
+// f32 first (the reference), then the requested dtypes without repeats.
+std::vector<KvDtype> with_f32_first(std::span<const KvDtype> requested) {
+    std::vector<KvDtype> dtypes{KvDtype::F32};
+    for (KvDtype d : requested)
+        if (std::find(dtypes.begin(), dtypes.end(), d) == dtypes.end())
+            dtypes.push_back(d);
+    return dtypes;
+}
+
+std::vector<NextTokenStats> score(const Model& model, std::span<const std::span<const TokenId>> windows,
+                                  std::span<const KvDtype> dtypes, std::uint32_t block_size) {
+    const std::size_t longest = windows.front().size(); // only the last window can be shorter
+    std::vector<std::unique_ptr<ForcedSequence>> runs;
+    for (KvDtype d : dtypes)
+        runs.push_back(std::make_unique<ForcedSequence>(model, d, block_size, longest));
+    std::vector<NextTokenStats> stats(dtypes.size());
+    for (const auto& window : windows) {
+        for (auto& run : runs)
+            run->restart();
+        for (std::size_t p = 0; p + 1 < window.size(); ++p) {
+            const std::vector<double> reference = log_softmax(runs[0]->feed(window[p]));
+            stats[0].add(reference, reference, window[p + 1]);
+            for (std::size_t d = 1; d < runs.size(); ++d)
+                stats[d].add(reference, log_softmax(runs[d]->feed(window[p])), window[p + 1]);
+        }
+    }
+    return stats;
+}
+
+} // namespace
+
+std::vector<std::span<const TokenId>> evaluation_windows(std::span<const TokenId> tokens, std::uint32_t context) {
+    if (tokens.size() < 2)
+        throw Error("the text has " + std::to_string(tokens.size()) +
+                    " token(s): at least 2 are needed to score a next-token prediction");
+    if (context < 2)
+        throw Error("the evaluation window must hold at least 2 tokens, got " + std::to_string(context));
+    std::vector<std::span<const TokenId>> windows;
+    // Each window starts at the previous one's last token: context - 1 new
+    // predictions per window.
+    for (std::size_t start = 0; start + 1 < tokens.size(); start += context - 1)
+        windows.push_back(tokens.subspan(start, std::min<std::size_t>(context, tokens.size() - start)));
+    return windows;
+}
+
+std::vector<KvDtype> runnable_kv_dtypes(const Model& model) {
+    std::vector<KvDtype> dtypes{KvDtype::F32};
+    for (KvDtype d : all_kv_dtypes()) {
+        if (d == KvDtype::F32)
+            continue;
+        // The forward pass is the authority on what it can run: it refuses
+        // an unsupported dtype when it is built.
+        try {
+            const Runner probe(model.config(), model.weights(), layout_for(model, d, 16));
+            dtypes.push_back(d);
+        } catch (const Error&) {
+        }
+    }
+    return dtypes;
+}
+
+KvAccuracyReport measure_kv_accuracy(const Model& model, std::span<const TokenId> tokens,
+                                     const KvAccuracyOptions& options) {
+    KvAccuracyReport report;
+    report.tokens = tokens.size();
+    report.context = window_length(model, tokens.size(), options.context);
+    const std::vector<std::span<const TokenId>> windows = evaluation_windows(tokens, report.context);
+    report.windows = windows.size();
+    const std::vector<KvDtype> dtypes = with_f32_first(options.kv_dtypes);
+    const std::vector<NextTokenStats> stats = score(model, windows, dtypes, options.block_size);
+    report.scored = stats[0].positions();
+
+    const std::size_t longest = windows.front().size();
+    const double f16_bytes = sequence_bytes_per_token(model, KvDtype::F16, options.block_size, longest);
+    const double f32_perplexity = stats[0].perplexity();
+    for (std::size_t d = 0; d < dtypes.size(); ++d) {
+        KvAccuracyRow row;
+        row.kv_dtype = dtypes[d];
+        row.bytes_per_token = sequence_bytes_per_token(model, dtypes[d], options.block_size, longest);
+        row.saving_vs_f16 = f16_bytes / row.bytes_per_token;
+        row.perplexity = stats[d].perplexity();
+        row.delta_pct = 100.0 * (row.perplexity / f32_perplexity - 1.0);
+        row.kld = stats[d].mean_kld();
+        row.top1_agreement = stats[d].top1_agreement();
+        report.rows.push_back(row);
+    }
+    return report;
+}
+
+} // namespace kvscope

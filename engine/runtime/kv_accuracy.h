@@ -1,0 +1,66 @@
+// engine/runtime: what a KV dtype costs in accuracy, measured on a text —
+// perplexity, KL divergence and top-1 agreement against f32 KV — next to
+// what it saves in bytes (from KvLayout).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/kv/kv_dtype.h"
+#include "engine/kv/kv_ids.h"
+#include "engine/runtime/model.h"
+
+namespace kvscope {
+
+struct KvAccuracyOptions {
+    // Measured in this order after the f32 baseline, which is always
+    // measured (and listed first) whether or not it is named here.
+    std::vector<KvDtype> kv_dtypes;
+    std::uint32_t context = 0; // window length in tokens; 0: the model's context (or the whole text)
+    std::uint32_t block_size = 16;
+};
+
+struct KvAccuracyRow {
+    KvDtype kv_dtype = KvDtype::F32;
+    // KV bytes of one sequence as long as the longest window, per token, as
+    // KvLayout counts them: values, scales, KIVI's f16 tail block and fp8's
+    // per-pool scales, all layers, K and V.
+    double bytes_per_token = 0;
+    double saving_vs_f16 = 0;        // f16 bytes per token / these
+    double perplexity = 0;
+    double delta_pct = 0;      // perplexity change against f32 KV, percent
+    double kld = 0;            // mean KL(f32 KV || this dtype), nats per position
+    double top1_agreement = 0; // share of positions whose most likely token matches f32 KV's
+};
+
+struct KvAccuracyReport {
+    std::vector<KvAccuracyRow> rows; // f32 first
+    std::size_t tokens = 0;          // of the text
+    std::size_t scored = 0;          // positions scored per dtype
+    std::size_t windows = 0;
+    std::uint32_t context = 0;       // window length used
+};
+
+// How a text longer than the context is evaluated: cut into windows of at
+// most `context` tokens, each run from an empty KV cache. Consecutive
+// windows overlap by one token (the next window starts with the previous
+// one's last token), so that every token but the first is predicted exactly
+// once and no token is invented. Throws kvscope::Error when fewer than 2
+// tokens are given or the context is below 2.
+std::vector<std::span<const TokenId>> evaluation_windows(std::span<const TokenId> tokens, std::uint32_t context);
+
+// The KV dtypes this model can run with on this build: those the forward
+// pass accepts. Always starts with f32.
+std::vector<KvDtype> runnable_kv_dtypes(const Model& model);
+
+// Teacher-forces `tokens` through the paged KV cache once per dtype, all
+// dtypes in lockstep one position at a time, so only one position's logits
+// per dtype are held at once whatever the vocabulary and text size. Throws
+// kvscope::Error on a dtype the forward pass does not support, a context
+// above the model's, or fewer than 2 tokens.
+KvAccuracyReport measure_kv_accuracy(const Model& model, std::span<const TokenId> tokens,
+                                     const KvAccuracyOptions& options);
+
+} // namespace kvscope
