@@ -6,6 +6,7 @@
 #include <QLabel>
 #include <QLocale>
 #include <QTableWidget>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include "ui/dashboards/dashboard_plot.h"
@@ -14,6 +15,8 @@ namespace kvscope::ui {
 namespace {
 
 enum CostColumn { kDtype, kPerToken, kKvNow, kVsF16, kFit, kCostColumns };
+
+constexpr int kRefreshMs = 250;
 
 QString dtypeName(KvDtype d) {
     const std::string_view name = to_string(d);
@@ -37,7 +40,7 @@ QTableWidget* newTable(QWidget* parent, const QStringList& headers) {
     table->setHorizontalHeaderLabels(headers);
     table->verticalHeader()->setVisible(false);
     table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    table->horizontalHeader()->setStretchLastSection(true);
     return table;
 }
 
@@ -46,6 +49,11 @@ QTableWidgetItem* cell(const QString& text, const QString& tip = {}) {
     item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
     item->setToolTip(tip);
     return item;
+}
+
+void setCell(QTableWidgetItem* item, const QString& text, const QString& tip = {}) {
+    item->setText(text);
+    item->setToolTip(tip);
 }
 
 bool sameShape(const KvQuantCosts& a, const KvQuantCosts& b) {
@@ -68,7 +76,13 @@ KvQuantPanel::KvQuantPanel(QWidget* parent)
                                  tr("sequences that fit in this pool")})),
       accuracyNote_(new QLabel(this)),
       accuracyTable_(newTable(this, {tr("KV dtype"), tr("bytes/token"), tr("perplexity"), tr("Δ vs f32"),
-                                     tr("KL divergence"), tr("top-1 agreement")})) {
+                                     tr("KL divergence"), tr("top-1 agreement")})),
+      refresh_(new QTimer(this)) {
+    refresh_->setSingleShot(true);
+    connect(refresh_, &QTimer::timeout, this, [this] {
+        if (pending_)
+            showCosts();
+    });
     context_->setWordWrap(true);
     accuracyNote_->setWordWrap(true);
     accuracyNote_->setText(tr("Not measured yet. Accuracy comes from running the model over a text with "
@@ -97,10 +111,18 @@ void KvQuantPanel::setSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
     if (!costs_.rows.empty() && sameShape(costs, costs_))
         return;
     costs_ = std::move(costs);
+    if (sinceShown_.isValid() && sinceShown_.elapsed() < kRefreshMs) {
+        pending_ = true;
+        if (!refresh_->isActive())
+            refresh_->start(kRefreshMs - static_cast<int>(sinceShown_.elapsed()));
+        return;
+    }
     showCosts();
 }
 
 void KvQuantPanel::showCosts() {
+    pending_ = false;
+    sinceShown_.start();
     const KvGeometry& g = costs_.geometry;
     context_->setText(tr("%1 layers × %2 KV heads × head_dim %3, block size %4. Pool: %5 in %6. "
                          "%n sequence(s), %7 tokens in all (mean %8).",
@@ -116,32 +138,44 @@ void KvQuantPanel::showCosts() {
     fillBars();
 }
 
+QTableWidgetItem* KvQuantPanel::itemAt(QTableWidget* table, int row, int column) {
+    QTableWidgetItem* item = table->item(row, column);
+    if (!item) {
+        item = column == 0 ? new QTableWidgetItem : cell(QString());
+        table->setItem(row, column, item);
+    }
+    return item;
+}
+
 void KvQuantPanel::fillCostTable() {
+    const bool newRows = costTable_->rowCount() != static_cast<int>(costs_.rows.size());
     costTable_->setRowCount(static_cast<int>(costs_.rows.size()));
     double f16PerToken = 0;
     for (const KvDtypeCost& r : costs_.rows)
         if (r.dtype == KvDtype::F16)
             f16PerToken = static_cast<double>(r.bytes_per_token);
+    const QString fitTip =
+        tr("Sequences of %1 tokens (the current mean) in %2").arg(costs_.mean_tokens).arg(bytes(costs_.pool_bytes));
     for (int i = 0; i < costTable_->rowCount(); ++i) {
         const KvDtypeCost& r = costs_.rows[static_cast<std::size_t>(i)];
-        auto* name = new QTableWidgetItem(dtypeName(r.dtype) + (r.dtype == costs_.pool_dtype ? tr(" (pool)") : ""));
-        costTable_->setItem(i, kDtype, name);
+        setCell(itemAt(costTable_, i, kDtype),
+                dtypeName(r.dtype) + (r.dtype == costs_.pool_dtype ? tr(" (pool)") : QString()));
         if (!r.unavailable.empty()) {
             for (int c = kPerToken; c < kCostColumns; ++c)
-                costTable_->setItem(i, c, cell(tr("n/a"), QString::fromStdString(r.unavailable)));
+                setCell(itemAt(costTable_, i, c), tr("n/a"), QString::fromStdString(r.unavailable));
             continue;
         }
-        costTable_->setItem(i, kPerToken, cell(bytes(r.bytes_per_token), tr("%1 bytes").arg(r.bytes_per_token)));
-        costTable_->setItem(i, kKvNow, cell(bytes(r.kv_bytes), tr("%1 bytes").arg(r.kv_bytes)));
-        costTable_->setItem(i, kVsF16,
-                            cell(r.bytes_per_token ? QString::number(f16PerToken / static_cast<double>(r.bytes_per_token),
-                                                                     'f', 2) + QStringLiteral("×")
-                                                   : QString()));
-        costTable_->setItem(i, kFit, cell(r.sequences_that_fit ? QString::number(*r.sequences_that_fit) : tr("—"),
-                                          tr("Sequences of %1 tokens (the current mean) in %2")
-                                              .arg(costs_.mean_tokens)
-                                              .arg(bytes(costs_.pool_bytes))));
+        setCell(itemAt(costTable_, i, kPerToken), bytes(r.bytes_per_token), tr("%1 bytes").arg(r.bytes_per_token));
+        setCell(itemAt(costTable_, i, kKvNow), bytes(r.kv_bytes), tr("%1 bytes").arg(r.kv_bytes));
+        setCell(itemAt(costTable_, i, kVsF16),
+                r.bytes_per_token
+                    ? QString::number(f16PerToken / static_cast<double>(r.bytes_per_token), 'f', 2) + QStringLiteral("×")
+                    : QString());
+        setCell(itemAt(costTable_, i, kFit),
+                r.sequences_that_fit ? QString::number(*r.sequences_that_fit) : tr("—"), fitTip);
     }
+    if (newRows)
+        costTable_->resizeColumnsToContents();
 }
 
 void KvQuantPanel::fillBars() {
@@ -180,6 +214,7 @@ void KvQuantPanel::setAccuracyRows(const std::vector<AccuracyRow>& rows, const Q
         accuracyTable_->setItem(i, 4, cell(QString::number(r.kld, 'g', 4)));
         accuracyTable_->setItem(i, 5, cell(QString::number(100.0 * r.top1_agreement, 'f', 1) + QLatin1Char('%')));
     }
+    accuracyTable_->resizeColumnsToContents();
     if (!note.isEmpty())
         accuracyNote_->setText(note);
 }

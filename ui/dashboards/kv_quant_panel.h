@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include <QElapsedTimer>
 #include <QString>
 #include <QWidget>
 
@@ -13,6 +14,8 @@ class QCustomPlot;
 class QCPBars;
 class QLabel;
 class QTableWidget;
+class QTableWidgetItem;
+class QTimer;
 
 namespace kvscope::ui {
 
@@ -38,6 +41,7 @@ public:
 
     explicit KvQuantPanel(QWidget* parent = nullptr);
 
+    // The latest costs; the table and bars show them at most 250 ms later.
     const KvQuantCosts& costs() const { return costs_; }
     // What the widgets show (for tests).
     std::vector<double> barValues(Bars bars) const;
@@ -52,6 +56,7 @@ public slots:
     void setAccuracyRows(const std::vector<kvscope::ui::AccuracyRow>& rows, const QString& note = {});
 
 private:
+    static QTableWidgetItem* itemAt(QTableWidget* table, int row, int column);
     void showCosts();
     void fillCostTable();
     void fillBars();
@@ -65,6 +70,11 @@ private:
     QTableWidget* costTable_;
     QLabel* accuracyNote_;
     QTableWidget* accuracyTable_;
+    // Lengths change every step while tokens stream; the table and bars
+    // follow at most 250 ms apart, the latest costs winning.
+    QElapsedTimer sinceShown_;
+    QTimer* refresh_;
+    bool pending_ = false;
 };
 
 } // namespace kvscope::ui
