@@ -1,12 +1,18 @@
 // kvscope-cli bench serve: one workload through paged and contiguous KV
-// allocation, side by side — the PagedAttention experiment on this machine.
+// allocation, side by side — the PagedAttention experiment on this machine —
+// and, given several KV dtypes, through each of them in the same KV memory
+// budget, to show how many more sequences a smaller dtype fits.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "app/cli/kv_dtype_list.h"
 #include "engine/core/error.h"
+#include "engine/kv/kv_layout.h"
 #include "engine/model/synthetic_model.h"
 #include "engine/workload/serve_run.h"
 
@@ -65,6 +71,57 @@ nlohmann::ordered_json run_json(const ServeRunResult& r) {
             {"ttft_p95_ms", r.ttft.p95_ms}};
 }
 
+// --kv-dtype D[,D...]: one dtype, or several with f16 first as the reference.
+std::vector<KvDtype> read_kv_dtypes(Args& args) {
+    std::vector<KvDtype> dtypes = parse_kv_dtype_list(args.value_or("--kv-dtype", "f16"));
+    if (dtypes.size() > 1) {
+        std::erase(dtypes, KvDtype::F16);
+        dtypes.insert(dtypes.begin(), KvDtype::F16);
+    }
+    return dtypes;
+}
+
+double ratio(double value, double reference) { return reference > 0 ? value / reference : 0; }
+
+// Each run against the f16 run of the same allocation mode: what the same
+// budget holds and what the workload got out of it. Sequences that fit are
+// full-length ones (prompt + output = max_total tokens), from KvLayout.
+nlohmann::ordered_json dtype_comparison(const std::vector<ServeRunResult>& runs, const Model& model,
+                                        const WorkloadSpec& spec) {
+    const ModelConfig& m = model.config();
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const ServeRunResult& r : runs) {
+        const ServeRunResult& f16 = *std::find_if(runs.begin(), runs.end(), [&](const ServeRunResult& x) {
+            return x.config.kv_dtype == KvDtype::F16 && x.config.allocation == r.config.allocation;
+        });
+        const KvLayout layout({m.n_layers, m.n_kv_heads, m.head_dim}, r.config.kv_dtype, r.config.block_size);
+        rows.push_back({{"kv_dtype", std::string(to_string(r.config.kv_dtype))},
+                        {"mode", std::string(to_string(r.config.allocation))},
+                        {"bytes_per_block", layout.bytes_per_block()},
+                        {"kv_blocks", r.kv_blocks},
+                        {"blocks_vs_f16", ratio(r.kv_blocks, f16.kv_blocks)},
+                        {"sequences_fit", r.kv_blocks / layout.blocks_for_tokens(spec.max_total)},
+                        {"mean_running_seqs", r.mean_running},
+                        {"concurrency_vs_f16", ratio(r.mean_running, f16.mean_running)},
+                        {"generation_tokens_per_second", r.generation_tokens_per_s()},
+                        {"throughput_vs_f16", ratio(r.generation_tokens_per_s(), f16.generation_tokens_per_s())}});
+    }
+    return rows;
+}
+
+void print_dtype_comparison(const nlohmann::ordered_json& rows, std::uint32_t max_total) {
+    std::printf("\n  same KV budget, against f16 (full sequences: %u tokens each)\n", max_total);
+    std::printf("  %-10s %-11s %12s %9s %7s %10s %13s %7s %10s %7s\n", "KV dtype", "mode", "bytes/block",
+                "KV blocks", "x f16", "full seqs", "mean running", "x f16", "gen tok/s", "x f16");
+    for (const auto& r : rows)
+        std::printf("  %-10s %-11s %12zu %9u %6.2fx %10zu %13.2f %6.2fx %10.1f %6.2fx\n",
+                    r["kv_dtype"].get<std::string>().c_str(), r["mode"].get<std::string>().c_str(),
+                    r["bytes_per_block"].get<std::size_t>(), r["kv_blocks"].get<std::uint32_t>(),
+                    r["blocks_vs_f16"].get<double>(), r["sequences_fit"].get<std::size_t>(),
+                    r["mean_running_seqs"].get<double>(), r["concurrency_vs_f16"].get<double>(),
+                    r["generation_tokens_per_second"].get<double>(), r["throughput_vs_f16"].get<double>());
+}
+
 void print_table(const std::vector<ServeRunResult>& runs) {
     auto row = [&](const char* name, auto value) {
         std::printf("  %-28s", name);
@@ -78,6 +135,8 @@ void print_table(const std::vector<ServeRunResult>& runs) {
         return std::string(text);
     };
     row("", [](const ServeRunResult& r) { return std::string(to_string(r.config.allocation)); });
+    if (runs.front().config.kv_dtype != runs.back().config.kv_dtype)
+        row("KV dtype", [](const ServeRunResult& r) { return std::string(to_string(r.config.kv_dtype)); });
     row("KV blocks", [&](const ServeRunResult& r) { return num(r.kv_blocks, "%.0f"); });
     row("completed", [&](const ServeRunResult& r) { return num(r.completed, "%.0f") + "/" + std::to_string(r.requests); });
     row("generation tok/s", [&](const ServeRunResult& r) { return num(r.generation_tokens_per_s(), "%.1f"); });
@@ -103,7 +162,8 @@ int run_bench_serve(Args& args) {
     const WorkloadSpec spec = read_workload(args, *model);
     EngineConfig base;
     base.kv_budget_mib = args.number_or("--kv-budget-mib", 24, 0.001, 1 << 20);
-    base.kv_dtype = parse_kv_dtype(args.value_or("--kv-dtype", "f16"));
+    const std::vector<KvDtype> dtypes = read_kv_dtypes(args);
+    base.kv_dtype = dtypes.front();
     base.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
     base.threads = static_cast<int>(args.int_or("--threads", 0, 0, 1024));
     base.max_num_seqs = static_cast<std::uint32_t>(args.int_or("--max-seqs", 256, 1, 1 << 20));
@@ -122,11 +182,13 @@ int run_bench_serve(Args& args) {
 
     const std::vector<WorkloadRequest> workload = make_workload(spec);
     std::vector<ServeRunResult> runs;
-    for (AllocationMode m : modes) {
-        EngineConfig c = base;
-        c.allocation = m;
-        runs.push_back(run_workload(c, model, workload, spec.n));
-    }
+    for (KvDtype d : dtypes)
+        for (AllocationMode m : modes) {
+            EngineConfig c = base;
+            c.kv_dtype = d;
+            c.allocation = m;
+            runs.push_back(run_workload(c, model, workload, spec.n));
+        }
     if (!temp.empty())
         std::filesystem::remove(temp);
 
@@ -140,24 +202,30 @@ int run_bench_serve(Args& args) {
                              {"runs", nlohmann::ordered_json::array()}};
     for (const ServeRunResult& r : runs)
         j["runs"].push_back(run_json(r));
-    if (runs.size() == 2) {
-        const double throughput = runs[1].generation_tokens_per_s() > 0
-                                      ? runs[0].generation_tokens_per_s() / runs[1].generation_tokens_per_s()
-                                      : 0;
-        const double concurrency = runs[1].mean_running > 0 ? runs[0].mean_running / runs[1].mean_running : 0;
+    if (modes.size() == 2) { // paged / contiguous, of the first (reference) dtype
+        const double throughput = ratio(runs[0].generation_tokens_per_s(), runs[1].generation_tokens_per_s());
+        const double concurrency = ratio(runs[0].mean_running, runs[1].mean_running);
         j["ratios"] = {{"throughput", throughput}, {"concurrency", concurrency}};
     }
+    if (dtypes.size() > 1)
+        j["kv_dtypes"] = dtype_comparison(runs, *model, spec);
     if (json) {
         std::printf("%s\n", j.dump(2).c_str());
         return 0;
     }
+    std::string dtype_names;
+    for (KvDtype d : dtypes)
+        dtype_names += (dtype_names.empty() ? "" : ", ") + std::string(to_string(d));
     std::printf("%u requests (%s lengths, prompt + output <= %u), KV budget %.1f MiB, %s KV, block size %u\n",
                 spec.requests, std::string(to_string(spec.distribution)).c_str(), spec.max_total, base.kv_budget_mib,
-                std::string(to_string(base.kv_dtype)).c_str(), base.block_size);
+                dtype_names.c_str(), base.block_size);
     print_table(runs);
     if (j.contains("ratios"))
-        std::printf("  paged / contiguous: throughput %.2fx, concurrency %.2fx\n", j["ratios"]["throughput"].get<double>(),
+        std::printf("  paged / contiguous%s: throughput %.2fx, concurrency %.2fx\n",
+                    dtypes.size() > 1 ? " (f16)" : "", j["ratios"]["throughput"].get<double>(),
                     j["ratios"]["concurrency"].get<double>());
+    if (j.contains("kv_dtypes"))
+        print_dtype_comparison(j["kv_dtypes"], spec.max_total);
     return 0;
 }
 

@@ -22,25 +22,30 @@ commands:
                Mistral, Zephyr, Gemma); each line on stdin is a user message, the
                reply streams out; without a known template: plain completion
                --model FILE [--system TEXT] [-n N] [--temp T] [--top-k K] [--top-p P]
-               [--min-p P] [--repeat-penalty R] [--seed S] [--kv-dtype f32|f16]
+               [--min-p P] [--repeat-penalty R] [--seed S] [--kv-dtype D]
                [--block-size B] [--threads N]
   generate     stream a completion of a prompt, through the paged KV cache
                --model FILE (--prompt TEXT | --prompt-ids 1,2,3) [-n N] [--temp T]
                [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S]
-               [--kv-dtype f32|f16] [--block-size B] [--threads N] [--ignore-eos] [--json]
+               [--kv-dtype D] [--block-size B] [--threads N] [--ignore-eos] [--json]
   info         a GGUF model's architecture, shape, tensor types and KV bytes
                FILE.gguf [--json]
   make-model   a GGUF with random weights of a real model's shape (meaningless text)
                --preset NAME [--type f16|q8_0|q4_0|bf16|f32] [--seed S] -o FILE
+  perplexity   what each KV dtype costs in accuracy on a text: perplexity, KL divergence
+               and top-1 agreement against f32 KV, with bytes per token and saving vs f16
+               --model FILE --text-file F [--kv-dtype D[,D...]] [--ctx N] [--block-size B]
+               [--threads N] [--json]   (default: every KV dtype this build can run)
   tokenize     token ids and pieces of a text; works on vocabulary-only GGUFs
                --model FILE --text TEXT|- [--json] [--no-bos] [--parse-special]
                (--text - reads stdin byte for byte; BOS as the file asks; special-
                token strings are plain text unless --parse-special)
   bench decode prefill and decode tok/s, and decode's share of the memory bandwidth
                --model FILE [--threads N] [--kv-dtype D] [--json]
-  bench serve  one workload through paged and contiguous KV allocation, side by side
+  bench serve  one workload through paged and contiguous KV allocation, side by side;
+               several KV dtypes: each in the same budget, compared with f16
                (--model FILE | --preset NAME [--type q8_0|f16|q4_0]) [--requests N]
-               [--kv-budget-mib M] [--mode paged|contiguous|both] [--kv-dtype D]
+               [--kv-budget-mib M] [--mode paged|contiguous|both] [--kv-dtype D[,D...]]
                [--block-size B] [--lengths sharegpt|uniform|fixed] [--prompt-len N]
                [--output-len N] [--max-total N] [--rate R] [--shared-prefix K] [--n N]
                [--seed S] [--max-seqs N] [--max-batched-tokens N]
@@ -51,6 +56,8 @@ commands:
                --model FILE [--text-file F] [--json] (default: 4 MB of generated English)
 
 LEVEL: trace, debug, info, warn, error, critical, off (default info)
+D (KV dtype): f32, f16, bf16, fp8-e4m3, int8, int4, int4-kivi, int2-kivi (every command
+  that runs the model runs all of them)
 )";
 
 int dispatch(const std::string& command, kvscope::cli::Args& args) {
@@ -67,6 +74,8 @@ int dispatch(const std::string& command, kvscope::cli::Args& args) {
         return run_tokenize(args);
     if (command == "chat")
         return run_chat(args);
+    if (command == "perplexity")
+        return run_perplexity(args);
     if (command == "bench") {
         const auto which = args.subcommand();
         if (which == "paint")

@@ -1,5 +1,6 @@
 // kvscope-cli bench serve on stories260K, as a user runs it: the JSON the
-// README documents, every request completed in both modes.
+// README documents, every request completed in both modes, and several KV
+// dtypes in the same budget against f16.
 #include <QtTest>
 
 #include <QJsonArray>
@@ -13,6 +14,7 @@ class TestCliBenchServe : public QObject {
     Q_OBJECT
 private slots:
     void both_modes_side_by_side();
+    void kv_dtypes_side_by_side();
 };
 
 void TestCliBenchServe::both_modes_side_by_side() {
@@ -40,6 +42,42 @@ void TestCliBenchServe::both_modes_side_by_side() {
     QVERIFY(runs[1].toObject()["reserved_waste_pct"].toDouble() > 0.0);
     QVERIFY(j["ratios"].toObject().contains("throughput"));
     QVERIFY(j["ratios"].toObject()["concurrency"].toDouble() > 1.0);
+}
+
+void TestCliBenchServe::kv_dtypes_side_by_side() {
+    KVSCOPE_REQUIRE_MODEL(path, "stories260K-f32.gguf");
+    // Per 16-token block: f16 10240 bytes, int8 6400 (f16 scale per row),
+    // int4 5120 (head_dim 8 is one group: f16 scale + zero per row). In
+    // 0.25 MiB: 25, 40 and 51 blocks; a 128-token sequence takes 8.
+    const auto r = run_cli({"--log-level", "warn", "bench", "serve", "--model", path, "--requests", "12",
+                            "--kv-budget-mib", "0.25", "--max-total", "128", "--mode", "paged", "--kv-dtype",
+                            "int8,int4,f16", "--json"});
+    QCOMPARE(r.exit_code, 0);
+    const QJsonObject j = r.json();
+    QVERIFY(!j.contains("ratios")); // one allocation mode: nothing to compare it with
+    const QJsonArray runs = j["runs"].toArray();
+    const QJsonArray rows = j["kv_dtypes"].toArray();
+    QCOMPARE(runs.size(), 3);
+    QCOMPARE(rows.size(), 3);
+    const QStringList order{"f16", "int8", "int4"}; // f16 first: the reference
+    const int blocks[] = {25, 40, 51};
+    const int fit[] = {3, 5, 6};
+    for (int i = 0; i < 3; ++i) {
+        const QJsonObject run = runs[i].toObject(), row = rows[i].toObject();
+        QCOMPARE(run["kv_dtype"].toString(), order[i]);
+        QCOMPARE(run["completed"].toInt(), 12);
+        QCOMPARE(row["kv_dtype"].toString(), order[i]);
+        QCOMPARE(row["mode"].toString(), QStringLiteral("paged"));
+        QCOMPARE(row["kv_blocks"].toInt(), blocks[i]);
+        QCOMPARE(row["sequences_fit"].toInt(), fit[i]);
+        QCOMPARE(row["blocks_vs_f16"].toDouble(), blocks[i] / 25.0);
+        for (const char* key : {"bytes_per_block", "mean_running_seqs", "concurrency_vs_f16",
+                                "generation_tokens_per_second", "throughput_vs_f16"})
+            QVERIFY2(row.contains(key), key);
+    }
+    QCOMPARE(rows[0].toObject()["throughput_vs_f16"].toDouble(), 1.0);
+    // More blocks, more sequences in flight at the peak (all requests arrive at once).
+    QVERIFY(runs[2].toObject()["peak_running_seqs"].toInt() > runs[0].toObject()["peak_running_seqs"].toInt());
 }
 
 QTEST_GUILESS_MAIN(TestCliBenchServe)
