@@ -65,6 +65,8 @@ Engine::Engine(const EngineConfig& config, std::shared_ptr<const Model> model)
                            to_string(config.allocation), to_string(config.preemption));
 }
 
+int Engine::threads() const { return kernels::cpu::num_threads(); }
+
 double Engine::now() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }

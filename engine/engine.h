@@ -73,6 +73,8 @@ public:
 
     std::shared_ptr<const EngineSnapshot> snapshot() const;
     const EngineConfig& config() const { return config_; }
+    const Model& model() const { return *model_; }
+    int threads() const; // kernel threads in use (config.threads resolved)
     const Tokenizer& tokenizer() const { return *tokenizer_; }
     const KvCacheManager& kv() const { return kv_; }
     const Scheduler& scheduler() const { return scheduler_; }

@@ -81,6 +81,9 @@ QString BlockMapWidget::toolTipFor(BlockId block) const {
                      owners.join(QStringLiteral(", "));
     lines << QStringLiteral("Ref count: %1").arg(info.ref_count);
     lines << QStringLiteral("Fill: %1 / %2 slots").arg(info.fill).arg(snapshot_->layout.block_size());
+    lines << QStringLiteral("KV dtype: %1 · %2 bytes per block")
+                 .arg(QString::fromStdString(std::string(to_string(snapshot_->layout.dtype()))))
+                 .arg(snapshot_->layout.bytes_per_block());
     return lines.join(QLatin1Char('\n'));
 }
 

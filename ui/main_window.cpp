@@ -1,61 +1,342 @@
 #include "ui/main_window.h"
 
+#include <cmath>
+
 #include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QMimeData>
+#include <QProgressDialog>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSplitter>
+#include <QStackedWidget>
 #include <QStatusBar>
 #include <QTabWidget>
 
-#include "engine/core/device.h"
 #include "ui/app_info.h"
+#include "ui/chat_panel.h"
+#include "ui/chat_tabs.h"
+#include "ui/engine_controller.h"
+#include "ui/engine_settings_panel.h"
+#include "ui/live_pool_panel.h"
+#include "ui/model_info_panel.h"
 #include "ui/playground_panel.h"
+#include "ui/recent_files.h"
+#include "ui/start_page.h"
 
 namespace kvscope::ui {
 namespace {
 
-constexpr int kStatusMessageMs = 4000;
+constexpr int kStatusMessageMs = 6000;
+const QString kGeometryKey = QStringLiteral("mainWindow/geometry");
+const QString kStateKey = QStringLiteral("mainWindow/state");
 
-// The playground's pools are host allocations whatever the machine has;
-// a GPU, if found, is named but not claimed.
-QString poolLocation(const ComputeDevice& device) {
-    QString text = QObject::tr("KV pool: host memory (CPU)");
-    if (device.cuda)
-        text += QObject::tr(" \u00b7 CUDA device found: %1").arg(QString::fromStdString(device.name));
-    return text;
+bool isModelFile(const QUrl& url) {
+    return url.isLocalFile() && url.toLocalFile().endsWith(QStringLiteral(".gguf"), Qt::CaseInsensitive);
+}
+
+// Workload requests have no tab: muted colours, a golden angle apart, so
+// they read as "background load" beside the chats' strong colours.
+QRgb workloadColor(RequestId request) {
+    const double hue = std::fmod(static_cast<double>(request) * 137.508, 360.0) / 360.0;
+    return QColor::fromHsvF(static_cast<float>(hue), 0.30f, 0.72f).rgb();
 }
 
 } // namespace
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), playground_(new PlaygroundPanel) {
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent),
+      engine_(new EngineThread(EngineController::defaultConfig(), this)),
+      tabs_(new QTabWidget),
+      chatStack_(new QStackedWidget),
+      startPage_(new StartPage),
+      chats_(new ChatTabs),
+      pool_(new LivePoolPanel),
+      playground_(new PlaygroundPanel),
+      modelInfo_(new ModelInfoPanel),
+      settings_(new EngineSettingsPanel),
+      modelLabel_(new QLabel(tr("No model"))),
+      backendLabel_(new QLabel),
+      poolLabel_(new QLabel(tr("KV pool: host RAM"))),
+      usageLabel_(new QLabel) {
     setWindowTitle(QStringLiteral("kvscope"));
     setWindowIcon(appIcon());
-    auto* tabs = new QTabWidget;
-    tabs->setDocumentMode(true);
-    tabs->addTab(playground_, tr("Allocator playground"));
-    setCentralWidget(tabs);
+    setAcceptDrops(true);
+    chatStack_->addWidget(startPage_);
+    chatStack_->addWidget(buildChatWorkspace());
+    tabs_->setDocumentMode(true);
+    tabs_->addTab(chatStack_, tr("Chat"));
+    tabs_->addTab(playground_, tr("Allocator playground"));
+    setCentralWidget(tabs_);
+    buildDocks();
     buildMenus();
     buildStatusBar();
+    connectEngine();
+    settings_->setConfig(EngineController::defaultConfig());
+    refreshRecentFiles();
     resize(1280, 800);
+    const QSettings settings;
+    restoreGeometry(settings.value(kGeometryKey).toByteArray());
+    restoreState(settings.value(kStateKey).toByteArray());
+}
+
+MainWindow::~MainWindow() = default;
+
+QWidget* MainWindow::buildChatWorkspace() {
+    auto* split = new QSplitter(Qt::Horizontal);
+    split->setObjectName(QStringLiteral("chatSplitter"));
+    split->addWidget(chats_);
+    split->addWidget(pool_);
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 1);
+    connect(chats_, &ChatTabs::submitRequested, engine_, &EngineThread::submitChat);
+    connect(chats_, &ChatTabs::stopRequested, engine_, &EngineThread::abortChat);
+    return split;
+}
+
+void MainWindow::buildDocks() {
+    const auto dock = [this](QWidget* content, const QString& title, const QString& name) {
+        auto* d = new QDockWidget(title, this);
+        d->setObjectName(name); // saveState needs it
+        d->setWidget(content);
+        addDockWidget(Qt::RightDockWidgetArea, d);
+        return d;
+    };
+    QDockWidget* info = dock(modelInfo_, tr("Model"), QStringLiteral("modelDock"));
+    // Scrolls when narrow: the docks must not force the window wider than a laptop screen.
+    auto* settingsScroll = new QScrollArea;
+    settingsScroll->setWidget(settings_);
+    settingsScroll->setWidgetResizable(true);
+    settingsScroll->setFrameShape(QFrame::NoFrame);
+    QDockWidget* engine = dock(settingsScroll, tr("Engine settings"), QStringLiteral("engineSettingsDock"));
+    tabifyDockWidget(info, engine);
+    info->raise();
+    resizeDocks({info}, {300}, Qt::Horizontal);
 }
 
 void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
-    file->addAction(tr("Save &Screenshot..."), this, &MainWindow::saveScreenshot);
+    QAction* open = file->addAction(tr("&Open Model..."), this, &MainWindow::chooseModelFile);
+    open->setShortcut(QKeySequence::Open);
+    QMenu* recent = file->addMenu(tr("Open &Recent"));
+    recent->setObjectName(QStringLiteral("recentMenu"));
+    connect(recent, &QMenu::aboutToShow, this, [this, recent] {
+        recent->clear();
+        for (const QString& path : RecentFiles::list())
+            recent->addAction(path, this, [this, path] { openModel(ModelSource::file(path)); });
+        recent->setEnabled(true);
+    });
+    file->addSeparator();
+    QAction* screenshot = file->addAction(tr("Save &Screenshot..."), this, &MainWindow::saveScreenshot);
+    screenshot->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"), qApp, &QApplication::quit);
     quit->setShortcut(QKeySequence::Quit);
+
+    QMenu* chat = menuBar()->addMenu(tr("&Chat"));
+    QAction* newChat = chat->addAction(tr("&New Chat"), chats_, &ChatTabs::newChat);
+    newChat->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_T));
+    QAction* close = chat->addAction(tr("&Close Chat"), this, [this] { chats_->closeChat(chats_->currentIndex()); });
+    close->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_W));
+    QAction* stop = chat->addAction(tr("&Stop Generating"), this, [this] {
+        if (ChatPanel* panel = chats_->current())
+            panel->stop();
+    });
+    stop->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    QAction* chatTab = view->addAction(tr("&Chat"), this, [this] { tabs_->setCurrentWidget(chatStack_); });
+    chatTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_1));
+    QAction* playgroundTab = view->addAction(tr("Allocator &Playground"), this, &MainWindow::showPlayground);
+    playgroundTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_2));
+    view->addSeparator();
+    for (QDockWidget* d : findChildren<QDockWidget*>())
+        view->addAction(d->toggleViewAction());
+
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About kvscope"), this, &MainWindow::showAbout);
 }
 
 void MainWindow::buildStatusBar() {
-    auto* location = new QLabel(poolLocation(detect_device()));
-    location->setObjectName(QStringLiteral("poolLocation"));
-    statusBar()->addPermanentWidget(location);
+    modelLabel_->setObjectName(QStringLiteral("modelStatus"));
+    backendLabel_->setObjectName(QStringLiteral("backendStatus"));
+    poolLabel_->setObjectName(QStringLiteral("poolLocation"));
+    usageLabel_->setObjectName(QStringLiteral("poolUsage"));
+    for (QLabel* label : {modelLabel_, backendLabel_, poolLabel_, usageLabel_})
+        statusBar()->addPermanentWidget(label);
     connect(playground_, &PlaygroundPanel::operationApplied, this,
             [this](const QString& operation) { statusBar()->showMessage(operation, kStatusMessageMs); });
+}
+
+void MainWindow::connectEngine() {
+    EngineController* c = engine_->controller();
+    connect(c, &EngineController::loadProgress, this, [this](const QString& stage) {
+        if (progress_)
+            progress_->setLabelText(stage);
+    });
+    connect(c, &EngineController::modelLoaded, this, &MainWindow::onModelLoaded);
+    connect(c, &EngineController::modelLoadFailed, this, &MainWindow::onModelLoadFailed);
+    connect(c, &EngineController::configApplied, settings_, &EngineSettingsPanel::setConfig);
+    connect(c, &EngineController::errorOccurred, this,
+            [this](const QString& message) { showError(tr("Engine"), message, QStringLiteral("engineError")); });
+    connect(c, &EngineController::chatStarted, this,
+            [this](int chat, quint64 request) { requestChat_[request] = chat; });
+    connect(c, &EngineController::chatText, chats_, &ChatTabs::appendText);
+    connect(c, &EngineController::chatFinished, chats_, &ChatTabs::finishTurn);
+    connect(c, &EngineController::chatFinished, this, &MainWindow::turnFinished);
+    connect(c, &EngineController::snapshotReady, this, &MainWindow::onSnapshot);
+    connect(settings_, &EngineSettingsPanel::applyRequested, engine_, &EngineThread::applyConfig);
+    connect(startPage_, &StartPage::openFileRequested, this, &MainWindow::chooseModelFile);
+    connect(startPage_, &StartPage::recentFileRequested, this,
+            [this](const QString& path) { openModel(ModelSource::file(path)); });
+    connect(startPage_, &StartPage::playgroundRequested, this, &MainWindow::showPlayground);
+    connect(startPage_, &StartPage::syntheticRequested, this,
+            [this](const QString& preset) { openModel(ModelSource::synthetic(preset)); });
+}
+
+void MainWindow::openModel(const ModelSource& source) {
+    if (progress_)
+        return; // one load at a time
+    loading_ = source;
+    progress_ = new QProgressDialog(tr("Loading %1...").arg(source.label()), QString(), 0, 0, this);
+    progress_->setObjectName(QStringLiteral("loadProgress"));
+    progress_->setWindowTitle(tr("Loading model"));
+    progress_->setCancelButton(nullptr); // a load cannot be interrupted halfway
+    progress_->setWindowModality(Qt::WindowModal);
+    progress_->setMinimumDuration(0);
+    progress_->setAttribute(Qt::WA_DeleteOnClose);
+    progress_->show();
+    engine_->loadModel(source);
+}
+
+void MainWindow::submitPrompt(const QString& text) {
+    if (!chats_->current())
+        chats_->newChat();
+    chats_->current()->submit(text);
+}
+
+void MainWindow::chooseModelFile() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open Model"), QString(), tr("GGUF models (*.gguf)"));
+    if (!path.isEmpty())
+        openModel(ModelSource::file(path));
+}
+
+void MainWindow::showPlayground() { tabs_->setCurrentWidget(playground_); }
+
+void MainWindow::onModelLoaded(const ModelSummary& summary) {
+    if (progress_)
+        progress_->close();
+    progress_ = nullptr;
+    if (loading_ && !loading_->isSynthetic())
+        RecentFiles::add(loading_->path);
+    loading_.reset();
+    refreshRecentFiles();
+    hasModel_ = true;
+    modelInfo_->setSummary(summary);
+    modelLabel_->setText(summary.source.isSynthetic() ? tr("%1 (random weights)").arg(summary.source.label())
+                                                      : summary.source.label());
+    modelLabel_->setToolTip(summary.source.isSynthetic() ? summary.source.label() : summary.source.path);
+    backendLabel_->setText(tr("CPU \u00b7 %1 threads").arg(summary.threads));
+    poolLabel_->setText(tr("KV pool: %1 blocks, %2, %3")
+                            .arg(summary.kv_blocks)
+                            .arg(bytesText(static_cast<double>(summary.kv_pool_bytes)))
+                            .arg(kvLocationText(summary.kv_device)));
+    chats_->setTemplateNote(summary.chat_template_known
+                                ? QString()
+                                : tr("This model has no chat template kvscope knows: each turn is sent as plain text "
+                                     "for the model to continue."));
+    if (chats_->count() == 0)
+        chats_->newChat();
+    chatStack_->setCurrentIndex(1);
+    tabs_->setCurrentWidget(chatStack_);
+    setWindowTitle(QStringLiteral("%1 \u2014 kvscope").arg(summary.source.label()));
+    emit modelReady();
+}
+
+void MainWindow::onModelLoadFailed(const QString& message) {
+    if (progress_)
+        progress_->close();
+    progress_ = nullptr;
+    const QString what = loading_ ? loading_->label() : tr("the model");
+    loading_.reset();
+    showError(tr("Could not load %1").arg(what), message, QStringLiteral("loadError"));
+    emit modelFailed(message);
+}
+
+void MainWindow::showError(const QString& title, const QString& message, const QString& objectName) {
+    statusBar()->showMessage(message, kStatusMessageMs);
+    // Non-modal, so that the engine's messages never block the window.
+    auto* box = new QMessageBox(QMessageBox::Warning, title, message, QMessageBox::Ok, this);
+    box->setObjectName(objectName);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();
+}
+
+SequencePalette MainWindow::paletteFor(const EngineSnapshot& snapshot) const {
+    std::unordered_map<SeqId, RequestId> requestOf;
+    for (const SeqSnapshot& s : snapshot.seqs)
+        requestOf.emplace(s.seq, s.request);
+    const auto chatOf = [this](RequestId request) {
+        const auto it = requestChat_.find(request);
+        return it == requestChat_.end() ? 0 : it->second;
+    };
+    const auto lookup = [requestOf](SeqId seq) {
+        const auto it = requestOf.find(seq);
+        return it == requestOf.end() ? RequestId{0} : it->second;
+    };
+    auto namer = [lookup, chatOf](SeqId seq) {
+        const RequestId request = lookup(seq);
+        if (const int chat = chatOf(request))
+            return tr("Chat %1 (request %2)").arg(chat).arg(request);
+        return tr("workload request %1 (seq %2)").arg(request).arg(seq);
+    };
+    auto colorer = [lookup, chatOf](SeqId seq) {
+        const RequestId request = lookup(seq);
+        const int chat = chatOf(request);
+        return chat ? ChatTabs::colorOf(chat).rgb() : workloadColor(request);
+    };
+    return SequencePalette(std::move(namer), std::move(colorer));
+}
+
+void MainWindow::onSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
+    if (!snapshot || !snapshot->pool)
+        return;
+    pool_->setSnapshot(snapshot, paletteFor(*snapshot));
+    const FragmentationStats& f = snapshot->pool->fragmentation;
+    usageLabel_->setText(tr("%1% used").arg(f.block_occupancy() * 100, 0, 'f', 1));
+    usageLabel_->setToolTip(tr("KV blocks in use, in %1").arg(kvLocationText(snapshot->device)));
+    emit snapshotShown(std::move(snapshot));
+}
+
+void MainWindow::refreshRecentFiles() { startPage_->setRecentFiles(RecentFiles::list()); }
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    const QList<QUrl> urls = event->mimeData()->urls();
+    if (urls.size() == 1 && isModelFile(urls.front()))
+        event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    const QList<QUrl> urls = event->mimeData()->urls();
+    if (urls.size() == 1 && isModelFile(urls.front())) {
+        event->acceptProposedAction();
+        openModel(ModelSource::file(urls.front().toLocalFile()));
+    }
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    QSettings settings;
+    settings.setValue(kGeometryKey, saveGeometry());
+    settings.setValue(kStateKey, saveState());
+    QMainWindow::closeEvent(event);
 }
 
 void MainWindow::saveScreenshot() {
@@ -68,7 +349,7 @@ void MainWindow::saveScreenshot() {
 void MainWindow::showAbout() {
     QMessageBox::about(
         this, tr("About kvscope"),
-        tr("<b>kvscope %1</b><p>See how an LLM's paged KV cache lives in memory: which blocks each sequence "
+        tr("<b>kvscope %1</b><p>Chat with an LLM and watch its paged KV cache: which blocks each conversation "
            "holds, and how much memory is wasted and where.</p><p>The allocator playground applies the same "
            "operations to a paged (vLLM) and a contiguous (pre-vLLM) pool.</p>")
             .arg(appVersion()));

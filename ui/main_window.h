@@ -1,27 +1,101 @@
 #pragma once
 
+#include <memory>
+#include <unordered_map>
+
 #include <QMainWindow>
+
+#include "engine/engine_snapshot.h"
+#include "ui/chat_turn.h"
+#include "ui/model_source.h"
+#include "ui/model_summary.h"
+#include "ui/sequence_palette.h"
+
+class QLabel;
+class QMessageBox;
+class QProgressDialog;
+class QStackedWidget;
+class QTabWidget;
 
 namespace kvscope::ui {
 
+class ChatTabs;
+class EngineSettingsPanel;
+class EngineThread;
+class LivePoolPanel;
+class ModelInfoPanel;
 class PlaygroundPanel;
+class StartPage;
 
-// The kvscope window: one tab per panel, the allocator playground first.
-// The status bar says where KV pools live, honestly.
+// The kvscope window. Before a model is loaded the Chat tab is a start
+// page; then it holds the chat tabs beside the live block map of the
+// engine's pool, with the model's facts and the engine's settings in docks.
+// The engine runs on its own thread (EngineThread): this window only sends
+// commands and paints the values that come back.
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
     explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
 
     PlaygroundPanel* playground() const { return playground_; }
+    ChatTabs* chats() const { return chats_; }
+    LivePoolPanel* pool() const { return pool_; }
+    ModelInfoPanel* modelInfo() const { return modelInfo_; }
+    StartPage* startPage() const { return startPage_; }
+    bool hasModel() const { return hasModel_; }
+
+    // Loads a model on the engine thread, with a progress dialog; a failure
+    // is shown in a dialog (object name "loadError") and changes nothing.
+    void openModel(const ModelSource& source);
+    // Sends `text` as a user message in the current chat.
+    void submitPrompt(const QString& text);
+    void showPlayground();
+
+signals:
+    void modelReady(); // a model (or a new configuration of it) is in place
+    void modelFailed(const QString& message);
+    void turnFinished(const kvscope::ui::TurnStats& stats);
+    void snapshotShown(std::shared_ptr<const kvscope::EngineSnapshot> snapshot);
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+    void closeEvent(QCloseEvent* event) override;
 
 private:
+    QWidget* buildChatWorkspace();
+    void buildDocks();
     void buildMenus();
     void buildStatusBar();
+    void connectEngine();
+    void chooseModelFile();
+    void onModelLoaded(const ModelSummary& summary);
+    void onModelLoadFailed(const QString& message);
+    void onSnapshot(std::shared_ptr<const EngineSnapshot> snapshot);
+    void showError(const QString& title, const QString& message, const QString& objectName);
+    SequencePalette paletteFor(const EngineSnapshot& snapshot) const;
+    void refreshRecentFiles();
     void saveScreenshot();
     void showAbout();
 
+    EngineThread* engine_;
+    QTabWidget* tabs_;
+    QStackedWidget* chatStack_;
+    StartPage* startPage_;
+    ChatTabs* chats_;
+    LivePoolPanel* pool_;
     PlaygroundPanel* playground_;
+    ModelInfoPanel* modelInfo_;
+    EngineSettingsPanel* settings_;
+    QProgressDialog* progress_ = nullptr;
+    QLabel* modelLabel_;
+    QLabel* backendLabel_;
+    QLabel* poolLabel_;
+    QLabel* usageLabel_;
+    bool hasModel_ = false;
+    std::optional<ModelSource> loading_;
+    std::unordered_map<RequestId, int> requestChat_; // which chat sent each request
 };
 
 } // namespace kvscope::ui

@@ -27,9 +27,12 @@ QRgb golden_angle_color(SeqId seq) {
 SequencePalette::SequencePalette()
     : namer_([](SeqId seq) { return QStringLiteral("seq %1").arg(seq); }) {}
 
-SequencePalette::SequencePalette(Namer namer) : namer_(std::move(namer)) {}
+SequencePalette::SequencePalette(Namer namer, Colorer colorer)
+    : namer_(std::move(namer)), colorer_(std::move(colorer)) {}
 
-QRgb SequencePalette::color(SeqId seq) const {
+QRgb SequencePalette::color(SeqId seq) const { return colorer_ ? colorer_(seq) : defaultColor(seq); }
+
+QRgb SequencePalette::defaultColor(SeqId seq) {
     return seq < kFirstColors.size() ? kFirstColors[seq] : golden_angle_color(seq);
 }
 

@@ -6,6 +6,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QPixmap>
+#include <QTimer>
 
 #include "engine/core/error.h"
 #include "engine/core/log.h"
@@ -16,6 +17,8 @@
 namespace {
 
 constexpr QSize kScreenshotSize(1280, 800);
+// A scripted screenshot gives up when the model or its turn takes longer.
+constexpr int kScriptTimeoutMs = 10 * 60 * 1000;
 
 // Runs that never show a window: a screenshot, or text for the terminal.
 // They must work with no display, so QT_QPA_PLATFORM is set before
@@ -29,6 +32,29 @@ bool needsNoDisplay(int argc, char** argv) {
             return true;
     }
     return false;
+}
+
+// On Linux a window needs X11 or Wayland; without either, Qt would abort
+// with a plugin error. Say what works instead.
+bool displayMissing() {
+#ifdef Q_OS_LINUX
+    return qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY") &&
+           qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY");
+#else
+    return false;
+#endif
+}
+
+int explainHeadless() {
+    std::fprintf(stderr,
+                 "kvscope: no display (neither DISPLAY nor WAYLAND_DISPLAY is set), so the window cannot open.\n"
+                 "Headless, use the command line instead:\n"
+                 "  kvscope-cli chat --model FILE.gguf        chat in the terminal\n"
+                 "  kvscope-cli bench serve --model FILE.gguf  the serving engine under load\n"
+                 "  kvscope-cli calc --preset llama-3-8b       KV memory for a model\n"
+                 "  kvscope --model FILE.gguf --prompt TEXT --screenshot out.png\n"
+                 "                                            the app, rendered offscreen to a PNG\n");
+    return 2;
 }
 
 int fail(const QString& message) {
@@ -49,12 +75,42 @@ int saveScreenshot(kvscope::ui::MainWindow& window, const QString& file) {
     return 0;
 }
 
+// --model/--synthetic with --screenshot: load, send the prompt, wait for the
+// turn to end (plus `afterMs` for the dashboards), then save and quit.
+void scriptScreenshot(kvscope::ui::MainWindow& window, const QString& prompt, int afterMs, const QString& file) {
+    using kvscope::ui::MainWindow;
+    window.setAttribute(Qt::WA_DontShowOnScreen);
+    window.resize(kScreenshotSize);
+    window.show();
+    const auto saveLater = [&window, afterMs, file] {
+        QTimer::singleShot(afterMs, &window, [&window, file] { QApplication::exit(saveScreenshot(window, file)); });
+    };
+    QObject::connect(
+        &window, &MainWindow::modelReady, &window,
+        [&window, prompt, saveLater] {
+            if (prompt.isEmpty())
+                saveLater();
+            else
+                window.submitPrompt(prompt);
+        },
+        Qt::SingleShotConnection);
+    QObject::connect(&window, &MainWindow::turnFinished, &window, saveLater, Qt::SingleShotConnection);
+    QObject::connect(&window, &MainWindow::modelFailed, &window,
+                     [](const QString& message) { QApplication::exit(fail(message)); });
+    QTimer::singleShot(kScriptTimeoutMs, &window, [] {
+        QApplication::exit(fail(QStringLiteral("the scripted chat turn did not finish in time")));
+    });
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     if (needsNoDisplay(argc, argv) && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
+    else if (displayMissing())
+        return explainHeadless();
     QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("kvscope"));
     QApplication::setApplicationName(QStringLiteral("kvscope"));
     QApplication::setApplicationVersion(kvscope::ui::appVersion());
     QApplication::setWindowIcon(kvscope::ui::appIcon());
@@ -63,9 +119,23 @@ int main(int argc, char** argv) {
     parser.setApplicationDescription(QStringLiteral("See how an LLM's paged KV cache lives in memory."));
     parser.addHelpOption();
     parser.addVersionOption();
+    const QCommandLineOption model(QStringLiteral("model"), QStringLiteral("Open this GGUF model and start a chat."),
+                                   QStringLiteral("FILE"));
+    const QCommandLineOption synthetic(QStringLiteral("synthetic"),
+                                       QStringLiteral("Build a model of this preset's shape with random weights "
+                                                      "(meaningless text, real memory) and start a chat."),
+                                       QStringLiteral("PRESET"));
+    const QCommandLineOption prompt(QStringLiteral("prompt"),
+                                    QStringLiteral("Send this message in the first chat once the model is loaded."),
+                                    QStringLiteral("TEXT"));
     const QCommandLineOption screenshot(QStringLiteral("screenshot"),
-                                        QStringLiteral("Render the main window offscreen to FILE (.png) and exit."),
+                                        QStringLiteral("Render the main window offscreen to FILE (.png) and exit; "
+                                                       "with a model, after the --prompt turn has finished."),
                                         QStringLiteral("FILE"));
+    const QCommandLineOption afterMs(QStringLiteral("after-ms"),
+                                     QStringLiteral("With --screenshot and a model: wait this long after the "
+                                                    "turn before rendering (default 300)."),
+                                     QStringLiteral("MS"), QStringLiteral("300"));
     const QCommandLineOption scenario(QStringLiteral("scenario"),
                                       QStringLiteral("Play a scenario in the allocator playground first: abc (the "
                                                      "A/B/C fragmentation example) or parallel (parallel sampling)."),
@@ -73,7 +143,7 @@ int main(int argc, char** argv) {
     const QCommandLineOption logLevel(QStringLiteral("log-level"),
                                       QStringLiteral("trace, debug, info, warn, error, critical or off."),
                                       QStringLiteral("LEVEL"), QStringLiteral("info"));
-    parser.addOptions({screenshot, scenario, logLevel});
+    parser.addOptions({model, synthetic, prompt, screenshot, afterMs, scenario, logLevel});
     parser.process(app);
 
     try {
@@ -81,15 +151,39 @@ int main(int argc, char** argv) {
     } catch (const kvscope::Error& e) {
         return fail(QString::fromUtf8(e.what()));
     }
+    if (parser.isSet(model) && parser.isSet(synthetic))
+        return fail(QStringLiteral("--model and --synthetic are alternatives; give one"));
+    bool afterOk = false;
+    const int after = parser.value(afterMs).toInt(&afterOk);
+    if (!afterOk || after < 0)
+        return fail(QStringLiteral("--after-ms needs a number of milliseconds, got '%1'").arg(parser.value(afterMs)));
+
     kvscope::ui::MainWindow window;
     if (parser.isSet(scenario)) {
         const auto which = kvscope::ui::parse_scenario(parser.value(scenario).toStdString());
         if (!which)
             return fail(QStringLiteral("unknown scenario '%1' (known: abc, parallel)").arg(parser.value(scenario)));
         window.playground()->runScenario(*which);
+        window.showPlayground();
     }
-    if (parser.isSet(screenshot))
+    std::optional<kvscope::ui::ModelSource> source;
+    if (parser.isSet(model))
+        source = kvscope::ui::ModelSource::file(parser.value(model));
+    else if (parser.isSet(synthetic))
+        source = kvscope::ui::ModelSource::synthetic(parser.value(synthetic));
+
+    if (parser.isSet(screenshot) && !source)
         return saveScreenshot(window, parser.value(screenshot));
-    window.show();
+    if (parser.isSet(screenshot))
+        scriptScreenshot(window, parser.value(prompt), after, parser.value(screenshot));
+    else {
+        window.show();
+        if (source && parser.isSet(prompt))
+            QObject::connect(
+                &window, &kvscope::ui::MainWindow::modelReady, &window,
+                [&window, text = parser.value(prompt)] { window.submitPrompt(text); }, Qt::SingleShotConnection);
+    }
+    if (source)
+        window.openModel(*source);
     return QApplication::exec();
 }

@@ -1,5 +1,6 @@
-// The main window offscreen: the playground is its first panel, the status
-// bar says where the pool lives, and grab() saves a real PNG.
+// The main window offscreen without a model: the Chat tab (start page) and
+// the allocator playground, the status bar says where the pool lives, and
+// grab() saves a real PNG.
 #include <QLabel>
 #include <QMenuBar>
 #include <QSet>
@@ -17,19 +18,22 @@ class TestMainWindow : public QObject {
     Q_OBJECT
 
 private slots:
-    void playgroundIsTheFirstPanel() {
+    void chatAndPlaygroundAreThePanels() {
         MainWindow window;
         auto* tabs = qobject_cast<QTabWidget*>(window.centralWidget());
         QVERIFY(tabs);
-        QCOMPARE(tabs->widget(0), window.playground());
-        QCOMPARE(tabs->tabText(0), QStringLiteral("Allocator playground"));
+        QCOMPARE(tabs->tabText(0), QStringLiteral("Chat"));
+        QCOMPARE(tabs->widget(1), window.playground());
+        QCOMPARE(tabs->tabText(1), QStringLiteral("Allocator playground"));
+        window.showPlayground();
+        QCOMPARE(tabs->currentWidget(), window.playground());
     }
 
     void statusBarSaysWhereThePoolLives() {
         MainWindow window;
         auto* location = window.statusBar()->findChild<QLabel*>(QStringLiteral("poolLocation"));
         QVERIFY(location);
-        QVERIFY2(location->text().startsWith(QStringLiteral("KV pool: host memory (CPU)")), qPrintable(location->text()));
+        QVERIFY2(location->text().startsWith(QStringLiteral("KV pool: host RAM")), qPrintable(location->text()));
     }
 
     void menusOfferQuitAndAbout() {
@@ -47,6 +51,7 @@ private slots:
         QVERIFY(dir.isValid());
         MainWindow window;
         window.playground()->runScenario(Scenario::Abc);
+        window.showPlayground();
         window.resize(1280, 800);
         const QString file = dir.filePath(QStringLiteral("window.png"));
         QVERIFY(window.grab().save(file));

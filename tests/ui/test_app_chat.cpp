@@ -1,0 +1,186 @@
+// The app end to end, offscreen, with stories260K: open the model, chat
+// (text streams into the transcript while the block map paints the chat's
+// blocks in its tab's colour), stop a turn, finish one; a bad file shows
+// the engine's message and leaves the app usable.
+#include <QFile>
+#include <QLabel>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTemporaryDir>
+#include <QTextBrowser>
+#include <QtTest>
+
+#include "support/test_models.h"
+#include "ui/block_look.h"
+#include "ui/block_map_widget.h"
+#include "ui/chat_panel.h"
+#include "ui/chat_tabs.h"
+#include "ui/live_pool_panel.h"
+#include "ui/main_window.h"
+#include "ui/model_info_panel.h"
+#include "ui/recent_files.h"
+
+using namespace kvscope;
+using namespace kvscope::ui;
+
+namespace {
+
+constexpr int kWaitMs = 60'000;
+
+// A block of `chat`'s in the snapshot with every slot written, if any.
+std::optional<BlockId> fullBlockOf(const EngineSnapshot& s, const std::unordered_map<RequestId, int>& chats,
+                                   int chat) {
+    for (const SeqSnapshot& seq : s.seqs) {
+        const auto it = chats.find(seq.request);
+        if (it == chats.end() || it->second != chat)
+            continue;
+        for (const SequenceInfo& info : s.pool->sequences)
+            if (info.id == seq.seq)
+                for (BlockId b : info.blocks)
+                    if (s.pool->blocks[b].fill == s.pool->layout.block_size() &&
+                        s.pool->blocks[b].state == BlockState::Used)
+                        return b;
+    }
+    return std::nullopt;
+}
+
+QString statusText(const MainWindow& window, const char* name) {
+    const auto* label = window.statusBar()->findChild<QLabel*>(QString::fromLatin1(name));
+    return label ? label->text() : QString();
+}
+
+} // namespace
+
+class TestAppChat : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase() { QStandardPaths::setTestModeEnabled(true); } // recent files go to a test location
+
+    void chatStreamsIntoTheViewAndTheBlockMap() {
+        KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
+        MainWindow window;
+        window.resize(1280, 800);
+        window.show();
+        QSignalSpy ready(&window, &MainWindow::modelReady);
+        window.openModel(ModelSource::file(model));
+        QVERIFY(ready.wait(kWaitMs));
+        QVERIFY(window.hasModel());
+        QVERIFY(window.modelInfo()->text().contains(QStringLiteral("stories260K")));
+        QVERIFY(window.modelInfo()->text().contains(QStringLiteral("640"))); // f16 KV bytes per token
+        QVERIFY2(statusText(window, "poolLocation").contains(QStringLiteral("host RAM")),
+                 qPrintable(statusText(window, "poolLocation")));
+        QVERIFY(!statusText(window, "poolLocation").contains(QStringLiteral("VRAM")));
+        QVERIFY(statusText(window, "backendStatus").startsWith(QStringLiteral("CPU")));
+        QVERIFY(RecentFiles::list().contains(QFileInfo(model).absoluteFilePath()));
+
+        ChatPanel* chat = window.chats()->current();
+        QVERIFY(chat);
+        chat->findChild<QDoubleSpinBox*>(QStringLiteral("temperature"))->setValue(0);
+        chat->findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(400);
+
+        // While the turn runs, each snapshot is painted: look for one of the
+        // chat's full blocks and read its pixel back from the map.
+        std::unordered_map<RequestId, int> requests;
+        bool sawChatColor = false;
+        QString streamedMidway;
+        const QRgb chatColor = ChatTabs::colorOf(chat->chat()).rgb();
+        connect(&window, &MainWindow::snapshotShown, this, [&](std::shared_ptr<const EngineSnapshot> s) {
+            if (!chat->busy() || sawChatColor)
+                return;
+            for (const SeqSnapshot& seq : s->seqs)
+                requests.emplace(seq.request, chat->chat()); // this test's only requests are chat 1's
+            const auto block = fullBlockOf(*s, requests, chat->chat());
+            if (!block)
+                return;
+            BlockMapWidget* map = window.pool()->map();
+            const QImage image = map->grab().toImage();
+            const QRect cell = map->blockRect(*block);
+            sawChatColor = image.pixel(cell.center().x(), cell.bottom() - 1) == chatColor;
+            streamedMidway = chat->transcriptText();
+            QVERIFY(map->toolTipFor(*block).contains(QStringLiteral("Chat 1")));
+        });
+        QSignalSpy finished(&window, &MainWindow::turnFinished);
+        chat->submit(QStringLiteral("Once upon a time"));
+        QVERIFY(chat->busy());
+        QVERIFY(finished.wait(kWaitMs));
+        QVERIFY2(sawChatColor, "no snapshot showed the chat's blocks in its colour while it generated");
+        QVERIFY(streamedMidway.contains(QStringLiteral("Once upon a time")));
+        const QString transcript = chat->transcriptText();
+        QVERIFY2(transcript.size() > streamedMidway.size(), "text kept streaming after the midway snapshot");
+        QVERIFY2(transcript.contains(QStringLiteral("token limit")), qPrintable(transcript));
+        QVERIFY(!chat->busy());
+        QCOMPARE(chat->history().size(), std::size_t{2});
+
+        // Stop: the next turn ends early, by the user.
+        chat->findChild<QSpinBox*>(QStringLiteral("maxTokens"))->setValue(100);
+        chat->submit(QStringLiteral("The dog"));
+        chat->findChild<QPushButton*>(QStringLiteral("stop"))->click();
+        QVERIFY(finished.wait(kWaitMs));
+        QVERIFY2(chat->transcriptText().contains(QStringLiteral("stopped by you")), qPrintable(chat->transcriptText()));
+        QVERIFY(!chat->busy());
+        QVERIFY(chat->findChild<QPushButton*>(QStringLiteral("send"))->isEnabled());
+    }
+
+    void badModelShowsTheErrorAndTheAppStaysUsable() {
+        KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
+        QTemporaryDir dir;
+        const QString bad = dir.filePath(QStringLiteral("broken.gguf"));
+        QFile file(bad);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("GGUF but nothing that follows makes sense");
+        file.close();
+
+        MainWindow window;
+        window.show();
+        QSignalSpy failed(&window, &MainWindow::modelFailed);
+        window.openModel(ModelSource::file(bad));
+        QVERIFY(failed.wait(kWaitMs));
+        QMessageBox* box = nullptr;
+        QTRY_VERIFY((box = window.findChild<QMessageBox*>(QStringLiteral("loadError"))) && box->isVisible());
+        QVERIFY2(box->text().contains(QStringLiteral("broken.gguf")), qPrintable(box->text()));
+        QCOMPARE(box->text(), failed.last().at(0).toString()); // the engine's own message
+        QVERIFY(!window.hasModel());
+        box->accept();
+
+        // Usable: the good model loads and answers.
+        QSignalSpy ready(&window, &MainWindow::modelReady);
+        window.openModel(ModelSource::file(model));
+        QVERIFY(ready.wait(kWaitMs));
+        QSignalSpy finished(&window, &MainWindow::turnFinished);
+        window.submitPrompt(QStringLiteral("Once upon a time"));
+        QVERIFY(finished.wait(kWaitMs));
+        QVERIFY(window.chats()->current()->transcriptText().contains(QStringLiteral("tok/s")));
+    }
+
+    void twoChatsRunAtOnceInOnePool() {
+        KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
+        MainWindow window;
+        window.show();
+        QSignalSpy ready(&window, &MainWindow::modelReady);
+        window.openModel(ModelSource::file(model));
+        QVERIFY(ready.wait(kWaitMs));
+        ChatPanel* first = window.chats()->current();
+        ChatPanel* second = window.chats()->newChat();
+        QVERIFY(first != second);
+        QVERIFY(ChatTabs::colorOf(first->chat()) != ChatTabs::colorOf(second->chat()));
+        std::size_t mostRunning = 0;
+        connect(&window, &MainWindow::snapshotShown, this, [&](std::shared_ptr<const EngineSnapshot> s) {
+            mostRunning = std::max(mostRunning, s->running);
+        });
+        QSignalSpy finished(&window, &MainWindow::turnFinished);
+        first->submit(QStringLiteral("Once upon a time"));
+        second->submit(QStringLiteral("Once upon a time"));
+        QVERIFY(first->busy() && second->busy());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 2, kWaitMs);
+        QVERIFY(first->transcriptText().contains(QStringLiteral("tok/s")));
+        QVERIFY(second->transcriptText().contains(QStringLiteral("tok/s")));
+        QCOMPARE(mostRunning, std::size_t{2}); // one batch, one pool
+    }
+};
+
+QTEST_MAIN(TestAppChat)
+#include "test_app_chat.moc"

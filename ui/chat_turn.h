@@ -1,0 +1,44 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <QMetaType>
+
+#include "engine/engine.h"
+#include "engine/tokenizer/chat_template.h"
+
+namespace kvscope::ui {
+
+// One chat turn sent to the engine: the whole conversation so far (system
+// prompt first, the new user message last), rendered with the model's chat
+// template on the worker thread. Earlier turns come back from the prefix
+// cache, so a conversation costs new blocks only for what is new.
+struct ChatTurn {
+    int chat = 0;
+    std::vector<ChatMessage> messages;
+    RequestParams params;
+};
+
+// How a turn went, measured by the controller from submission to the end.
+struct TurnStats {
+    int chat = 0;
+    std::uint32_t prompt_tokens = 0;
+    std::uint32_t generated_tokens = 0;
+    double ttft_s = 0;    // submission to first token
+    double seconds = 0;   // submission to the end
+    FinishReason finish = FinishReason::Stop;
+    std::string error;    // with FinishReason::Error
+
+    // Generation speed after the first token.
+    double tokens_per_s() const {
+        const double decode = seconds - ttft_s;
+        return generated_tokens > 1 && decode > 0 ? (generated_tokens - 1) / decode : 0;
+    }
+};
+
+} // namespace kvscope::ui
+
+Q_DECLARE_METATYPE(kvscope::ui::ChatTurn)
+Q_DECLARE_METATYPE(kvscope::ui::TurnStats)

@@ -1,0 +1,372 @@
+#include "ui/engine_controller.h"
+
+#include <algorithm>
+#include <exception>
+
+#include <QDir>
+#include <QFileInfo>
+#include <QTemporaryDir>
+#include <QTimer>
+
+#include "engine/core/error.h"
+#include "engine/model/synthetic_model.h"
+#include "engine/presets/model_presets.h"
+#include "engine/runtime/model.h"
+
+namespace kvscope::ui {
+namespace {
+
+// Synthetic weights are Q4_0: the smallest file and the fastest forward
+// pass of the types make-model writes, and the text is meaningless anyway.
+constexpr GgmlType kSyntheticWeights = GgmlType::Q4_0;
+constexpr std::uint64_t kSyntheticSeed = 1;
+constexpr std::uint32_t kDefaultBlocks = 1024;
+
+QString errorText(const std::exception& e) { return QString::fromUtf8(e.what()); }
+
+double secondsBetween(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+}
+
+// Writes the preset's random-weight GGUF into `dir`; returns its path.
+std::string writeSyntheticModel(const QString& preset, const QTemporaryDir& dir) {
+    if (!dir.isValid())
+        throw Error("cannot create a temporary folder for the synthetic model: " + dir.errorString().toStdString());
+    const ModelGeometry& geometry = find_model_preset(preset.toStdString());
+    const std::string path = QDir(dir.path()).filePath(preset + QStringLiteral(".gguf")).toStdString();
+    write_synthetic_model(geometry, kSyntheticWeights, kSyntheticSeed, path);
+    return path;
+}
+
+} // namespace
+
+QString ModelSource::label() const {
+    return isSynthetic() ? QStringLiteral("synthetic %1").arg(preset) : QFileInfo(path).fileName();
+}
+
+EngineController::EngineController(EngineConfig config, QObject* parent)
+    : QObject(parent), config_(std::move(config)), arrivalTimer_(new QTimer(this)) {
+    arrivalTimer_->setSingleShot(true);
+    connect(arrivalTimer_, &QTimer::timeout, this, &EngineController::scheduleStep);
+}
+
+EngineController::~EngineController() = default;
+
+EngineConfig EngineController::defaultConfig() {
+    EngineConfig config;
+    config.num_blocks = kDefaultBlocks;
+    return config;
+}
+
+void EngineController::loadModel(const ModelSource& source) {
+    try {
+        auto dir = source.isSynthetic() ? std::make_unique<QTemporaryDir>() : nullptr;
+        std::string path = source.path.toStdString();
+        if (dir) {
+            emit loadProgress(tr("Writing %1 with random weights...").arg(source.label()));
+            path = writeSyntheticModel(source.preset, *dir);
+        }
+        emit loadProgress(tr("Reading %1...").arg(source.label()));
+        auto model = std::make_shared<const Model>(path);
+        emit loadProgress(tr("Building the engine..."));
+        EngineConfig config = config_;
+        config.model = path;
+        auto engine = std::make_unique<Engine>(config, model);
+        auto chatTemplate = std::make_unique<ChatTemplate>(ChatTemplate::for_model(model->file(), engine->tokenizer()));
+        abortEverything();
+        engine_ = std::move(engine);
+        engine_->set_output_callback([this](const RequestOutput& out) { onOutput(out); });
+        model_ = std::move(model);
+        template_ = std::move(chatTemplate);
+        syntheticDir_ = std::move(dir);
+        source_ = source;
+        config_ = config;
+        emit configApplied(config_);
+        emit modelLoaded(summarize(source, *engine_, template_->description(), template_->supported()));
+        publishSnapshot();
+    } catch (const std::exception& e) {
+        emit modelLoadFailed(errorText(e));
+    }
+}
+
+void EngineController::applyConfig(const EngineConfig& config) {
+    if (!model_) {
+        config_ = config;
+        emit configApplied(config_);
+        return;
+    }
+    try {
+        EngineConfig next = config;
+        next.model = config_.model;
+        auto engine = std::make_unique<Engine>(next, model_);
+        abortEverything();
+        engine_ = std::move(engine);
+        engine_->set_output_callback([this](const RequestOutput& out) { onOutput(out); });
+        config_ = next;
+        emit configApplied(config_);
+        emit modelLoaded(summarize(*source_, *engine_, template_->description(), template_->supported()));
+        publishSnapshot();
+    } catch (const std::exception& e) {
+        emit errorOccurred(tr("The configuration was not applied: %1").arg(errorText(e)));
+    }
+}
+
+void EngineController::submitChat(const ChatTurn& turn) {
+    TurnStats failed;
+    failed.chat = turn.chat;
+    failed.finish = FinishReason::Error;
+    if (!engine_) {
+        failed.error = "no model is loaded";
+        emit chatFinished(failed);
+        return;
+    }
+    const auto submitted = Clock::now();
+    std::vector<TokenId> prompt;
+    try {
+        prompt = template_->encode(engine_->tokenizer(), template_->render(turn.messages));
+    } catch (const std::exception& e) {
+        failed.error = e.what();
+        emit chatFinished(failed);
+        return;
+    }
+    const auto promptTokens = static_cast<std::uint32_t>(prompt.size());
+    rejection_.reset();
+    const RequestId id = engine_->add_request(std::move(prompt), turn.params);
+    if (rejection_ && rejection_->first == id) {
+        failed.error = rejection_->second;
+        failed.prompt_tokens = promptTokens;
+        emit chatFinished(failed);
+        return;
+    }
+    chats_[id] = ChatRequest{turn.chat, promptTokens, 0, submitted, std::nullopt, {}};
+    emit chatStarted(turn.chat, id);
+    scheduleStep();
+}
+
+void EngineController::abortChat(int chat) {
+    if (!engine_)
+        return;
+    std::vector<RequestId> requests;
+    for (const auto& [id, c] : chats_)
+        if (c.chat == chat)
+            requests.push_back(id);
+    for (RequestId id : requests)
+        engine_->abort(id); // finishChat runs from the output callback
+    publishSnapshot();
+}
+
+void EngineController::startWorkload(const WorkloadSpec& spec) {
+    if (!engine_) {
+        emit errorOccurred(tr("Load a model before starting a workload."));
+        return;
+    }
+    stopWorkload();
+    WorkloadSpec fitted = spec;
+    // Prompt ids must exist in this vocabulary, and requests must fit its context.
+    fitted.vocab = model_->config().vocab_size;
+    if (const std::uint32_t context = model_->config().context_length; context > 0)
+        fitted.max_total = std::min(fitted.max_total, context);
+    try {
+        workload_ = Workload{make_workload(fitted), 0, std::max<std::uint32_t>(spec.n, 1), 0, Clock::now(), {}};
+    } catch (const std::exception& e) {
+        emit errorOccurred(tr("The workload was not started: %1").arg(errorText(e)));
+        return;
+    }
+    emit workloadProgress(0, 0, static_cast<quint32>(workload_->requests.size()));
+    scheduleStep();
+}
+
+void EngineController::stopWorkload() {
+    if (!workload_)
+        return;
+    arrivalTimer_->stop();
+    const std::set<RequestId> open = std::exchange(workload_->open, {});
+    workload_.reset(); // first, so that the aborts below are not counted as a workload's progress
+    for (RequestId id : open)
+        engine_->abort(id);
+    emit workloadStopped();
+    publishSnapshot();
+}
+
+void EngineController::abortEverything() {
+    stopWorkload();
+    if (!engine_)
+        return;
+    std::vector<RequestId> requests;
+    for (const auto& entry : chats_)
+        requests.push_back(entry.first);
+    for (RequestId id : requests)
+        engine_->abort(id);
+}
+
+void EngineController::onOutput(const RequestOutput& out) {
+    if (const auto it = chats_.find(out.request); it != chats_.end()) {
+        ChatRequest& c = it->second;
+        if (!out.tokens.empty() && !c.first_token)
+            c.first_token = Clock::now();
+        c.generated += static_cast<std::uint32_t>(out.tokens.size());
+        c.pending_text += QString::fromStdString(out.text);
+        if (out.finish)
+            finishChat(it->first, out);
+        return;
+    }
+    if (workload_ && workload_->open.contains(out.request)) {
+        if (out.finish && out.index == 0) {
+            workload_->open.erase(out.request);
+            ++workload_->finished;
+        }
+        return;
+    }
+    // Neither a chat nor a workload request yet: add_request is rejecting it.
+    if (out.finish == FinishReason::Error)
+        rejection_ = {out.request, out.error};
+}
+
+void EngineController::finishChat(RequestId request, const RequestOutput& out) {
+    ChatRequest c = std::move(chats_.at(request));
+    chats_.erase(request);
+    if (!c.pending_text.isEmpty())
+        emit chatText(c.chat, c.pending_text);
+    const auto end = Clock::now();
+    TurnStats stats{.chat = c.chat,
+                    .prompt_tokens = c.prompt_tokens,
+                    .generated_tokens = c.generated,
+                    .ttft_s = c.first_token ? secondsBetween(c.submitted, *c.first_token) : 0,
+                    .seconds = secondsBetween(c.submitted, end),
+                    .finish = *out.finish,
+                    .error = out.error};
+    emit chatFinished(stats);
+}
+
+void EngineController::admitWorkloadArrivals() {
+    if (!workload_)
+        return;
+    Workload& w = *workload_;
+    const double elapsed = secondsBetween(w.start, Clock::now());
+    for (; w.next < w.requests.size() && w.requests[w.next].arrival_s <= elapsed; ++w.next) {
+        const WorkloadRequest& r = w.requests[w.next];
+        RequestParams p;
+        p.max_new_tokens = r.max_new_tokens;
+        p.n = w.n;
+        p.ignore_eos = true;
+        rejection_.reset();
+        const RequestId id = engine_->add_request(r.prompt, p);
+        if (rejection_ && rejection_->first == id) {
+            ++w.finished;
+            emit errorOccurred(tr("Workload request %1 was rejected: %2")
+                                   .arg(w.next + 1)
+                                   .arg(QString::fromStdString(rejection_->second)));
+        } else {
+            w.open.insert(id);
+        }
+    }
+}
+
+void EngineController::scheduleStep() {
+    if (stepQueued_ || !engine_)
+        return;
+    stepQueued_ = true;
+    // Queued: whatever commands arrived meanwhile run first.
+    QMetaObject::invokeMethod(this, &EngineController::stepOnce, Qt::QueuedConnection);
+}
+
+void EngineController::stepOnce() {
+    stepQueued_ = false;
+    if (!engine_)
+        return;
+    admitWorkloadArrivals();
+    if (engine_->has_work()) {
+        try {
+            engine_->step();
+        } catch (const std::exception& e) {
+            emit errorOccurred(tr("The engine failed a step: %1").arg(errorText(e)));
+            abortEverything();
+        }
+    }
+    if (workload_) {
+        const Workload& w = *workload_;
+        emit workloadProgress(static_cast<quint32>(w.next), w.finished, static_cast<quint32>(w.requests.size()));
+        if (w.next == w.requests.size() && w.open.empty()) {
+            workload_.reset();
+            emit workloadStopped();
+        }
+    }
+    if (engine_->has_work()) {
+        maybePublish();
+        scheduleStep();
+        return;
+    }
+    publishSnapshot(); // the idle state, once
+    if (workload_ && workload_->next < workload_->requests.size()) {
+        // Nothing to run until the next request arrives.
+        const double wait = workload_->requests[workload_->next].arrival_s -
+                            secondsBetween(workload_->start, Clock::now());
+        arrivalTimer_->start(std::max(0, static_cast<int>(wait * 1000)));
+    }
+}
+
+void EngineController::flushText() {
+    for (auto& [id, c] : chats_)
+        if (!c.pending_text.isEmpty())
+            emit chatText(c.chat, std::exchange(c.pending_text, {}));
+}
+
+void EngineController::publishSnapshot() {
+    if (!engine_)
+        return;
+    flushText();
+    lastSnapshot_ = Clock::now();
+    emit snapshotReady(engine_->snapshot());
+}
+
+void EngineController::maybePublish() {
+    if (Clock::now() - lastSnapshot_ >= kSnapshotInterval)
+        publishSnapshot();
+}
+
+// --- EngineThread ---
+
+EngineThread::EngineThread(EngineConfig config, QObject* parent)
+    : QObject(parent), controller_(new EngineController(std::move(config))) {
+    qRegisterMetaType<ModelSource>();
+    qRegisterMetaType<ModelSummary>();
+    qRegisterMetaType<ChatTurn>();
+    qRegisterMetaType<TurnStats>();
+    qRegisterMetaType<EngineConfig>();
+    qRegisterMetaType<WorkloadSpec>();
+    qRegisterMetaType<std::shared_ptr<const EngineSnapshot>>();
+    thread_.setObjectName(QStringLiteral("kvscope engine"));
+    controller_->moveToThread(&thread_);
+    connect(&thread_, &QThread::finished, controller_, &QObject::deleteLater);
+    thread_.start();
+}
+
+EngineThread::~EngineThread() {
+    thread_.quit();
+    thread_.wait();
+}
+
+template <typename F> void EngineThread::post(F&& command) {
+    QMetaObject::invokeMethod(controller_, std::forward<F>(command), Qt::QueuedConnection);
+}
+
+void EngineThread::loadModel(const ModelSource& source) {
+    post([c = controller_, source] { c->loadModel(source); });
+}
+void EngineThread::applyConfig(const EngineConfig& config) {
+    post([c = controller_, config] { c->applyConfig(config); });
+}
+void EngineThread::submitChat(const ChatTurn& turn) {
+    post([c = controller_, turn] { c->submitChat(turn); });
+}
+void EngineThread::abortChat(int chat) {
+    post([c = controller_, chat] { c->abortChat(chat); });
+}
+void EngineThread::startWorkload(const WorkloadSpec& spec) {
+    post([c = controller_, spec] { c->startWorkload(spec); });
+}
+void EngineThread::stopWorkload() {
+    post([c = controller_] { c->stopWorkload(); });
+}
+
+} // namespace kvscope::ui

@@ -1,0 +1,151 @@
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <QObject>
+#include <QString>
+#include <QThread>
+
+#include "engine/engine.h"
+#include "engine/engine_config.h"
+#include "engine/engine_snapshot.h"
+#include "engine/tokenizer/chat_template.h"
+#include "engine/workload/workload.h"
+#include "ui/chat_turn.h"
+#include "ui/dashboards/snapshot_metatype.h"
+#include "ui/model_source.h"
+#include "ui/model_summary.h"
+
+class QTemporaryDir;
+class QTimer;
+
+Q_DECLARE_METATYPE(kvscope::EngineConfig)
+
+namespace kvscope::ui {
+
+// Owns an Engine and drives it on the thread it lives on (see EngineThread).
+// Commands are slots, meant to be invoked queued; the controller steps the
+// engine while there is work, one step per event-loop turn, so commands are
+// taken between steps. Results leave as signals carrying values only: text
+// per chat (collected and sent with each snapshot, about 30 times a second
+// at most), per-turn stats, and immutable EngineSnapshots. Every failure is
+// a signal with the engine's message; nothing is swallowed.
+class EngineController : public QObject {
+    Q_OBJECT
+public:
+    static constexpr std::chrono::milliseconds kSnapshotInterval{33};
+
+    explicit EngineController(EngineConfig config = defaultConfig(), QObject* parent = nullptr);
+    ~EngineController() override;
+
+    // The app's starting configuration: a pool of 1,024 blocks, which a
+    // block map shows whole, whatever the model.
+    static EngineConfig defaultConfig();
+
+public slots:
+    // Replaces the model (and the engine, aborting what is in flight).
+    void loadModel(const kvscope::ui::ModelSource& source);
+    // A new engine with this configuration for the loaded model; in-flight
+    // chats end with FinishReason::Abort. Without a model it is kept for the next load.
+    void applyConfig(const kvscope::EngineConfig& config);
+    void submitChat(const kvscope::ui::ChatTurn& turn);
+    void abortChat(int chat);
+    // Requests arrive at the spec's times (Poisson rate, or all at once) and
+    // generate exactly their lengths, as `bench serve` runs them.
+    void startWorkload(const kvscope::WorkloadSpec& spec);
+    void stopWorkload();
+
+signals:
+    void loadProgress(const QString& stage);
+    void modelLoaded(const kvscope::ui::ModelSummary& summary);
+    void modelLoadFailed(const QString& message);
+    void configApplied(const kvscope::EngineConfig& config);
+    void errorOccurred(const QString& message);
+    void chatStarted(int chat, quint64 request);
+    void chatText(int chat, const QString& text);
+    void chatFinished(const kvscope::ui::TurnStats& stats);
+    // submitted / total requests of the running workload; finished when it ends.
+    void workloadProgress(quint32 submitted, quint32 finished, quint32 total);
+    void workloadStopped();
+    void snapshotReady(std::shared_ptr<const kvscope::EngineSnapshot> snapshot);
+
+private:
+    using Clock = std::chrono::steady_clock;
+    struct ChatRequest {
+        int chat = 0;
+        std::uint32_t prompt_tokens = 0;
+        std::uint32_t generated = 0;
+        Clock::time_point submitted;
+        std::optional<Clock::time_point> first_token;
+        QString pending_text; // not yet sent
+    };
+    struct Workload {
+        std::vector<WorkloadRequest> requests;
+        std::size_t next = 0;
+        std::uint32_t n = 1;
+        std::uint32_t finished = 0;
+        Clock::time_point start;
+        std::set<RequestId> open; // submitted, not finished
+    };
+
+    void buildEngine(const EngineConfig& config);
+    void abortEverything();
+    void onOutput(const RequestOutput& out);
+    void finishChat(RequestId request, const RequestOutput& out);
+    void admitWorkloadArrivals();
+    void scheduleStep();
+    void stepOnce();
+    void flushText();
+    void publishSnapshot();
+    void maybePublish();
+    bool hasWork() const;
+
+    EngineConfig config_;
+    std::shared_ptr<const Model> model_;
+    std::optional<ModelSource> source_;
+    std::unique_ptr<QTemporaryDir> syntheticDir_; // the synthetic model's file lives as long as it is loaded
+    std::unique_ptr<Engine> engine_;
+    std::unique_ptr<ChatTemplate> template_;
+    std::map<RequestId, ChatRequest> chats_;
+    // add_request rejects a request synchronously, before its id is known here.
+    std::optional<std::pair<RequestId, std::string>> rejection_;
+    std::optional<Workload> workload_;
+    QTimer* arrivalTimer_;
+    bool stepQueued_ = false;
+    Clock::time_point lastSnapshot_{};
+};
+
+// The engine's worker thread and its controller: commands are posted to the
+// controller's thread and return at once. Destroying it stops the thread
+// after the current step.
+class EngineThread : public QObject {
+    Q_OBJECT
+public:
+    explicit EngineThread(EngineConfig config = EngineController::defaultConfig(), QObject* parent = nullptr);
+    ~EngineThread() override;
+
+    // For connecting to its signals only: it lives on the worker thread.
+    EngineController* controller() const { return controller_; }
+
+    void loadModel(const ModelSource& source);
+    void applyConfig(const EngineConfig& config);
+    void submitChat(const ChatTurn& turn);
+    void abortChat(int chat);
+    void startWorkload(const WorkloadSpec& spec);
+    void stopWorkload();
+
+private:
+    template <typename F> void post(F&& command);
+
+    QThread thread_;
+    EngineController* controller_;
+};
+
+} // namespace kvscope::ui

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <QMetaType>
+
+#include "engine/model/model_config.h"
+#include "engine/model/tensor_stats.h"
+#include "ui/model_source.h"
+
+namespace kvscope {
+class Engine;
+}
+
+namespace kvscope::ui {
+
+// What the model info panel and the status bar say about the loaded model
+// and its engine, computed once on the worker thread at load. KV bytes come
+// from the engine's KvLayout.
+struct ModelSummary {
+    ModelSource source;
+    ModelConfig config;
+    TensorStats tensors;
+    std::string chat_template; // "llama3 (3.1+, dated)", or "none" (plain completion)
+    bool chat_template_known = false;
+    std::string kv_dtype;
+    std::size_t kv_bytes_per_token = 0;
+    std::uint32_t block_size = 0;
+    std::uint32_t kv_blocks = 0;
+    std::size_t kv_pool_bytes = 0;
+    std::string kv_device; // where the pool lives, as the engine's snapshots say
+    int threads = 0;
+};
+
+// `chatTemplate`: the description of the template the controller uses.
+ModelSummary summarize(const ModelSource& source, const Engine& engine, const std::string& chatTemplate,
+                       bool chatTemplateKnown);
+
+} // namespace kvscope::ui
+
+Q_DECLARE_METATYPE(kvscope::ui::ModelSummary)

@@ -1,0 +1,98 @@
+#include "ui/start_page.h"
+
+#include <QComboBox>
+#include <QFileInfo>
+#include <QGroupBox>
+#include <QLabel>
+#include <QListWidget>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+#include "engine/presets/model_presets.h"
+#include "ui/model_info_panel.h"
+
+namespace kvscope::ui {
+namespace {
+
+QGroupBox* section(const QString& title, QWidget* content, QWidget* action = nullptr) {
+    auto* box = new QGroupBox(title);
+    auto* layout = new QVBoxLayout(box);
+    layout->addWidget(content);
+    if (action)
+        layout->addWidget(action, 0, Qt::AlignLeft);
+    return box;
+}
+
+QLabel* note(const QString& text) {
+    auto* label = new QLabel(text);
+    label->setWordWrap(true);
+    return label;
+}
+
+} // namespace
+
+StartPage::StartPage(QWidget* parent) : QWidget(parent), recent_(new QListWidget), preset_(new QComboBox) {
+    auto* open = new QPushButton(tr("Open GGUF model..."));
+    open->setObjectName(QStringLiteral("openModel"));
+    open->setToolTip(tr("Open a GGUF file (Ctrl+O), or drop one on the window"));
+    connect(open, &QPushButton::clicked, this, &StartPage::openFileRequested);
+
+    recent_->setObjectName(QStringLiteral("recentFiles"));
+    recent_->setMaximumHeight(160);
+    connect(recent_, &QListWidget::itemActivated, this,
+            [this](QListWidgetItem* item) { emit recentFileRequested(item->data(Qt::UserRole).toString()); });
+
+    auto* playground = new QPushButton(tr("Open the allocator playground"));
+    playground->setObjectName(QStringLiteral("openPlayground"));
+    connect(playground, &QPushButton::clicked, this, &StartPage::playgroundRequested);
+
+    preset_->setObjectName(QStringLiteral("syntheticPreset"));
+    for (const ModelGeometry& g : model_presets())
+        preset_->addItem(QStringLiteral("%1 (%2 parameters)")
+                             .arg(QString::fromStdString(g.name), countText(static_cast<double>(g.parameters()))),
+                         QString::fromStdString(g.name));
+    auto* build = new QPushButton(tr("Build synthetic model"));
+    build->setObjectName(QStringLiteral("buildSynthetic"));
+    connect(build, &QPushButton::clicked, this,
+            [this] { emit syntheticRequested(preset_->currentData().toString()); });
+    auto* synthetic = new QWidget;
+    auto* syntheticLayout = new QVBoxLayout(synthetic);
+    syntheticLayout->setContentsMargins(0, 0, 0, 0);
+    syntheticLayout->addWidget(
+        note(tr("A model of a real shape with <b>random weights</b>: it <b>produces meaningless text</b>, but its "
+                "KV cache, memory and speed are those of the real model. Built into a temporary file "
+                "(Q4_0 weights) when you press the button; the large presets take minutes and gigabytes.")));
+    syntheticLayout->addWidget(preset_);
+
+    auto* title = new QLabel(tr("<h2>kvscope</h2>Chat with a model and watch its paged KV cache live."));
+    auto* column = new QVBoxLayout;
+    column->addWidget(title);
+    column->addWidget(section(tr("Model"), note(tr("A LLaMA-family GGUF (llama, Mistral, TinyLlama, Qwen 2).")), open));
+    column->addWidget(section(tr("Recent files"), recent_));
+    column->addWidget(section(tr("Synthetic model"), synthetic, build));
+    column->addWidget(section(tr("Allocator playground"),
+                              note(tr("Paged and contiguous allocation side by side, step by step, no model "
+                                      "needed.")),
+                              playground));
+    column->addStretch();
+    auto* outer = new QHBoxLayout(this);
+    outer->addStretch(1);
+    outer->addLayout(column, 2);
+    outer->addStretch(1);
+    setRecentFiles({});
+}
+
+void StartPage::setRecentFiles(const QStringList& files) {
+    recent_->clear();
+    for (const QString& path : files) {
+        auto* item = new QListWidgetItem(QFileInfo(path).fileName(), recent_);
+        item->setData(Qt::UserRole, path);
+        item->setToolTip(path);
+    }
+    if (files.isEmpty()) {
+        auto* item = new QListWidgetItem(tr("(none yet)"), recent_);
+        item->setFlags(Qt::NoItemFlags);
+    }
+}
+
+} // namespace kvscope::ui
