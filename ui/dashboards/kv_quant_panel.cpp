@@ -1,6 +1,10 @@
 #include "ui/dashboards/kv_quant_panel.h"
 
+#include <QFileDialog>
 #include <QGroupBox>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -77,6 +81,11 @@ KvQuantPanel::KvQuantPanel(QWidget* parent)
       accuracyNote_(new QLabel(this)),
       accuracyTable_(newTable(this, {tr("KV dtype"), tr("bytes/token"), tr("perplexity"), tr("Δ vs f32"),
                                      tr("KL divergence"), tr("top-1 agreement")})),
+      measurement_(new AccuracyMeasurement(this)),
+      measure_(new QPushButton(tr("Measure accuracy…"), this)),
+      cancel_(new QPushButton(tr("Cancel"), this)),
+      window_(new QSpinBox(this)),
+      progress_(new QProgressBar(this)),
       refresh_(new QTimer(this)) {
     refresh_->setSingleShot(true);
     connect(refresh_, &QTimer::timeout, this, [this] {
@@ -85,21 +94,82 @@ KvQuantPanel::KvQuantPanel(QWidget* parent)
     });
     context_->setWordWrap(true);
     accuracyNote_->setWordWrap(true);
-    accuracyNote_->setText(tr("Not measured yet. Accuracy comes from running the model over a text with "
-                              "each KV dtype (kvscope-cli perplexity)."));
+    accuracyNote_->setText(tr("Not measured yet: Measure accuracy scores a text file with every KV dtype "
+                              "against f32 KV (perplexity, KL divergence, top-1 agreement)."));
     auto* plots = new QHBoxLayout;
     plots->addWidget(tokenPlot_);
     plots->addWidget(totalPlot_);
-    auto* accuracy = new QGroupBox(tr("Measured accuracy"), this);
-    auto* accuracyLayout = new QVBoxLayout(accuracy);
-    accuracyLayout->addWidget(accuracyNote_);
-    accuracyLayout->addWidget(accuracyTable_);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(context_);
     layout->addLayout(plots, 1);
     layout->addWidget(costTable_, 1);
-    layout->addWidget(accuracy, 1);
+    layout->addWidget(buildAccuracySection(), 1);
+}
+
+QWidget* KvQuantPanel::buildAccuracySection() {
+    window_->setRange(0, 1 << 20);
+    window_->setSpecialValueText(tr("model's context"));
+    window_->setPrefix(tr("window "));
+    window_->setToolTip(tr("Tokens per evaluation window; longer texts are scored in several windows"));
+    progress_->setFormat(tr("window %v of %m"));
+    connect(measure_, &QPushButton::clicked, this, &KvQuantPanel::chooseTextAndMeasure);
+    connect(cancel_, &QPushButton::clicked, measurement_, &AccuracyMeasurement::cancel);
+    connect(measurement_, &AccuracyMeasurement::progress, this, [this](int done, int total) {
+        progress_->setRange(0, total);
+        progress_->setValue(done);
+    });
+    connect(measurement_, &AccuracyMeasurement::finished, this,
+            [this](const std::vector<AccuracyRow>& rows, const QString& note) { setAccuracyRows(rows, note); });
+    connect(measurement_, &AccuracyMeasurement::failed, this, [this](const QString& message) {
+        accuracyNote_->setText(tr("The measurement failed: %1").arg(message));
+    });
+    // A cancelled run stops after its current window, without a result.
+    connect(cancel_, &QPushButton::clicked, this, [this] { accuracyNote_->setText(tr("Cancelled.")); });
+    connect(measurement_, &AccuracyMeasurement::stopped, this, [this] { showMeasuring(false); });
+
+    auto* box = new QGroupBox(tr("Measured accuracy"), this);
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(measure_);
+    controls->addWidget(window_);
+    controls->addWidget(progress_, 1);
+    controls->addWidget(cancel_);
+    auto* layout = new QVBoxLayout(box);
+    layout->addLayout(controls);
+    layout->addWidget(accuracyNote_);
+    layout->addWidget(accuracyTable_);
+    showMeasuring(false);
+    return box;
+}
+
+void KvQuantPanel::showMeasuring(bool measuring) {
+    measure_->setEnabled(!measuring && model_ != nullptr);
+    measure_->setToolTip(model_ ? tr("Score a text file with every KV dtype against f32 KV")
+                                : tr("Load a model first"));
+    window_->setEnabled(!measuring);
+    cancel_->setVisible(measuring);
+    progress_->setVisible(measuring);
+}
+
+void KvQuantPanel::setModel(std::shared_ptr<const Model> model) {
+    model_ = std::move(model);
+    showMeasuring(measurement_->isRunning());
+}
+
+void KvQuantPanel::chooseTextAndMeasure() {
+    const QString file = QFileDialog::getOpenFileName(this, tr("Text to score"), QString(),
+                                                      tr("Text files (*.txt);;All files (*)"));
+    if (!file.isEmpty())
+        measureAccuracy(file);
+}
+
+void KvQuantPanel::measureAccuracy(const QString& textFile, std::uint32_t context) {
+    if (!model_ || measurement_->isRunning())
+        return;
+    progress_->setRange(0, 0); // busy until the first window is done
+    accuracyNote_->setText(tr("Measuring %1…").arg(textFile));
+    showMeasuring(true);
+    measurement_->start(model_, textFile, context > 0 ? context : static_cast<std::uint32_t>(window_->value()));
 }
 
 void KvQuantPanel::setSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
@@ -238,5 +308,7 @@ QString KvQuantPanel::accuracyCell(int row, int column) const {
 }
 
 int KvQuantPanel::accuracyRowCount() const { return accuracyTable_->rowCount(); }
+
+QString KvQuantPanel::accuracyNoteText() const { return accuracyNote_->text(); }
 
 } // namespace kvscope::ui

@@ -8,32 +8,26 @@
 #include <QWidget>
 
 #include "engine/engine_snapshot.h"
+#include "ui/dashboards/accuracy_measurement.h"
 #include "ui/dashboards/kv_quant_costs.h"
 
 class QCustomPlot;
 class QCPBars;
 class QLabel;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
 class QTableWidget;
 class QTableWidgetItem;
 class QTimer;
 
 namespace kvscope::ui {
 
-// One measured row of the accuracy table: a KV dtype's perplexity on a text
-// against f32 KV (as engine/runtime's KV accuracy measurement reports it).
-struct AccuracyRow {
-    QString dtype;
-    double bytes_per_token = 0;
-    double perplexity = 0;
-    double delta_pct = 0;       // perplexity change against f32 KV, percent
-    double kld = 0;             // mean KL divergence from f32 KV, nats
-    double top1_agreement = 0;  // share of positions ranking the same token first
-};
-
 // What KV quantization saves for the loaded model at the current context
 // lengths: bytes per token and the current sequences' KV bytes per dtype as
 // bars, a table with "sequences that fit in this pool", and the measured
-// accuracy table when one has been given.
+// accuracy table: Measure accuracy scores a text file with every KV dtype
+// against f32 KV on a worker thread (AccuracyMeasurement), with progress.
 class KvQuantPanel : public QWidget {
     Q_OBJECT
 public:
@@ -48,9 +42,17 @@ public:
     QString costCell(int row, int column) const;
     QString accuracyCell(int row, int column) const;
     int accuracyRowCount() const;
+    bool isMeasuringAccuracy() const { return measurement_->isRunning(); }
+    QString accuracyNoteText() const;
 
 public slots:
     void setSnapshot(std::shared_ptr<const kvscope::EngineSnapshot> snapshot);
+    // The loaded model, for the accuracy measurement (null: none loaded).
+    void setModel(std::shared_ptr<const kvscope::Model> model);
+    // Scores the text file in windows of `context` tokens (0: the window
+    // box's value, whose 0 means the model's context). What the Measure
+    // accuracy button does after asking for the file.
+    void measureAccuracy(const QString& textFile, std::uint32_t context = 0);
     // Rows of a finished measurement (empty clears the table); `note` says
     // what was measured (text, tokens, context).
     void setAccuracyRows(const std::vector<kvscope::ui::AccuracyRow>& rows, const QString& note = {});
@@ -60,6 +62,9 @@ private:
     void showCosts();
     void fillCostTable();
     void fillBars();
+    QWidget* buildAccuracySection();
+    void chooseTextAndMeasure();
+    void showMeasuring(bool measuring);
 
     KvQuantCosts costs_;
     QCustomPlot* tokenPlot_;
@@ -70,6 +75,12 @@ private:
     QTableWidget* costTable_;
     QLabel* accuracyNote_;
     QTableWidget* accuracyTable_;
+    std::shared_ptr<const Model> model_;
+    AccuracyMeasurement* measurement_;
+    QPushButton* measure_;
+    QPushButton* cancel_;
+    QSpinBox* window_;
+    QProgressBar* progress_;
     // Lengths change every step while tokens stream; the table and bars
     // follow at most 250 ms apart, the latest costs winning.
     QElapsedTimer sinceShown_;
