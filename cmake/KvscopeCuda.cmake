@@ -13,13 +13,19 @@ if(NOT KVSCOPE_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
-    # "native" fails at configure time on a machine without a GPU; 90 = H100/H200.
-    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 90)
+    # One binary for A100 (80), A10/RTX 30xx (86), L4/RTX 40xx (89) and
+    # H100/H200 (90), unless the user names others ("native" would fail at
+    # configure time on a machine without a GPU). Each architecture costs
+    # its own compile of kernels/cuda: -DCMAKE_CUDA_ARCHITECTURES=90 builds
+    # one (installer/kvscope.sh test does, see there).
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
+      set(CMAKE_CUDA_ARCHITECTURES "80;86;89;90" CACHE STRING "CUDA architectures to build for")
     endif()
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
-    set(CMAKE_CUDA_STANDARD 17) # CMake 3.25 cannot pass C++20 to nvcc
+    # CMake 3.25 cannot pass C++20 to nvcc: kernels/cuda's headers, which
+    # .cu files include, stay C++17 (no std::span); .cpp callers are C++20.
+    set(CMAKE_CUDA_STANDARD 17)
     set(KVSCOPE_HAVE_CUDA ON)
   elseif(KVSCOPE_CUDA STREQUAL "ON")
     message(FATAL_ERROR "KVSCOPE_CUDA=ON but no CUDA compiler was found (set CUDACXX or CMAKE_CUDA_COMPILER)")

@@ -22,8 +22,9 @@ __global__ void copy_blocks_kernel(unsigned char* pool, std::size_t bytes_per_bl
     }
 }
 
-std::string error_text(cudaError_t status) {
-    return status == cudaSuccess ? std::string() : std::string(cudaGetErrorString(status));
+// "" on success, else "call: reason".
+std::string error_text(cudaError_t status, const char* call) {
+    return status == cudaSuccess ? std::string() : std::string(call) + ": " + cudaGetErrorString(status);
 }
 
 } // namespace
@@ -35,16 +36,19 @@ std::string copy_blocks(std::byte* pool, std::size_t bytes_per_block, const std:
     std::uint32_t* ids = nullptr;
     const std::size_t id_bytes = count * sizeof(std::uint32_t);
     if (auto s = cudaMalloc(&ids, 2 * id_bytes); s != cudaSuccess)
-        return error_text(s);
-    cudaMemcpy(ids, src, id_bytes, cudaMemcpyHostToDevice);
-    cudaMemcpy(ids + count, dst, id_bytes, cudaMemcpyHostToDevice);
-    copy_blocks_kernel<<<static_cast<unsigned>(count), 256>>>(
-        reinterpret_cast<unsigned char*>(pool), bytes_per_block, ids, ids + count);
-    cudaError_t status = cudaGetLastError();
-    if (status == cudaSuccess)
-        status = cudaDeviceSynchronize();
+        return error_text(s, "cudaMalloc");
+    std::string error = error_text(cudaMemcpy(ids, src, id_bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+    if (error.empty())
+        error = error_text(cudaMemcpy(ids + count, dst, id_bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+    if (error.empty()) {
+        copy_blocks_kernel<<<static_cast<unsigned>(count), 256>>>(reinterpret_cast<unsigned char*>(pool),
+                                                                  bytes_per_block, ids, ids + count);
+        error = error_text(cudaGetLastError(), "copy_blocks_kernel");
+    }
+    if (error.empty())
+        error = error_text(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     cudaFree(ids);
-    return error_text(status);
+    return error;
 }
 
 std::string copy_blocks_on_device(std::byte* host_pool, std::size_t pool_bytes,
@@ -52,12 +56,13 @@ std::string copy_blocks_on_device(std::byte* host_pool, std::size_t pool_bytes,
                                   const std::uint32_t* dst, std::size_t count) {
     void* device_pool = nullptr;
     if (auto s = cudaMalloc(&device_pool, pool_bytes); s != cudaSuccess)
-        return error_text(s);
-    std::string error = error_text(cudaMemcpy(device_pool, host_pool, pool_bytes, cudaMemcpyHostToDevice));
+        return error_text(s, "cudaMalloc");
+    std::string error =
+        error_text(cudaMemcpy(device_pool, host_pool, pool_bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
     if (error.empty())
         error = copy_blocks(static_cast<std::byte*>(device_pool), bytes_per_block, src, dst, count);
     if (error.empty())
-        error = error_text(cudaMemcpy(host_pool, device_pool, pool_bytes, cudaMemcpyDeviceToHost));
+        error = error_text(cudaMemcpy(host_pool, device_pool, pool_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
     cudaFree(device_pool);
     return error;
 }
