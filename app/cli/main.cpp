@@ -50,6 +50,10 @@ commands:
                [--output-len N] [--max-total N] [--rate R] [--shared-prefix K] [--n N]
                [--seed S] [--max-seqs N] [--max-batched-tokens N]
                [--preemption recompute|swap] [--threads N] [--json]
+  bench attention  the decode attention kernel alone per KV dtype and context, paged
+               (shuffled blocks, block table) and contiguous (same data, no table)
+               [--context N[,N...]] [--kv-dtype D[,D...]] [--heads H] [--kv-heads K]
+               [--head-dim D] [--block-size B] [--batch B] [--repeats R] [--threads N] [--json]
   bench paint  time to paint the block map of a large pool
                [--blocks N] [--frames F] [--width W] [--height H] [--json]
   bench tokenizer  encoding speed (MB/s, one thread) of a model's tokenizer
@@ -86,7 +90,9 @@ int dispatch(const std::string& command, kvscope::cli::Args& args) {
             return run_bench_decode(args);
         if (which == "serve")
             return run_bench_serve(args);
-        throw kvscope::Error("bench needs a benchmark name: decode, serve, paint or tokenizer");
+        if (which == "attention")
+            return run_bench_attention(args);
+        throw kvscope::Error("bench needs a benchmark name: decode, serve, attention, paint or tokenizer");
     }
     throw kvscope::Error("unknown command '" + command + "'");
 }
