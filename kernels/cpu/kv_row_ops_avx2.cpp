@@ -2,11 +2,12 @@
 // only after the run-time CPU check in simd_path.cpp). Each format decodes
 // 8 values into a vector of floats in registers and feeds them straight to
 // the FMA: F16C converts halves, int4/int2 codes come out of one broadcast
-// word with per-lane variable shifts, fp8 is a shift and one multiply
-// (kv_codes.h explains why that is exact). The last head_dim % 8 values go
-// through the portable decoder.
+// word with per-lane variable shifts, fp8 is a shift, an integer add and a
+// blend (e4m3x8). Scales are loaded once per group of 32 values. The last
+// head_dim % 8 values go through the portable decoder.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -44,10 +45,44 @@ __m256 int2x8(const std::byte* row, std::size_t i) {
     return _mm256_cvtepi32_ps(codes);
 }
 
-// code * scale + zero with the (scale, zero) pair of the group holding i.
-__m256 grouped(__m256 codes, const std::byte* scales, std::size_t i) {
-    const std::size_t g = i / kKvGroup;
-    return _mm256_fmadd_ps(codes, _mm256_set1_ps(f16_scalar(scales, 2 * g)), _mm256_set1_ps(f16_scalar(scales, 2 * g + 1)));
+// What a row's values share within one group of kKvGroup values, loaded
+// once per group rather than per 8 values: the row's (int8) or head's
+// (fp8) scale, or the group's (scale, zero) pair.
+struct Affine {
+    __m256 scale, zero;
+};
+
+template <RowCode Code>
+Affine affine(const std::byte* scales, std::size_t group) {
+    if constexpr (Code == RowCode::Fp8) {
+        float scale;
+        std::memcpy(&scale, scales, 4);
+        return {_mm256_set1_ps(scale), _mm256_setzero_ps()};
+    } else if constexpr (Code == RowCode::Int8) {
+        return {_mm256_set1_ps(f16_scalar(scales, 0)), _mm256_setzero_ps()};
+    } else if constexpr (Code == RowCode::Int4Groups || Code == RowCode::Int2Groups) {
+        return {_mm256_set1_ps(f16_scalar(scales, 2 * group)), _mm256_set1_ps(f16_scalar(scales, 2 * group + 1))};
+    } else {
+        (void)scales, (void)group;
+        return {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    }
+}
+
+// e4m3 codes -> floats. Normal codes: the 7 magnitude bits shifted into a
+// float's exponent and mantissa, exponent rebiased by an integer add
+// (7 -> 127). Subnormal codes (exponent 0): m * 2^-9, computed as
+// (1 + m/8) * 2^-6 - 2^-6 so that no float subnormal (and no slow
+// microcode assist) is ever formed.
+__m256 e4m3x8(const std::byte* row, std::size_t i) {
+    const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + i)));
+    const __m256i magnitude = _mm256_slli_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7F)), 20);
+    const __m256 normal = _mm256_castsi256_ps(_mm256_add_epi32(magnitude, _mm256_set1_epi32(120 << 23)));
+    const __m256 subnormal = _mm256_sub_ps(_mm256_castsi256_ps(_mm256_or_si256(magnitude, _mm256_set1_epi32(121 << 23))),
+                                           _mm256_set1_ps(0x1p-6f));
+    const __m256i is_subnormal = _mm256_cmpeq_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x78)), _mm256_setzero_si256());
+    const __m256 value = _mm256_blendv_ps(normal, subnormal, _mm256_castsi256_ps(is_subnormal));
+    const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x80)), 24);
+    return _mm256_or_ps(value, _mm256_castsi256_ps(sign));
 }
 
 // code * scale + zero with each channel's own pair.
@@ -56,7 +91,7 @@ __m256 per_channel(__m256 codes, const std::byte* scales, std::size_t i, std::si
 }
 
 template <RowCode Code>
-__m256 decode8(const std::byte* row, const std::byte* scales, std::size_t i, std::size_t n) {
+__m256 decode8(const std::byte* row, const std::byte* scales, std::size_t i, std::size_t n, const Affine& a) {
     if constexpr (Code == RowCode::F32) {
         return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i);
     } else if constexpr (Code == RowCode::F16) {
@@ -65,20 +100,14 @@ __m256 decode8(const std::byte* row, const std::byte* scales, std::size_t i, std
         const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i)));
         return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
     } else if constexpr (Code == RowCode::Fp8) {
-        const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + i)));
-        const __m256i magnitude = _mm256_slli_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7F)), 20);
-        const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x80)), 24);
-        const __m256 value = _mm256_mul_ps(_mm256_castsi256_ps(_mm256_or_si256(magnitude, sign)), _mm256_set1_ps(0x1p120f));
-        float scale;
-        std::memcpy(&scale, scales, 4);
-        return _mm256_mul_ps(value, _mm256_set1_ps(scale));
+        return _mm256_mul_ps(e4m3x8(row, i), a.scale);
     } else if constexpr (Code == RowCode::Int8) {
         const __m256i codes = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + i)));
-        return _mm256_mul_ps(_mm256_cvtepi32_ps(codes), _mm256_set1_ps(f16_scalar(scales, 0)));
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(codes), a.scale);
     } else if constexpr (Code == RowCode::Int4Groups) {
-        return grouped(int4x8(row, i), scales, i);
+        return _mm256_fmadd_ps(int4x8(row, i), a.scale, a.zero);
     } else if constexpr (Code == RowCode::Int2Groups) {
-        return grouped(int2x8(row, i), scales, i);
+        return _mm256_fmadd_ps(int2x8(row, i), a.scale, a.zero);
     } else if constexpr (Code == RowCode::Int4Channels) {
         return per_channel(int4x8(row, i), scales, i, n);
     } else {
@@ -87,19 +116,20 @@ __m256 decode8(const std::byte* row, const std::byte* scales, std::size_t i, std
     }
 }
 
+// Both walk a row group by group (kKvGroup values, a multiple of 8),
+// 8 values at a time; the last n % 8 values go through the portable decoder.
 template <RowCode Code>
 float dot(const float* q, const std::byte* row, const std::byte* scales, std::size_t n) {
-    __m256 acc0 = _mm256_setzero_ps();
-    __m256 acc1 = _mm256_setzero_ps();
-    std::size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), decode8<Code>(row, scales, i, n), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), decode8<Code>(row, scales, i + 8, n), acc1);
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    const std::size_t whole = n / 8 * 8;
+    for (std::size_t first = 0; first < whole; first += kKvGroup) {
+        const Affine a = affine<Code>(scales, first / kKvGroup);
+        const std::size_t end = std::min(whole, first + kKvGroup);
+        for (std::size_t i = first; i < end; i += 8)
+            acc[(i / 8) & 1] = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), decode8<Code>(row, scales, i, n, a), acc[(i / 8) & 1]);
     }
-    for (; i + 8 <= n; i += 8)
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), decode8<Code>(row, scales, i, n), acc0);
-    float sum = hsum(_mm256_add_ps(acc0, acc1));
-    for (; i < n; ++i)
+    float sum = hsum(_mm256_add_ps(acc[0], acc[1]));
+    for (std::size_t i = whole; i < n; ++i)
         sum += q[i] * decode_value<Code>(row, scales, i, n);
     return sum;
 }
@@ -107,10 +137,14 @@ float dot(const float* q, const std::byte* row, const std::byte* scales, std::si
 template <RowCode Code>
 void axpy(float a, const std::byte* row, const std::byte* scales, float* acc, std::size_t n) {
     const __m256 a8 = _mm256_set1_ps(a);
-    std::size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(a8, decode8<Code>(row, scales, i, n), _mm256_loadu_ps(acc + i)));
-    for (; i < n; ++i)
+    const std::size_t whole = n / 8 * 8;
+    for (std::size_t first = 0; first < whole; first += kKvGroup) {
+        const Affine shared = affine<Code>(scales, first / kKvGroup);
+        const std::size_t end = std::min(whole, first + kKvGroup);
+        for (std::size_t i = first; i < end; i += 8)
+            _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(a8, decode8<Code>(row, scales, i, n, shared), _mm256_loadu_ps(acc + i)));
+    }
+    for (std::size_t i = whole; i < n; ++i)
         acc[i] += a * decode_value<Code>(row, scales, i, n);
 }
 
