@@ -88,8 +88,24 @@ void TestKvCalculatorDialog::preset_on_a_gpu_preset() {
     setSpin(dialog, "tokens", 8192);
     setSpin(dialog, "sequences", 4);
     setCombo(dialog, "gpu", QStringLiteral("h100-80gb"));
-    compareWithCli(dialog, {"--preset", "llama-3-8b", "--tokens", "8192", "--seqs", "4", "--gpu", "h100-80gb"});
+    const QStringList args{"--preset", "llama-3-8b", "--tokens", "8192", "--seqs", "4", "--gpu", "h100-80gb"};
+    compareWithCli(dialog, args);
     QVERIFY(*dialog.cellValue(0, Column::kFit) > 0);
+    // The text too: the CLI's table line of each dtype holds the dialog's sizes.
+    const test::CliResult table = test::run_cli(QStringList{QStringLiteral("calc")} + args);
+    QCOMPARE(table.exit_code, 0);
+    const QStringList lines = QString::fromUtf8(table.out).split(QLatin1Char('\n'));
+    const auto dtypes = all_kv_dtypes();
+    for (std::size_t i = 0; i < dtypes.size(); ++i) {
+        const int row = static_cast<int>(i);
+        const QString name = dialog.cellText(row, Column::kDtype);
+        const auto line = std::find_if(lines.begin(), lines.end(),
+                                       [&](const QString& l) { return l.startsWith(name + QLatin1Char(' ')); });
+        QVERIFY2(line != lines.end(), qPrintable(name));
+        for (Column c : {Column::kPerToken, Column::kPerSequence, Column::kTotal, Column::kVsF16, Column::kFit})
+            QVERIFY2(line->contains(dialog.cellText(row, c).remove(QStringLiteral("×"))),
+                     qPrintable(*line + QStringLiteral(" lacks ") + dialog.cellText(row, c)));
+    }
 }
 
 void TestKvCalculatorDialog::custom_gpu_memory_and_weight_format() {

@@ -10,9 +10,15 @@ QCustomPlot* newDashboardPlot(QWidget* parent, const QString& xLabel, const QStr
     if (legend) {
         plot->legend->setVisible(true);
         plot->legend->setFont(QFont(plot->font().family(), 8));
+        // Right of the axis rect, at the top: an empty element below takes
+        // the rest of the height, so the entries stay together.
+        auto* side = new QCPLayoutGrid;
         plot->axisRect()->insetLayout()->take(plot->legend);
-        plot->plotLayout()->addElement(0, 1, plot->legend);
+        plot->plotLayout()->addElement(0, 1, side);
         plot->plotLayout()->setColumnStretchFactor(1, 0.001);
+        side->addElement(0, 0, plot->legend);
+        side->addElement(1, 0, new QCPLayoutElement(plot));
+        side->setRowStretchFactor(0, 0.001);
         plot->legend->setMargins(QMargins(6, 4, 6, 4));
     }
     return plot;

@@ -70,13 +70,13 @@ FragmentationPanel::FragmentationPanel(std::shared_ptr<SnapshotHistory> history,
 void FragmentationPanel::buildHeatmap() {
     heatmap_ = new QCPColorMap(heatPlot_->xAxis, heatPlot_->yAxis);
     heatmap_->setInterpolate(false);
-    heatmap_->setGradient(fillGradient());
-    heatmap_->setDataRange(QCPRange(0, 1));
     auto* scale = new QCPColorScale(heatPlot_);
     heatPlot_->plotLayout()->addElement(0, 1, scale);
     scale->setType(QCPAxis::atRight);
     scale->axis()->setLabel(tr("fill (0 free, 1 full)"));
+    // The map takes its gradient and range from the scale it is attached to.
     heatmap_->setColorScale(scale);
+    scale->setGradient(fillGradient());
     scale->setDataRange(QCPRange(0, 1));
     auto* margins = new QCPMarginGroup(heatPlot_);
     heatPlot_->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);

@@ -30,7 +30,7 @@ const QString kAsInFile = QStringLiteral("as in the file");
 QString text(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 
 QString bytes(std::uint64_t n) {
-    return QLocale().formattedDataSize(static_cast<qint64>(n), 2, QLocale::DataSizeTraditionalFormat);
+    return QLocale().formattedDataSize(static_cast<qint64>(n), 2, QLocale::DataSizeIecFormat);
 }
 
 QTableWidgetItem* cell(const QString& shown, std::optional<double> value, const QString& tip = {}) {
@@ -211,6 +211,7 @@ void KvCalculatorDialog::recompute() {
         result_ = CalcResult{};
         error_->setText(QString::fromStdString(e.what()));
     }
+    error_->setVisible(!error_->text().isEmpty());
     const KvGeometry& kv = in.model.kv;
     QString summary = tr("%1: %2 layers × %3 KV heads × head_dim %4. %5 tokens × %6 sequences.")
                           .arg(QString::fromStdString(in.model.name))

@@ -28,7 +28,7 @@ QString dtypeName(KvDtype d) {
 }
 
 QString bytes(std::uint64_t n) {
-    return QLocale().formattedDataSize(static_cast<qint64>(n), 2, QLocale::DataSizeTraditionalFormat);
+    return QLocale().formattedDataSize(static_cast<qint64>(n), 2, QLocale::DataSizeIecFormat);
 }
 
 QCPBars* newBars(QCustomPlot* plot, const QColor& color) {
@@ -72,7 +72,7 @@ bool sameShape(const KvQuantCosts& a, const KvQuantCosts& b) {
 KvQuantPanel::KvQuantPanel(QWidget* parent)
     : QWidget(parent),
       tokenPlot_(newDashboardPlot(this, tr("KV dtype"), tr("bytes per token"), false)),
-      totalPlot_(newDashboardPlot(this, tr("KV dtype"), tr("KV MiB, current sequences"), false)),
+      totalPlot_(newDashboardPlot(this, tr("KV dtype"), tr("KV MiB now"), false)),
       tokenBars_(newBars(tokenPlot_, QColor(0x1f, 0x77, 0xb4))),
       totalBars_(newBars(totalPlot_, QColor(0x2c, 0xa0, 0x2c))),
       context_(new QLabel(tr("No model loaded"), this)),
@@ -134,6 +134,7 @@ QWidget* KvQuantPanel::buildAccuracySection() {
     controls->addWidget(window_);
     controls->addWidget(progress_, 1);
     controls->addWidget(cancel_);
+    controls->addStretch(1);
     auto* layout = new QVBoxLayout(box);
     layout->addLayout(controls);
     layout->addWidget(accuracyNote_);
