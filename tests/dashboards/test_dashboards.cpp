@@ -67,7 +67,9 @@ double fillOf(const PoolSnapshot& pool, std::size_t block) {
     return live ? static_cast<double>(b.fill) / pool.layout.block_size() : 0.0;
 }
 
+// Panels draw while shown (a hidden one catches up when shown).
 void feed(auto& panel, const Snapshots& snaps) {
+    panel.show();
     for (const auto& s : snaps)
         panel.setSnapshot(s);
 }
@@ -106,6 +108,8 @@ private slots:
     void counterfactual_is_at_least_paged_waste();
     void counterfactual_of_a_contiguous_pool_is_its_own_waste();
     void fragmentation_panel_paints_the_snapshots();
+    void heatmap_colours_free_light_and_full_dark();
+    void hidden_panels_draw_when_shown();
     void throughput_series_equal_the_snapshots();
     void kv_quant_bars_come_from_kv_layout();
     void accuracy_rows_fill_the_table();
@@ -216,7 +220,7 @@ void TestDashboards::heatmap_bins_a_65536_block_pool() {
     snapshot->step = 7;
     snapshot->pool = kv.snapshot();
     FragmentationPanel panel;
-    panel.setSnapshot(snapshot);
+    feed(panel, {snapshot});
     QCOMPARE(panel.blocksPerRow(), std::size_t{256});
     QCOMPARE(panel.heatmapSize(), QSize(2, 256));
     const PoolSnapshot& pool = *snapshot->pool;
@@ -300,11 +304,48 @@ void TestDashboards::fragmentation_panel_paints_the_snapshots() {
     QVERIFY2(distinctColours(panel) > 40, "the heatmap paints a gradient of fills");
 }
 
+void TestDashboards::heatmap_colours_free_light_and_full_dark() {
+    FragmentationPanel panel;
+    const QColor free = panel.heatmapColour(0), half = panel.heatmapColour(0.5), full = panel.heatmapColour(1);
+    QVERIFY2(free.lightness() > half.lightness() && half.lightness() > full.lightness(),
+             qPrintable(free.name() + half.name() + full.name()));
+    QVERIFY(full.blue() > full.red()); // the fill gradient, not QCustomPlot's default
+}
+
+void TestDashboards::hidden_panels_draw_when_shown() {
+    // Tabbed docks in the background get every snapshot but draw only when
+    // brought forward; then they show all they missed.
+    auto history = std::make_shared<SnapshotHistory>();
+    FragmentationPanel fragmentation(history);
+    ThroughputPanel throughput(history);
+    KvQuantPanel quant;
+    throughput.setWindowSeconds(0);
+    for (const auto& s : paged_) {
+        fragmentation.setSnapshot(s);
+        throughput.setSnapshot(s);
+        quant.setSnapshot(s);
+    }
+    QCOMPARE(history->entries().size(), paged_.size());
+    QVERIFY(fragmentation.wasteSeries(FragmentationPanel::WasteSeries::Internal).empty());
+    QVERIFY(throughput.series(ThroughputPanel::Series::Running).empty());
+    QVERIFY(quant.costCell(0, 1).isEmpty());
+    fragmentation.show();
+    throughput.show();
+    quant.show();
+    QCOMPARE(fragmentation.wasteSeries(FragmentationPanel::WasteSeries::Internal).size(), paged_.size());
+    QCOMPARE(fragmentation.heatmapCell(fragmentation.heatmapSize().width() - 1, 0),
+             fillOf(*paged_.back()->pool, 0));
+    QCOMPARE(throughput.series(ThroughputPanel::Series::Running).size(), paged_.size());
+    QVERIFY(!quant.costCell(0, 1).isEmpty());
+}
+
 void TestDashboards::throughput_series_equal_the_snapshots() {
     auto history = std::make_shared<SnapshotHistory>();
     ThroughputPanel panel(history);
     FragmentationPanel sharing(history); // the same history, fed the same snapshots
     panel.setWindowSeconds(0);
+    panel.show();
+    sharing.show();
     for (const auto& s : paged_) {
         panel.setSnapshot(s);
         sharing.setSnapshot(s);
@@ -340,7 +381,7 @@ void TestDashboards::kv_quant_bars_come_from_kv_layout() {
     const auto& snap = paged_[paged_.size() / 2];
     QVERIFY(!snap->seqs.empty());
     KvQuantPanel panel;
-    panel.setSnapshot(snap);
+    feed(panel, {snap});
     const auto dtypes = all_kv_dtypes();
     const auto perToken = panel.barValues(KvQuantPanel::Bars::BytesPerToken);
     const auto totals = panel.barValues(KvQuantPanel::Bars::KvBytes);

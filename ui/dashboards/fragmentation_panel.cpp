@@ -5,6 +5,7 @@
 #include <QCheckBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QShowEvent>
 #include <QVBoxLayout>
 
 #include "ui/dashboards/contiguous_counterfactual.h"
@@ -121,9 +122,25 @@ void FragmentationPanel::setSnapshot(std::shared_ptr<const EngineSnapshot> snaps
         return;
     history_->record(*snapshot);
     columns_.record(snapshot->step, *snapshot->pool);
+    latest_ = std::move(snapshot);
+    if (isVisible())
+        repaintFromData();
+    else
+        stale_ = true;
+}
+
+void FragmentationPanel::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (stale_)
+        repaintFromData();
+}
+
+void FragmentationPanel::repaintFromData() {
+    stale_ = false;
     updateHeatmap();
     updateWastePlot();
-    updateSummary(*snapshot);
+    if (latest_)
+        updateSummary(*latest_);
 }
 
 void FragmentationPanel::updateHeatmap() {
@@ -209,6 +226,10 @@ QSize FragmentationPanel::heatmapSize() const {
 }
 
 double FragmentationPanel::heatmapCell(int column, int row) const { return heatmap_->data()->cell(column, row); }
+
+QColor FragmentationPanel::heatmapColour(double fill) const {
+    return QColor::fromRgba(heatmap_->gradient().color(fill, heatmap_->dataRange()));
+}
 
 std::vector<double> FragmentationPanel::wasteSeries(WasteSeries series) const { return graphValues(graph(series)); }
 

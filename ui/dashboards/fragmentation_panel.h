@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include <QColor>
 #include <QWidget>
 
 #include "engine/engine_snapshot.h"
@@ -36,9 +37,11 @@ public:
     bool counterfactualVisible() const;
 
     // What the plots hold (for tests): heatmap columns x rows, one cell's
-    // fill fraction, one waste series in % of KV memory (oldest first).
+    // fill fraction, the colour of a fill, one waste series in % of KV
+    // memory (oldest first). A hidden panel updates them when shown.
     QSize heatmapSize() const;
     double heatmapCell(int column, int row) const;
+    QColor heatmapColour(double fill) const;
     std::size_t blocksPerRow() const { return columns_.blocks_per_row(); }
     std::vector<double> wasteSeries(WasteSeries series) const;
     QString summaryText() const;
@@ -47,7 +50,11 @@ public slots:
     void setSnapshot(std::shared_ptr<const kvscope::EngineSnapshot> snapshot);
     void setCounterfactualVisible(bool visible);
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
+    void repaintFromData(); // plots and summary from the recorded data and latest_
     void buildHeatmap();
     void buildWastePlot();
     void updateHeatmap();
@@ -62,6 +69,10 @@ private:
     QCustomPlot* wastePlot_;
     QCheckBox* counterfactual_;
     QLabel* summary_;
+    // A hidden panel (a tabbed dock in the background) records snapshots but
+    // draws only when shown.
+    std::shared_ptr<const EngineSnapshot> latest_;
+    bool stale_ = false;
 };
 
 } // namespace kvscope::ui

@@ -10,6 +10,7 @@
 #include <QLabel>
 #include <QLocale>
 #include <QTableWidget>
+#include <QShowEvent>
 #include <QTimer>
 #include <QVBoxLayout>
 
@@ -89,7 +90,7 @@ KvQuantPanel::KvQuantPanel(QWidget* parent)
       refresh_(new QTimer(this)) {
     refresh_->setSingleShot(true);
     connect(refresh_, &QTimer::timeout, this, [this] {
-        if (pending_)
+        if (pending_ && isVisible())
             showCosts();
     });
     context_->setWordWrap(true);
@@ -182,6 +183,10 @@ void KvQuantPanel::setSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
     if (!costs_.rows.empty() && sameShape(costs, costs_))
         return;
     costs_ = std::move(costs);
+    if (!isVisible()) {
+        pending_ = true;
+        return;
+    }
     if (sinceShown_.isValid() && sinceShown_.elapsed() < kRefreshMs) {
         pending_ = true;
         if (!refresh_->isActive())
@@ -189,6 +194,12 @@ void KvQuantPanel::setSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
         return;
     }
     showCosts();
+}
+
+void KvQuantPanel::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (pending_)
+        showCosts();
 }
 
 void KvQuantPanel::showCosts() {

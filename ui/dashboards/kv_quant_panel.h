@@ -57,6 +57,9 @@ public slots:
     // what was measured (text, tokens, context).
     void setAccuracyRows(const std::vector<kvscope::ui::AccuracyRow>& rows, const QString& note = {});
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
     static QTableWidgetItem* itemAt(QTableWidget* table, int row, int column);
     void showCosts();
@@ -82,7 +85,8 @@ private:
     QSpinBox* window_;
     QProgressBar* progress_;
     // Lengths change every step while tokens stream; the table and bars
-    // follow at most 250 ms apart, the latest costs winning.
+    // follow at most 250 ms apart, the latest costs winning, and only while
+    // the panel is shown.
     QElapsedTimer sinceShown_;
     QTimer* refresh_;
     bool pending_ = false;

@@ -6,6 +6,7 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QShowEvent>
 #include <QVBoxLayout>
 
 #include "ui/dashboards/dashboard_plot.h"
@@ -81,8 +82,22 @@ void ThroughputPanel::setSnapshot(std::shared_ptr<const EngineSnapshot> snapshot
     if (!snapshot)
         return;
     history_->record(*snapshot);
+    latest_ = std::move(snapshot);
+    if (!isVisible()) {
+        stale_ = true;
+        return;
+    }
     updatePlots();
-    updateFigures(*snapshot);
+    updateFigures(*latest_);
+}
+
+void ThroughputPanel::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (!stale_)
+        return;
+    stale_ = false;
+    updatePlots();
+    updateFigures(*latest_);
 }
 
 void ThroughputPanel::updatePlots() {

@@ -46,6 +46,9 @@ public slots:
     // Seconds of history the plots show; 0 shows all the history holds.
     void setWindowSeconds(double seconds);
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
     QCPGraph* graph(Series s) const;
     void updatePlots();
@@ -58,6 +61,9 @@ private:
     QCustomPlot* seqsPlot_;
     QCustomPlot* kvPlot_;
     QLabel* figures_;
+    // Hidden (a tabbed dock in the background): record, draw when shown.
+    std::shared_ptr<const EngineSnapshot> latest_;
+    bool stale_ = false;
 };
 
 } // namespace kvscope::ui
