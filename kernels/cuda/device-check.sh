@@ -44,9 +44,10 @@ step() { # step NAME TIMEOUT_S COMMAND...: runs and records the outcome
 
 echo "=== kvscope CUDA device check, $(date -u)"
 missing=()
-for tool in nvcc cmake ninja c++; do
+for tool in nvcc cmake ninja; do
   command -v "$tool" >/dev/null || missing+=("$tool")
 done
+command -v c++ >/dev/null || command -v g++ >/dev/null || missing+=("c++ (g++ or clang++)")
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "device-check: missing on this machine: ${missing[*]} (the check needs nvcc, cmake >= 3.25, ninja and a C++20 compiler)"
   exit 2
@@ -54,7 +55,7 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv || true
 nvcc --version | tail -1
 cmake --version | head -1
-c++ --version | head -1
+{ c++ --version || g++ --version; } 2>/dev/null | head -1
 
 step configure 45 cmake -S "$root/kernels/cuda/check" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_ARCHITECTURES=90 || { echo "device-check: configure failed"; exit 1; }
