@@ -6,16 +6,17 @@
 # 1. builds kernels/cuda/check (the CUDA and CPU kernels, the gpu tests and
 #    kvscope-cuda-bench; no Qt, spdlog or JSON needed) for sm_90, Release,
 #    Ninja, -j16, into build/device-check/ (KVSCOPE_DEVICE_BUILD overrides);
-# 2. runs the gpu tests (ctest -L gpu): every CUDA kernel against its CPU
+# 2. prints each kernel's registers and shared memory (cuobjdump), then
+#    runs the gpu tests (ctest -L gpu): every CUDA kernel against its CPU
 #    twin;
-# 3. runs compute-sanitizer memcheck on the short gpu tests;
+# 3. runs each gpu test again under compute-sanitizer memcheck;
 # 4. runs kvscope-cuda-bench: decode attention, f16/int8/int4 KV, contexts
 #    1k/8k/32k, batch 32, Llama-3-8B geometry, paged vs contiguous, against
 #    a device-to-device copy measured in the same run.
 # Every step runs even when an earlier one fails (one lease, all the
 # evidence); the exit status is non-zero if any failed. Output goes to
 # stdout and, when $OUT is set, to $OUT/device-check.log. Budget: the
-# steps' timeouts add up to under 8 minutes (45+120+60+150+90 s); expected
+# steps' timeouts add up to under 8 minutes (45+110+20+60+140+90 s); expected
 # about 3 on one H200 (16 cores).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -37,8 +38,10 @@ step() { # step NAME TIMEOUT_S COMMAND...: runs and records the outcome
   local start=$SECONDS
   timeout "$limit" "$@"
   local rc=$?
-  echo "=== $name: exit $rc after $((SECONDS - start))s"
-  [ "$rc" -eq 0 ] || failed+=("$name (exit $rc)")
+  local outcome="exit $rc"
+  [ "$rc" -eq 124 ] && outcome="timed out after ${limit}s"
+  echo "=== $name: $outcome after $((SECONDS - start))s"
+  [ "$rc" -eq 0 ] || failed+=("$name ($outcome)")
   return "$rc"
 }
 
@@ -59,14 +62,20 @@ cmake --version | head -1
 
 step configure 45 cmake -S "$root/kernels/cuda/check" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_ARCHITECTURES=90 || { echo "device-check: configure failed"; exit 1; }
-step build 120 cmake --build "$build" -j 16 || { echo "device-check: build failed"; exit 1; }
+step build 110 cmake --build "$build" -j 16 || { echo "device-check: build failed"; exit 1; }
+
+# Registers, shared memory and spills per kernel: the occupancy behind the
+# bench's numbers (cuobjdump ships with the toolkit).
+if command -v cuobjdump >/dev/null; then
+  step "kernel resources" 20 cuobjdump -res-usage "$build/kernels/cuda/libkvscope_cuda_kernels.a"
+fi
 
 step "gpu tests" 60 ctest --test-dir "$build" -L gpu --output-on-failure
 
 if command -v compute-sanitizer >/dev/null; then
   for t in test_cuda_copy_blocks test_cuda_kv_write test_cuda_layer_ops test_cuda_paged_attention; do
     limit=30
-    [ "$t" = test_cuda_paged_attention ] && limit=60
+    [ "$t" = test_cuda_paged_attention ] && limit=50
     step "memcheck $t" "$limit" compute-sanitizer --tool memcheck --error-exitcode 1 "$build/gpu/$t"
   done
 else
