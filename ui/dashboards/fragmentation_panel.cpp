@@ -1,11 +1,14 @@
 #include "ui/dashboards/fragmentation_panel.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <QCheckBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QMouseEvent>
 #include <QShowEvent>
+#include <QToolTip>
 #include <QVBoxLayout>
 
 #include "ui/dashboards/contiguous_counterfactual.h"
@@ -83,8 +86,29 @@ void FragmentationPanel::buildHeatmap() {
     heatPlot_->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
     scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
     heatPlot_->yAxis->setRangeReversed(true); // block 0 at the top, as the block map draws it
-    heatPlot_->setToolTip(tr("Fill fraction of each block over time; rows average consecutive blocks "
-                             "when the pool is large"));
+    connect(heatPlot_, &QCustomPlot::mouseMove, this, &FragmentationPanel::showCellToolTip);
+}
+
+void FragmentationPanel::showCellToolTip(QMouseEvent* event) {
+    const QPointF at = event->position();
+    int x = 0, y = 0;
+    heatmap_->data()->coordToCell(heatPlot_->xAxis->pixelToCoord(at.x()), heatPlot_->yAxis->pixelToCoord(at.y()), &x,
+                                  &y);
+    const QSize size = heatmapSize();
+    if (columns_.columns().empty() || x < 0 || y < 0 || x >= size.width() || y >= size.height() ||
+        !heatPlot_->axisRect()->rect().contains(at.toPoint())) {
+        QToolTip::hideText();
+        return;
+    }
+    const std::size_t first = static_cast<std::size_t>(y) * columns_.blocks_per_row();
+    const std::size_t last = std::min(first + columns_.blocks_per_row(), columns_.blocks()) - 1;
+    const QString blocks = first == last ? tr("block %1").arg(first) : tr("blocks %1–%2").arg(first).arg(last);
+    double step = 0;
+    heatmap_->data()->cellToCoord(x, y, &step, nullptr);
+    QToolTip::showText(event->globalPosition().toPoint(),
+                       tr("step %1, %2: %3% filled").arg(std::llround(step)).arg(blocks).arg(
+                           100.0 * heatmap_->data()->cell(x, y), 0, 'f', 1),
+                       heatPlot_);
 }
 
 void FragmentationPanel::buildWastePlot() {
@@ -168,6 +192,9 @@ void FragmentationPanel::updateHeatmap() {
     }
     heatPlot_->xAxis->setRange(static_cast<double>(first), static_cast<double>(first + span));
     heatPlot_->yAxis->setRange(0, static_cast<double>(columns_.blocks()));
+    heatPlot_->yAxis->setLabel(columns_.blocks_per_row() == 1
+                                   ? tr("block")
+                                   : tr("block (each row averages %1)").arg(columns_.blocks_per_row()));
     queueReplot(heatPlot_);
 }
 

@@ -15,6 +15,7 @@ class QCustomPlot;
 class QCPColorMap;
 class QCPGraph;
 class QLabel;
+class QMouseEvent;
 
 namespace kvscope::ui {
 
@@ -60,6 +61,7 @@ private:
     void updateHeatmap();
     void updateWastePlot();
     void updateSummary(const EngineSnapshot& snapshot);
+    void showCellToolTip(QMouseEvent* event);
     QCPGraph* graph(WasteSeries series) const;
 
     std::shared_ptr<SnapshotHistory> history_;
