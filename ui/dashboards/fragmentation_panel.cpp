@@ -194,7 +194,7 @@ void FragmentationPanel::updateHeatmap() {
     heatPlot_->yAxis->setRange(0, static_cast<double>(columns_.blocks()));
     heatPlot_->yAxis->setLabel(columns_.blocks_per_row() == 1
                                    ? tr("block")
-                                   : tr("block (each row averages %1)").arg(columns_.blocks_per_row()));
+                                   : tr("block (rows of %1)").arg(columns_.blocks_per_row()));
     queueReplot(heatPlot_);
 }
 
