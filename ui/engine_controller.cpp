@@ -82,7 +82,7 @@ void EngineController::loadModel(const ModelSource& source) {
         source_ = source;
         config_ = config;
         emit configApplied(config_);
-        emit modelLoaded(summarize(source, *engine_, template_->description(), template_->supported()));
+        emit modelLoaded(summarize(source, model_, *engine_, template_->description(), template_->supported()));
         publishSnapshot();
     } catch (const std::exception& e) {
         emit modelLoadFailed(errorText(e));
@@ -104,7 +104,7 @@ void EngineController::applyConfig(const EngineConfig& config) {
         engine_->set_output_callback([this](const RequestOutput& out) { onOutput(out); });
         config_ = next;
         emit configApplied(config_);
-        emit modelLoaded(summarize(*source_, *engine_, template_->description(), template_->supported()));
+        emit modelLoaded(summarize(*source_, model_, *engine_, template_->description(), template_->supported()));
         publishSnapshot();
     } catch (const std::exception& e) {
         emit errorOccurred(tr("The configuration was not applied: %1").arg(errorText(e)));

@@ -1,12 +1,14 @@
 #include "ui/main_window.h"
 
 #include <cmath>
+#include <utility>
 
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
+#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
@@ -20,10 +22,17 @@
 #include <QStackedWidget>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTimer>
 
 #include "ui/app_info.h"
 #include "ui/chat_panel.h"
 #include "ui/chat_tabs.h"
+#include "ui/dashboards/fragmentation_panel.h"
+#include "ui/dashboards/kv_calculator_dialog.h"
+#include "ui/dashboards/kv_quant_panel.h"
+#include "ui/dashboards/snapshot_history.h"
+#include "ui/dashboards/throughput_panel.h"
+#include "ui/dashboards/workload_dock.h"
 #include "ui/engine_controller.h"
 #include "ui/engine_settings_panel.h"
 #include "ui/live_pool_panel.h"
@@ -50,6 +59,16 @@ QRgb workloadColor(RequestId request) {
     return QColor::fromHsvF(static_cast<float>(hue), 0.30f, 0.72f).rgb();
 }
 
+// Docked panels scroll when small rather than force the window beyond a
+// laptop screen.
+QScrollArea* scrolled(QWidget* panel) {
+    auto* area = new QScrollArea;
+    area->setWidget(panel);
+    area->setWidgetResizable(true);
+    area->setFrameShape(QFrame::NoFrame);
+    return area;
+}
+
 } // namespace
 
 MainWindow::MainWindow(QWidget* parent)
@@ -61,8 +80,14 @@ MainWindow::MainWindow(QWidget* parent)
       chats_(new ChatTabs),
       pool_(new LivePoolPanel),
       playground_(new PlaygroundPanel),
+      playgroundPage_(scrolled(playground_)),
       modelInfo_(new ModelInfoPanel),
       settings_(new EngineSettingsPanel),
+      history_(std::make_shared<SnapshotHistory>()),
+      fragmentation_(new FragmentationPanel(history_)),
+      throughput_(new ThroughputPanel(history_)),
+      kvQuant_(new KvQuantPanel),
+      workload_(new WorkloadDock(this)),
       modelLabel_(new QLabel(tr("No model"))),
       backendLabel_(new QLabel),
       poolLabel_(new QLabel(tr("KV pool: host RAM"))),
@@ -74,9 +99,10 @@ MainWindow::MainWindow(QWidget* parent)
     chatStack_->addWidget(buildChatWorkspace());
     tabs_->setDocumentMode(true);
     tabs_->addTab(chatStack_, tr("Chat"));
-    tabs_->addTab(playground_, tr("Allocator playground"));
+    tabs_->addTab(playgroundPage_, tr("Allocator playground"));
     setCentralWidget(tabs_);
     buildDocks();
+    connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::showEngineDocks);
     buildMenus();
     buildStatusBar();
     connectEngine();
@@ -85,7 +111,21 @@ MainWindow::MainWindow(QWidget* parent)
     resize(1280, 800);
     const QSettings settings;
     restoreGeometry(settings.value(kGeometryKey).toByteArray());
-    restoreState(settings.value(kStateKey).toByteArray());
+    defaultDockSizes_ = !restoreState(settings.value(kStateKey).toByteArray());
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+    QMainWindow::showEvent(event);
+    if (!std::exchange(defaultDockSizes_, false))
+        return;
+    // Dock sizes only take once the window has its size: the first time
+    // (no saved layout), give the side panels and the dashboards room.
+    auto* info = findChild<QDockWidget*>(QStringLiteral("modelDock"));
+    auto* waste = findChild<QDockWidget*>(QStringLiteral("fragmentationDock"));
+    QTimer::singleShot(0, this, [this, info, waste] {
+        resizeDocks({info}, {width() / 4}, Qt::Horizontal);
+        resizeDocks({waste}, {height() * 2 / 5}, Qt::Vertical);
+    });
 }
 
 MainWindow::~MainWindow() = default;
@@ -111,15 +151,39 @@ void MainWindow::buildDocks() {
         return d;
     };
     QDockWidget* info = dock(modelInfo_, tr("Model"), QStringLiteral("modelDock"));
-    // Scrolls when narrow: the docks must not force the window wider than a laptop screen.
-    auto* settingsScroll = new QScrollArea;
-    settingsScroll->setWidget(settings_);
-    settingsScroll->setWidgetResizable(true);
-    settingsScroll->setFrameShape(QFrame::NoFrame);
-    QDockWidget* engine = dock(settingsScroll, tr("Engine settings"), QStringLiteral("engineSettingsDock"));
+    workload_->setObjectName(QStringLiteral("workloadDock"));
+    workload_->setWidget(scrolled(workload_->widget()));
+    addDockWidget(Qt::RightDockWidgetArea, workload_);
+    QDockWidget* engine = dock(scrolled(settings_), tr("Engine settings"), QStringLiteral("engineSettingsDock"));
     tabifyDockWidget(info, engine);
+    tabifyDockWidget(info, workload_);
     info->raise();
-    resizeDocks({info}, {300}, Qt::Horizontal);
+
+    // The dashboards under the chat: each fed the same snapshots as the block map.
+    QDockWidget* waste = dock(scrolled(fragmentation_), tr("Fragmentation"), QStringLiteral("fragmentationDock"));
+    QDockWidget* speed = dock(scrolled(throughput_), tr("Throughput"), QStringLiteral("throughputDock"));
+    QDockWidget* quant = dock(scrolled(kvQuant_), tr("KV quantization"), QStringLiteral("kvQuantDock"));
+    for (QDockWidget* d : {waste, speed, quant})
+        addDockWidget(Qt::BottomDockWidgetArea, d);
+    tabifyDockWidget(waste, speed);
+    tabifyDockWidget(waste, quant);
+    waste->raise();
+}
+
+// The docks describe the engine; the playground has pools of its own and
+// needs the room. Docks hidden here come back as they were.
+void MainWindow::showEngineDocks() {
+    const bool engineTab = tabs_->currentWidget() == chatStack_;
+    if (engineTab) {
+        for (QDockWidget* d : std::exchange(docksHiddenForPlayground_, {}))
+            d->show();
+        return;
+    }
+    for (QDockWidget* d : findChildren<QDockWidget*>())
+        if (!d->isHidden() && !d->isFloating()) {
+            docksHiddenForPlayground_.push_back(d);
+            d->hide();
+        }
 }
 
 void MainWindow::buildMenus() {
@@ -137,6 +201,8 @@ void MainWindow::buildMenus() {
     file->addSeparator();
     QAction* screenshot = file->addAction(tr("Save &Screenshot..."), this, &MainWindow::saveScreenshot);
     screenshot->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+    QAction* csv = file->addAction(tr("&Export Snapshot History (CSV)..."), this, &MainWindow::exportHistoryCsv);
+    csv->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"), qApp, &QApplication::quit);
     quit->setShortcut(QKeySequence::Quit);
@@ -160,6 +226,14 @@ void MainWindow::buildMenus() {
     view->addSeparator();
     for (QDockWidget* d : findChildren<QDockWidget*>())
         view->addAction(d->toggleViewAction());
+
+    QMenu* tools = menuBar()->addMenu(tr("&Tools"));
+    QAction* calculator = tools->addAction(tr("KV &Calculator..."), this, &MainWindow::showKvCalculator);
+    calculator->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_K));
+    QAction* startLoad = tools->addAction(tr("Start &Workload"), workload_, &WorkloadDock::requestStart);
+    startLoad->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+    QAction* stopLoad = tools->addAction(tr("St&op Workload"), workload_, &WorkloadDock::requestStop);
+    stopLoad->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About kvscope"), this, &MainWindow::showAbout);
@@ -194,6 +268,10 @@ void MainWindow::connectEngine() {
     connect(c, &EngineController::chatFinished, this, &MainWindow::turnFinished);
     connect(c, &EngineController::snapshotReady, this, &MainWindow::onSnapshot);
     connect(settings_, &EngineSettingsPanel::applyRequested, engine_, &EngineThread::applyConfig);
+    connect(workload_, &WorkloadDock::startWorkloadRequested, engine_, &EngineThread::startWorkload);
+    connect(workload_, &WorkloadDock::stopWorkloadRequested, engine_, &EngineThread::stopWorkload);
+    connect(c, &EngineController::workloadProgress, workload_, [this] { workload_->setWorkloadRunning(true); });
+    connect(c, &EngineController::workloadStopped, workload_, [this] { workload_->setWorkloadRunning(false); });
     connect(startPage_, &StartPage::openFileRequested, this, &MainWindow::chooseModelFile);
     connect(startPage_, &StartPage::recentFileRequested, this,
             [this](const QString& path) { openModel(ModelSource::file(path)); });
@@ -229,7 +307,7 @@ void MainWindow::chooseModelFile() {
         openModel(ModelSource::file(path));
 }
 
-void MainWindow::showPlayground() { tabs_->setCurrentWidget(playground_); }
+void MainWindow::showPlayground() { tabs_->setCurrentWidget(playgroundPage_); }
 
 void MainWindow::onModelLoaded(const ModelSummary& summary) {
     if (progress_)
@@ -240,7 +318,10 @@ void MainWindow::onModelLoaded(const ModelSummary& summary) {
     loading_.reset();
     refreshRecentFiles();
     hasModel_ = true;
+    summary_ = summary;
     modelInfo_->setSummary(summary);
+    kvQuant_->setModel(summary.model);
+    workload_->setModelLimits(summary.config.vocab_size, summary.config.context_length);
     modelLabel_->setText(summary.source.isSynthetic() ? tr("%1 (random weights)").arg(summary.source.label())
                                                       : summary.source.label());
     modelLabel_->setToolTip(summary.source.isSynthetic() ? summary.source.label() : summary.source.path);
@@ -310,6 +391,9 @@ void MainWindow::onSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
     if (!snapshot || !snapshot->pool)
         return;
     pool_->setSnapshot(snapshot, paletteFor(*snapshot));
+    fragmentation_->setSnapshot(snapshot);
+    throughput_->setSnapshot(snapshot);
+    kvQuant_->setSnapshot(snapshot);
     const FragmentationStats& f = snapshot->pool->fragmentation;
     usageLabel_->setText(tr("%1% used").arg(f.block_occupancy() * 100, 0, 'f', 1));
     usageLabel_->setToolTip(tr("KV blocks in use, in %1").arg(kvLocationText(snapshot->device)));
@@ -333,6 +417,7 @@ void MainWindow::dropEvent(QDropEvent* event) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+    tabs_->setCurrentWidget(chatStack_); // the docks as the user left them
     QSettings settings;
     settings.setValue(kGeometryKey, saveGeometry());
     settings.setValue(kStateKey, saveState());
@@ -344,6 +429,29 @@ void MainWindow::saveScreenshot() {
                                                       tr("PNG images (*.png)"));
     if (!file.isEmpty() && !grab().save(file))
         QMessageBox::warning(this, tr("Save Screenshot"), tr("Could not write %1.").arg(file));
+}
+
+void MainWindow::exportHistoryCsv() {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export Snapshot History"),
+                                                      QStringLiteral("kvscope-history.csv"), tr("CSV files (*.csv)"));
+    if (path.isEmpty())
+        return;
+    QFile file(path);
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate) || !history_->writeCsv(file))
+        QMessageBox::warning(this, tr("Export Snapshot History"),
+                             tr("Could not write %1: %2").arg(path, file.errorString()));
+    else
+        statusBar()->showMessage(tr("%1 snapshots written to %2").arg(history_->entries().size()).arg(path),
+                                 kStatusMessageMs);
+}
+
+void MainWindow::showKvCalculator() {
+    auto* dialog = new KvCalculatorDialog(this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    if (summary_)
+        dialog->setLoadedModel(
+            calc_model(summary_->config, summary_->tensors, summary_->source.label().toStdString()));
+    dialog->show();
 }
 
 void MainWindow::showAbout() {

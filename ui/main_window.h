@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include <QMainWindow>
 
@@ -11,6 +12,7 @@
 #include "ui/model_summary.h"
 #include "ui/sequence_palette.h"
 
+class QDockWidget;
 class QLabel;
 class QMessageBox;
 class QProgressDialog;
@@ -21,6 +23,11 @@ namespace kvscope::ui {
 
 class ChatTabs;
 class EngineSettingsPanel;
+class FragmentationPanel;
+class KvQuantPanel;
+class SnapshotHistory;
+class ThroughputPanel;
+class WorkloadDock;
 class EngineThread;
 class LivePoolPanel;
 class ModelInfoPanel;
@@ -43,6 +50,11 @@ public:
     LivePoolPanel* pool() const { return pool_; }
     ModelInfoPanel* modelInfo() const { return modelInfo_; }
     StartPage* startPage() const { return startPage_; }
+    FragmentationPanel* fragmentation() const { return fragmentation_; }
+    ThroughputPanel* throughput() const { return throughput_; }
+    KvQuantPanel* kvQuant() const { return kvQuant_; }
+    WorkloadDock* workload() const { return workload_; }
+    const SnapshotHistory& history() const { return *history_; }
     bool hasModel() const { return hasModel_; }
 
     // Loads a model on the engine thread, with a progress dialog; a failure
@@ -62,12 +74,14 @@ protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
     void closeEvent(QCloseEvent* event) override;
+    void showEvent(QShowEvent* event) override;
 
 private:
     QWidget* buildChatWorkspace();
     void buildDocks();
     void buildMenus();
     void buildStatusBar();
+    void showEngineDocks();
     void connectEngine();
     void chooseModelFile();
     void onModelLoaded(const ModelSummary& summary);
@@ -77,6 +91,8 @@ private:
     SequencePalette paletteFor(const EngineSnapshot& snapshot) const;
     void refreshRecentFiles();
     void saveScreenshot();
+    void exportHistoryCsv();
+    void showKvCalculator();
     void showAbout();
 
     EngineThread* engine_;
@@ -86,14 +102,23 @@ private:
     ChatTabs* chats_;
     LivePoolPanel* pool_;
     PlaygroundPanel* playground_;
+    QWidget* playgroundPage_; // the playground, scrolling on small screens
     ModelInfoPanel* modelInfo_;
     EngineSettingsPanel* settings_;
+    std::shared_ptr<SnapshotHistory> history_; // one engine's figures, shared by the time-series panels
+    FragmentationPanel* fragmentation_;
+    ThroughputPanel* throughput_;
+    KvQuantPanel* kvQuant_;
+    WorkloadDock* workload_;
+    std::optional<ModelSummary> summary_;
+    std::vector<QDockWidget*> docksHiddenForPlayground_;
     QProgressDialog* progress_ = nullptr;
     QLabel* modelLabel_;
     QLabel* backendLabel_;
     QLabel* poolLabel_;
     QLabel* usageLabel_;
     bool hasModel_ = false;
+    bool defaultDockSizes_ = true; // no saved layout to restore
     std::optional<ModelSource> loading_;
     std::unordered_map<RequestId, int> requestChat_; // which chat sent each request
 };

@@ -4,12 +4,13 @@
 
 namespace kvscope::ui {
 
-ModelSummary summarize(const ModelSource& source, const Engine& engine, const std::string& chatTemplate,
-                       bool chatTemplateKnown) {
+ModelSummary summarize(const ModelSource& source, std::shared_ptr<const Model> model, const Engine& engine,
+                       const std::string& chatTemplate, bool chatTemplateKnown) {
     const KvLayout& layout = engine.kv().layout();
     const std::uint32_t blocks = engine.kv().config().num_blocks;
     ModelSummary s;
     s.source = source;
+    s.model = std::move(model);
     s.config = engine.model().config();
     s.tensors = tensor_stats(engine.model().file());
     s.chat_template = chatTemplate;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,8 @@
 
 namespace kvscope {
 class Engine;
-}
+class Model;
+} // namespace kvscope
 
 namespace kvscope::ui {
 
@@ -21,6 +23,7 @@ namespace kvscope::ui {
 // from the engine's KvLayout.
 struct ModelSummary {
     ModelSource source;
+    std::shared_ptr<const Model> model; // immutable: panels may read it on their own threads
     ModelConfig config;
     TensorStats tensors;
     std::string chat_template; // "llama3 (3.1+, dated)", or "none" (plain completion)
@@ -35,8 +38,8 @@ struct ModelSummary {
 };
 
 // `chatTemplate`: the description of the template the controller uses.
-ModelSummary summarize(const ModelSource& source, const Engine& engine, const std::string& chatTemplate,
-                       bool chatTemplateKnown);
+ModelSummary summarize(const ModelSource& source, std::shared_ptr<const Model> model, const Engine& engine,
+                       const std::string& chatTemplate, bool chatTemplateKnown);
 
 } // namespace kvscope::ui
 

@@ -1,6 +1,7 @@
 // kvscope: the desktop app. Options are parsed here; everything shown lives
 // in ui/.
 #include <cstdio>
+#include <optional>
 #include <string_view>
 
 #include <QApplication>
@@ -19,6 +20,7 @@ namespace {
 constexpr QSize kScreenshotSize(1280, 800);
 // A scripted screenshot gives up when the model or its turn takes longer.
 constexpr int kScriptTimeoutMs = 10 * 60 * 1000;
+constexpr int kSettleMs = 200;
 
 // Runs that never show a window: a screenshot, or text for the terminal.
 // They must work with no display, so QT_QPA_PLATFORM is set before
@@ -75,26 +77,32 @@ int saveScreenshot(kvscope::ui::MainWindow& window, const QString& file) {
     return 0;
 }
 
-// --model/--synthetic with --screenshot: load, send the prompt, wait for the
-// turn to end (plus `afterMs` for the dashboards), then save and quit.
-void scriptScreenshot(kvscope::ui::MainWindow& window, const QString& prompt, int afterMs, const QString& file) {
+// --model/--synthetic with --screenshot: load, send the prompt, and save
+// once the turn has finished, or `afterMs` after sending it when given (the
+// chat then may still be generating: the live picture). Then quit.
+void scriptScreenshot(kvscope::ui::MainWindow& window, const QString& prompt, std::optional<int> afterMs,
+                      const QString& file) {
     using kvscope::ui::MainWindow;
     window.setAttribute(Qt::WA_DontShowOnScreen);
     window.resize(kScreenshotSize);
     window.show();
-    const auto saveLater = [&window, afterMs, file] {
-        QTimer::singleShot(afterMs, &window, [&window, file] { QApplication::exit(saveScreenshot(window, file)); });
-    };
+    const auto save = [&window, file] { QApplication::exit(saveScreenshot(window, file)); };
     QObject::connect(
         &window, &MainWindow::modelReady, &window,
-        [&window, prompt, saveLater] {
-            if (prompt.isEmpty())
-                saveLater();
-            else
+        [&window, prompt, afterMs, save] {
+            if (afterMs)
+                QTimer::singleShot(*afterMs, &window, save);
+            if (!prompt.isEmpty())
                 window.submitPrompt(prompt);
+            else if (!afterMs)
+                save();
         },
         Qt::SingleShotConnection);
-    QObject::connect(&window, &MainWindow::turnFinished, &window, saveLater, Qt::SingleShotConnection);
+    if (!afterMs)
+        QObject::connect(&window, &MainWindow::turnFinished, &window, [save] {
+            // The turn's last snapshot follows its last text: let it arrive and paint.
+            QTimer::singleShot(kSettleMs, save);
+        }, Qt::SingleShotConnection);
     QObject::connect(&window, &MainWindow::modelFailed, &window,
                      [](const QString& message) { QApplication::exit(fail(message)); });
     QTimer::singleShot(kScriptTimeoutMs, &window, [] {
@@ -133,9 +141,10 @@ int main(int argc, char** argv) {
                                                        "with a model, after the --prompt turn has finished."),
                                         QStringLiteral("FILE"));
     const QCommandLineOption afterMs(QStringLiteral("after-ms"),
-                                     QStringLiteral("With --screenshot and a model: wait this long after the "
-                                                    "turn before rendering (default 300)."),
-                                     QStringLiteral("MS"), QStringLiteral("300"));
+                                     QStringLiteral("With --screenshot and a model: render this long after the "
+                                                    "prompt is sent, while it may still be generating (default: "
+                                                    "when the turn has finished)."),
+                                     QStringLiteral("MS"));
     const QCommandLineOption scenario(QStringLiteral("scenario"),
                                       QStringLiteral("Play a scenario in the allocator playground first: abc (the "
                                                      "A/B/C fragmentation example) or parallel (parallel sampling)."),
@@ -153,10 +162,13 @@ int main(int argc, char** argv) {
     }
     if (parser.isSet(model) && parser.isSet(synthetic))
         return fail(QStringLiteral("--model and --synthetic are alternatives; give one"));
-    bool afterOk = false;
-    const int after = parser.value(afterMs).toInt(&afterOk);
-    if (!afterOk || after < 0)
-        return fail(QStringLiteral("--after-ms needs a number of milliseconds, got '%1'").arg(parser.value(afterMs)));
+    std::optional<int> after;
+    if (parser.isSet(afterMs)) {
+        bool ok = false;
+        after = parser.value(afterMs).toInt(&ok);
+        if (!ok || *after < 0)
+            return fail(QStringLiteral("--after-ms needs a number of milliseconds, got '%1'").arg(parser.value(afterMs)));
+    }
 
     kvscope::ui::MainWindow window;
     if (parser.isSet(scenario)) {

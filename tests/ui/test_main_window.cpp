@@ -23,10 +23,10 @@ private slots:
         auto* tabs = qobject_cast<QTabWidget*>(window.centralWidget());
         QVERIFY(tabs);
         QCOMPARE(tabs->tabText(0), QStringLiteral("Chat"));
-        QCOMPARE(tabs->widget(1), window.playground());
+        QVERIFY(tabs->widget(1)->isAncestorOf(window.playground()));
         QCOMPARE(tabs->tabText(1), QStringLiteral("Allocator playground"));
         window.showPlayground();
-        QCOMPARE(tabs->currentWidget(), window.playground());
+        QCOMPARE(tabs->currentIndex(), 1);
     }
 
     void statusBarSaysWhereThePoolLives() {
