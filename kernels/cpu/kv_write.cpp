@@ -30,12 +30,13 @@ void put_code(std::byte* row, std::size_t i, unsigned code, unsigned bits) {
     row[bit / 8] |= static_cast<std::byte>(code << (bit % 8));
 }
 
-// Asymmetric quantization of values[0, n) at `stride` floats apart to
-// codes 0..levels: returns (scale, zero), both f16-exact.
+// An asymmetric quantizer: x ~ code * scale + zero, both f16-exact.
 struct ScaleZero {
     float scale, zero;
 };
 
+// The quantizer mapping [min, max] of values[0, n) (`stride` floats apart)
+// onto codes 0..levels.
 ScaleZero min_max_scale(const float* values, std::size_t n, std::size_t stride, unsigned levels) {
     float lo = values[0], hi = values[0];
     for (std::size_t i = 1; i < n; ++i) {

@@ -3,16 +3,19 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cpu/kv_codes.h"
+
 namespace kvscope::kernels::cpu {
 namespace {
 
-constexpr std::size_t kGroup = 32;
+using detail::kKvGroup;
 
 void fail(const std::string& what) { throw std::invalid_argument("paged KV description: " + what); }
 
-// Bytes of one head's scales in one block, as the row encoding needs them.
+// Bytes of the K scales of one row (per-token formats), or of one head in
+// one block (KIVI's channel scales).
 std::size_t k_scale_bytes_needed(const PagedKv& kv) {
-    const std::size_t groups = (kv.head_dim + kGroup - 1) / kGroup;
+    const std::size_t groups = (kv.head_dim + kKvGroup - 1) / kKvGroup;
     switch (kv.elem) {
     case KvElem::Int8: return 2;
     case KvElem::Int4: return groups * 4;
@@ -26,7 +29,7 @@ std::size_t k_scale_bytes_needed(const PagedKv& kv) {
 // and V alike.
 std::size_t v_scale_bytes_needed(const PagedKv& kv) {
     if (kv_elem_seals_blocks(kv.elem))
-        return (kv.head_dim + kGroup - 1) / kGroup * 4;
+        return (kv.head_dim + kKvGroup - 1) / kKvGroup * 4;
     return k_scale_bytes_needed(kv);
 }
 
