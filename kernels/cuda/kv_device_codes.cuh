@@ -7,6 +7,9 @@
 //   int8       code = rint(x / scale), scale = f16(max|x| / 127)
 //   int4       code = rint((x - zero) / scale) in [0, 15] per group of 32,
 //              scale = f16((max - min) / 15), zero = f16(min)
+//   KIVI       values like int4 with 15 (int4-kivi) or 3 (int2-kivi)
+//              levels; keys the same way per channel over a block's slots,
+//              the block's head_dim scales then head_dim zeros per head
 // Float division is IEEE-exact in CUDA unless -prec-div=false / fast math,
 // which kvscope never passes, so codes match the CPU's exactly.
 #pragma once
@@ -21,8 +24,12 @@ namespace kvscope::kernels::cuda::detail {
 
 constexpr unsigned kGroup = 32; // values per int4 group along head_dim (KvLayout's group_size)
 
-// The formats the CUDA kernels read and write (the KIVI ones are not here yet).
-enum class Code : std::uint8_t { F32, F16, BF16, Fp8, Int8, Int4 };
+// How one row decodes. K and V rows of one KvElem may differ: KIVI keys
+// are quantized per channel (Int4Channels, Int2Channels), its values per
+// token in groups of 32 (Int4, Int2).
+enum class Code : std::uint8_t { F32, F16, BF16, Fp8, Int8, Int4, Int2, Int4Channels, Int2Channels };
+
+__host__ __device__ constexpr bool per_channel(Code c) { return c == Code::Int4Channels || c == Code::Int2Channels; }
 
 // Bytes of 8 consecutive values of a row: what one lane reads at a time.
 __host__ __device__ constexpr unsigned chunk_bytes(Code c) {
@@ -32,7 +39,10 @@ __host__ __device__ constexpr unsigned chunk_bytes(Code c) {
     case Code::BF16: return 16;
     case Code::Fp8:
     case Code::Int8: return 8;
-    case Code::Int4: return 4;
+    case Code::Int4:
+    case Code::Int4Channels: return 4;
+    case Code::Int2:
+    case Code::Int2Channels: return 2;
     }
     return 0;
 }
@@ -102,15 +112,21 @@ __device__ __forceinline__ void load_chunk(const unsigned char* row, unsigned ch
         } else if constexpr (bytes == 8) {
             const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
             raw.w[0] = v.x, raw.w[1] = v.y;
-        } else {
+        } else if constexpr (bytes == 4) {
             raw.w[0] = __ldg(reinterpret_cast<const unsigned*>(p));
+        } else {
+            raw.w[0] = __ldg(reinterpret_cast<const unsigned short*>(p));
         }
         return;
     }
+    if constexpr (bytes == 2) {
+        raw.w[0] = unsigned{__ldg(p)} | unsigned{__ldg(p + 1)} << 8;
+    } else {
 #pragma unroll
-    for (unsigned i = 0; i < bytes / 4; ++i)
-        raw.w[i] = unsigned{__ldg(p + 4 * i)} | unsigned{__ldg(p + 4 * i + 1)} << 8 |
-                   unsigned{__ldg(p + 4 * i + 2)} << 16 | unsigned{__ldg(p + 4 * i + 3)} << 24;
+        for (unsigned i = 0; i < bytes / 4; ++i)
+            raw.w[i] = unsigned{__ldg(p + 4 * i)} | unsigned{__ldg(p + 4 * i + 1)} << 8 |
+                       unsigned{__ldg(p + 4 * i + 2)} << 16 | unsigned{__ldg(p + 4 * i + 3)} << 24;
+    }
 }
 
 __device__ __forceinline__ unsigned load_u16(const unsigned char* p) {
@@ -127,7 +143,7 @@ __device__ __forceinline__ ChunkScale load_scale(const unsigned char* scales, co
         s.scale = __ldg(fixed);
     } else if constexpr (C == Code::Int8) {
         s.scale = f16_bits_to_float(load_u16(scales));
-    } else if constexpr (C == Code::Int4) {
+    } else if constexpr (C == Code::Int4 || C == Code::Int2) {
         const unsigned char* pair = scales + 4 * (chunk * 8 / kGroup);
         s.scale = f16_bits_to_float(load_u16(pair));
         s.zero = f16_bits_to_float(load_u16(pair + 2));
@@ -149,6 +165,10 @@ __device__ __forceinline__ float nibble_to_float(unsigned word, unsigned nibble)
     return __uint_as_float(0x4B000000u | ((word >> (4 * nibble)) & 0xFu)) - 8388608.0f; // - 2^23
 }
 
+__device__ __forceinline__ float crumb_to_float(unsigned word, unsigned crumb) {
+    return __uint_as_float(0x4B000000u | ((word >> (2 * crumb)) & 0x3u)) - 8388608.0f;
+}
+
 // value = code * scale (+ zero), as kv_codes.h decodes it (the code exactly,
 // then one multiply and one add, so the same float as the CPU's).
 template <Code C>
@@ -165,15 +185,35 @@ __device__ __forceinline__ void decode_chunk(const RawChunk& raw, ChunkScale s, 
             x[i] = e4m3_to_float((raw.w[i / 4] >> (8 * (i % 4))) & 0xFFu) * s.scale;
         } else if constexpr (C == Code::Int8) {
             x[i] = int8_byte_to_float(raw.w[i / 4], i % 4) * s.scale;
-        } else {
-            static_assert(C == Code::Int4);
+        } else if constexpr (C == Code::Int4) {
             x[i] = nibble_to_float(raw.w[0], i) * s.scale + s.zero;
+        } else {
+            static_assert(C == Code::Int2);
+            x[i] = crumb_to_float(raw.w[0], i) * s.scale + s.zero;
         }
     }
 }
 
-// The device code of a KV storage format; throws std::invalid_argument for
-// the formats the CUDA kernels do not handle yet (KIVI).
-Code device_code(cpu::KvElem elem);
+// A KIVI key chunk: value i is code * scale[c] + zero[c] for its channel
+// c = 8 chunk + i, the scales being the block's (`channel_scales`: head_dim
+// f16 scales, then head_dim f16 zeros).
+template <Code C>
+__device__ __forceinline__ void decode_channel_chunk(const RawChunk& raw, const unsigned char* channel_scales,
+                                                     unsigned chunk, unsigned head_dim, float (&x)[8]) {
+    static_assert(per_channel(C));
+    const unsigned char* scale = channel_scales + 2 * (8 * chunk);
+    const unsigned char* zero = scale + 2 * head_dim;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        const float code = C == Code::Int4Channels ? nibble_to_float(raw.w[0], i) : crumb_to_float(raw.w[0], i);
+        x[i] = code * f16_bits_to_float(load_u16(scale + 2 * i)) + f16_bits_to_float(load_u16(zero + 2 * i));
+    }
+}
+
+// How K rows and V rows of a KV storage format decode.
+struct RowCodes {
+    Code k, v;
+};
+RowCodes row_codes(cpu::KvElem elem);
 
 } // namespace kvscope::kernels::cuda::detail

@@ -20,10 +20,11 @@ constexpr unsigned kWarps = 4;
 constexpr unsigned kThreads = kWarps * kWarp;
 constexpr unsigned kMaxHeads = 8;   // query heads of one KV head per thread block (more: several blocks)
 // Rows each lane loads before it uses the first: 4 for f32/f16/bf16, more
-// for the narrow formats so that a warp keeps about as many bytes in
-// flight (>= 2 KiB) whatever the format.
-template <Code C>
-constexpr unsigned kInFlight = detail::chunk_bytes(C) >= 16 ? 4 : 64 / detail::chunk_bytes(C);
+// for the narrow formats so that a warp keeps more bytes in flight
+// (registers cap it at 16); 4 for KIVI, whose lanes also carry where each
+// row comes from (pool or tail) and the keys' channel-scale pointers.
+template <Code C, bool Tailed>
+constexpr unsigned kInFlight = Tailed || detail::chunk_bytes(C) >= 16 ? 4 : detail::chunk_bytes(C) == 8 ? 8 : 16;
 constexpr unsigned kMaxSplit = 512; // positions per thread block
 constexpr unsigned kMinSplit = 64;
 constexpr unsigned kFull = 0xFFFFFFFFu;
@@ -31,7 +32,8 @@ constexpr unsigned kFull = 0xFFFFFFFFu;
 // Where one of K or V of the layer lives (cpu::PagedKv's numbers).
 struct Part {
     std::size_t offset, scale_offset, scale_head_stride, scale_slot_stride;
-    const float* fixed; // fp8: this part's per-head scales
+    const float* fixed;       // fp8: this part's per-head scales
+    std::size_t tail_offset;  // KIVI: this layer's rows of this part inside a tail
 };
 
 struct Params {
@@ -53,6 +55,10 @@ struct Params {
     float* partial_acc; // [query][head][split][head_dim]: unnormalized sums of p * V
     float* partial_max; // [query][head][split]: the split's max score
     float* partial_sum; // [query][head][split]: its sum of exp(score - max)
+    // KIVI: per sequence its f16 tail and context length; tail strides.
+    const std::byte* const* tails;
+    const std::uint32_t* seq_context;
+    std::size_t tail_head_stride, tail_slot_stride;
 };
 
 struct RowAddress {
@@ -70,6 +76,49 @@ __device__ __forceinline__ RowAddress locate(const Params& p, const Part& part, 
     const unsigned char* base = p.pool + block * p.bytes_per_block;
     return {base + part.offset + kv_head * p.head_stride + slot * p.slot_stride,
             base + part.scale_offset + kv_head * part.scale_head_stride + slot * part.scale_slot_stride};
+}
+
+// KIVI: where a sequence's unsealed positions are (its f16 tail) and from
+// which position on.
+struct Tail {
+    const unsigned char* rows = nullptr; // the tail's rows of this layer's K or V
+    unsigned sealed = 0xFFFFFFFFu;       // positions from here on are in the tail
+};
+
+// One lane's chunk of one row, loaded and waiting to be decoded.
+struct LoadedChunk {
+    RawChunk raw;
+    ChunkScale scale;                     // formats with per-row scales
+    const unsigned char* channel_scales;  // KIVI keys: the block's per-channel scales
+    bool from_tail;                       // KIVI: an f16 row of the tail
+};
+
+template <Code C, bool Tailed>
+__device__ __forceinline__ void load_row(const Params& p, const Part& part, const Tail& tail, unsigned seq,
+                                         unsigned kv_head, unsigned t, unsigned chunk, LoadedChunk& c) {
+    if (Tailed && t >= tail.sealed) {
+        c.from_tail = true;
+        const unsigned char* row = tail.rows + kv_head * p.tail_head_stride + (t - tail.sealed) * p.tail_slot_stride;
+        detail::load_chunk<Code::F16>(row, chunk, false, c.raw); // a few rows per sequence: byte loads will do
+        return;
+    }
+    c.from_tail = false;
+    const RowAddress r = locate(p, part, seq, kv_head, t);
+    detail::load_chunk<C>(r.row, chunk, p.aligned, c.raw);
+    if constexpr (detail::per_channel(C))
+        c.channel_scales = r.scales;
+    else
+        c.scale = detail::load_scale<C>(r.scales, part.fixed + kv_head, chunk);
+}
+
+template <Code C, bool Tailed>
+__device__ __forceinline__ void decode_row(const LoadedChunk& c, unsigned chunk, unsigned head_dim, float (&x)[8]) {
+    if (Tailed && c.from_tail)
+        detail::decode_chunk<Code::F16>(c.raw, ChunkScale{}, x);
+    else if constexpr (detail::per_channel(C))
+        detail::decode_channel_chunk<C>(c.raw, c.channel_scales, chunk, head_dim, x);
+    else
+        detail::decode_chunk<C>(c.raw, c.scale, x);
 }
 
 __device__ __forceinline__ float warp_max(float x) {
@@ -91,7 +140,7 @@ __device__ __forceinline__ float warp_sum(float x) {
 // Lanes are grouped lanes_per_row to a row: lane `chunk` of a group reads
 // values [8 chunk, 8 chunk + 8) of the row, so a warp reads
 // 32 / lanes_per_row consecutive rows, coalesced, and each lane issues
-// kInFlight<C> independent loads before it decodes the first.
+// kInFlight independent loads before it decodes the first.
 //
 //   scores   s_t = (q . k_t) / sqrt(d)          (dot product: a lane's 8
 //            values, then a shuffle sum over the row's lanes)
@@ -100,8 +149,12 @@ __device__ __forceinline__ float warp_sum(float x) {
 //            and warps)
 // One split: out = acc / l. Several: (acc, m, l) go to the workspace and
 // merge_splits combines them.
-template <Code C>
+//
+// K and V decode as KC and VC (they differ for KIVI, whose positions from
+// the sequence's last full block on come from its f16 tail).
+template <Code KC, Code VC>
 __global__ void __launch_bounds__(kThreads) attention_split_kernel(const Params p) {
+    constexpr bool tailed = detail::per_channel(KC);
     extern __shared__ float smem[];
     const unsigned query = blockIdx.x;
     const unsigned count = p.position[query] + 1; // causal: up to and including its own position
@@ -117,6 +170,13 @@ __global__ void __launch_bounds__(kThreads) attention_split_kernel(const Params 
     const unsigned first_head = kv_head * p.group + first_in_group;
     const unsigned seq = p.seq[query];
     const unsigned d = p.head_dim;
+    Tail k_tail, v_tail;
+    if constexpr (tailed) {
+        const auto* tail = reinterpret_cast<const unsigned char*>(p.tails[seq]);
+        const unsigned sealed = p.seq_context[seq] / p.block_size * p.block_size;
+        k_tail = {tail + p.k.tail_offset, sealed};
+        v_tail = {tail + p.v.tail_offset, sealed};
+    }
 
     float* q_s = smem;                           // [cta_heads][d]
     float* scores = q_s + p.cta_heads * d;       // [cta_heads][split]
@@ -135,28 +195,24 @@ __global__ void __launch_bounds__(kThreads) attention_split_kernel(const Params 
     const unsigned row_in_warp = lane / p.lanes_per_row;
     const unsigned chunk = lane % p.lanes_per_row;
     const bool has_chunk = chunk * 8 < d;
-    constexpr unsigned in_flight = kInFlight<C>;
-    const unsigned step = kWarps * rows_per_warp * in_flight; // positions per pass of the whole block
 
     // Scores.
-    for (unsigned t0 = begin + warp * rows_per_warp * in_flight; t0 < end; t0 += step) {
-        RawChunk raw[in_flight] = {};
-        ChunkScale sc[in_flight];
+    constexpr unsigned k_flight = kInFlight<KC, tailed>;
+    for (unsigned t0 = begin + warp * rows_per_warp * k_flight; t0 < end; t0 += kWarps * rows_per_warp * k_flight) {
+        LoadedChunk c[k_flight] = {};
 #pragma unroll
-        for (unsigned u = 0; u < in_flight; ++u) {
+        for (unsigned u = 0; u < k_flight; ++u) {
             const unsigned t = t0 + u * rows_per_warp + row_in_warp;
-            if (t < end && has_chunk) {
-                const RowAddress r = locate(p, p.k, seq, kv_head, t);
-                detail::load_chunk<C>(r.row, chunk, p.aligned, raw[u]);
-                sc[u] = detail::load_scale<C>(r.scales, p.k.fixed + kv_head, chunk);
-            }
+            if (t < end && has_chunk)
+                load_row<KC, tailed>(p, p.k, k_tail, seq, kv_head, t, chunk, c[u]);
         }
 #pragma unroll
-        for (unsigned u = 0; u < in_flight; ++u) {
+        for (unsigned u = 0; u < k_flight; ++u) {
             const unsigned t = t0 + u * rows_per_warp + row_in_warp;
             const bool valid = t < end && has_chunk;
-            float x[8];
-            detail::decode_chunk<C>(raw[u], sc[u], x);
+            float x[8] = {};
+            if (valid)
+                decode_row<KC, tailed>(c[u], chunk, d, x);
 #pragma unroll
             for (unsigned h = 0; h < kMaxHeads; ++h) {
                 if (h >= heads)
@@ -200,25 +256,22 @@ __global__ void __launch_bounds__(kThreads) attention_split_kernel(const Params 
 
     // Weighted sum of V.
     float acc[kMaxHeads][8] = {};
-    for (unsigned t0 = begin + warp * rows_per_warp * in_flight; t0 < end; t0 += step) {
-        RawChunk raw[in_flight] = {};
-        ChunkScale sc[in_flight];
+    constexpr unsigned v_flight = kInFlight<VC, tailed>;
+    for (unsigned t0 = begin + warp * rows_per_warp * v_flight; t0 < end; t0 += kWarps * rows_per_warp * v_flight) {
+        LoadedChunk c[v_flight] = {};
 #pragma unroll
-        for (unsigned u = 0; u < in_flight; ++u) {
+        for (unsigned u = 0; u < v_flight; ++u) {
             const unsigned t = t0 + u * rows_per_warp + row_in_warp;
-            if (t < end && has_chunk) {
-                const RowAddress r = locate(p, p.v, seq, kv_head, t);
-                detail::load_chunk<C>(r.row, chunk, p.aligned, raw[u]);
-                sc[u] = detail::load_scale<C>(r.scales, p.v.fixed + kv_head, chunk);
-            }
+            if (t < end && has_chunk)
+                load_row<VC, tailed>(p, p.v, v_tail, seq, kv_head, t, chunk, c[u]);
         }
 #pragma unroll
-        for (unsigned u = 0; u < in_flight; ++u) {
+        for (unsigned u = 0; u < v_flight; ++u) {
             const unsigned t = t0 + u * rows_per_warp + row_in_warp;
             if (t >= end || !has_chunk)
                 continue;
             float x[8];
-            detail::decode_chunk<C>(raw[u], sc[u], x);
+            decode_row<VC, tailed>(c[u], chunk, d, x);
 #pragma unroll
             for (unsigned h = 0; h < kMaxHeads; ++h) {
                 if (h >= heads)
@@ -326,7 +379,6 @@ unsigned choose_split(const cpu::PagedKv& kv, const AttentionBatch& batch) {
 
 void check(const cpu::PagedKv& kv, const AttentionBatch& batch) {
     cpu::check_paged_kv(kv);
-    detail::device_code(kv.elem); // throws for KIVI
     if (kv.head_dim % 8 != 0 || kv.head_dim > 256)
         fail("head_dim " + std::to_string(kv.head_dim) + " must be a multiple of 8 and at most 256");
     if (batch.n_heads == 0 || batch.n_heads % kv.n_kv_heads != 0)
@@ -339,12 +391,15 @@ void check(const cpu::PagedKv& kv, const AttentionBatch& batch) {
         fail("max_context is 0");
     if (batch.table_stride == 0 && batch.n_queries > 0)
         fail("table_stride is 0");
+    if (cpu::kv_elem_seals_blocks(kv.elem) && batch.n_queries > 0 &&
+        (batch.tails == nullptr || batch.seq_context == nullptr))
+        fail("a KIVI pool needs each sequence's tail and context length");
 }
 
 // Every row address is a multiple of the chunk's load width (16 bytes at
 // most) when the pool and all offsets and strides are.
-bool rows_aligned(const cpu::PagedKv& kv, Code code) {
-    const std::size_t width = std::min(16u, detail::chunk_bytes(code));
+bool rows_aligned(const cpu::PagedKv& kv, detail::RowCodes codes) {
+    const std::size_t width = std::min(16u, std::max(detail::chunk_bytes(codes.k), detail::chunk_bytes(codes.v)));
     const std::size_t numbers[] = {reinterpret_cast<std::uintptr_t>(kv.pool), kv.bytes_per_block, kv.k_offset,
                                    kv.v_offset, kv.head_stride, kv.slot_stride};
     return std::all_of(std::begin(numbers), std::end(numbers), [&](std::size_t n) { return n % width == 0; });
@@ -357,9 +412,9 @@ std::size_t workspace_floats(const cpu::PagedKv& kv, const AttentionBatch& batch
     return std::size_t{batch.n_queries} * batch.n_heads * max_splits * (kv.head_dim + 2);
 }
 
-template <Code C>
+template <Code KC, Code VC = KC>
 void launch(const Params& p, dim3 grid, std::size_t shared_bytes, cudaStream_t stream) {
-    attention_split_kernel<C><<<grid, kThreads, shared_bytes, stream>>>(p);
+    attention_split_kernel<KC, VC><<<grid, kThreads, shared_bytes, stream>>>(p);
 }
 
 } // namespace
@@ -376,7 +431,7 @@ void paged_attention(const cpu::PagedKv& kv, const AttentionBatch& batch, void* 
     check(kv, batch);
     if (batch.n_queries == 0)
         return;
-    const Code code = detail::device_code(kv.elem);
+    const detail::RowCodes codes = detail::row_codes(kv.elem);
     const unsigned split = choose_split(kv, batch);
     const std::size_t needed = workspace_floats(kv, batch, split) * sizeof(float);
     if (workspace_bytes < needed || (needed > 0 && workspace == nullptr))
@@ -389,16 +444,16 @@ void paged_attention(const cpu::PagedKv& kv, const AttentionBatch& batch, void* 
     p.slot_stride = kv.slot_stride;
     const bool fp8 = kv.elem == cpu::KvElem::Fp8E4M3;
     p.k = {kv.k_offset, kv.k_scale.offset, kv.k_scale.head_stride, kv.k_scale.slot_stride,
-           fp8 ? kv.fixed_scales : nullptr};
+           fp8 ? kv.fixed_scales : nullptr, kv.tail.k_offset};
     p.v = {kv.v_offset, kv.v_scale.offset, kv.v_scale.head_stride, kv.v_scale.slot_stride,
-           fp8 ? kv.fixed_scales + kv.n_kv_heads : nullptr};
+           fp8 ? kv.fixed_scales + kv.n_kv_heads : nullptr, kv.tail.v_offset};
     p.block_size = kv.block_size;
     p.head_dim = kv.head_dim;
     p.n_heads = batch.n_heads;
     p.group = batch.n_heads / kv.n_kv_heads;
     p.lanes_per_row = lanes_per_row(kv.head_dim);
     p.cta_heads = std::min(p.group, kMaxHeads);
-    p.aligned = rows_aligned(kv, code);
+    p.aligned = rows_aligned(kv, codes);
     p.scale = 1.0f / std::sqrt(static_cast<float>(kv.head_dim));
     p.q = batch.q;
     p.out = batch.out;
@@ -408,6 +463,10 @@ void paged_attention(const cpu::PagedKv& kv, const AttentionBatch& batch, void* 
     p.table_stride = batch.table_stride;
     p.split = split;
     p.max_splits = (batch.max_context + split - 1) / split;
+    p.tails = batch.tails;
+    p.seq_context = batch.seq_context;
+    p.tail_head_stride = kv.tail.head_stride;
+    p.tail_slot_stride = kv.tail.slot_stride;
     if (needed > 0) {
         const std::size_t parts = std::size_t{batch.n_queries} * batch.n_heads * p.max_splits;
         p.partial_acc = static_cast<float*>(workspace);
@@ -423,13 +482,16 @@ void paged_attention(const cpu::PagedKv& kv, const AttentionBatch& batch, void* 
     const std::size_t shared_bytes =
         (std::size_t{p.cta_heads} * (2 * kv.head_dim + split) + 2 * kMaxHeads) * sizeof(float);
     const cudaStream_t s = detail::to_stream(stream);
-    switch (code) {
+    switch (codes.k) {
     case Code::F32: launch<Code::F32>(p, grid, shared_bytes, s); break;
     case Code::F16: launch<Code::F16>(p, grid, shared_bytes, s); break;
     case Code::BF16: launch<Code::BF16>(p, grid, shared_bytes, s); break;
     case Code::Fp8: launch<Code::Fp8>(p, grid, shared_bytes, s); break;
     case Code::Int8: launch<Code::Int8>(p, grid, shared_bytes, s); break;
     case Code::Int4: launch<Code::Int4>(p, grid, shared_bytes, s); break;
+    case Code::Int4Channels: launch<Code::Int4Channels, Code::Int4>(p, grid, shared_bytes, s); break;
+    case Code::Int2Channels: launch<Code::Int2Channels, Code::Int2>(p, grid, shared_bytes, s); break;
+    case Code::Int2: break; // only ever a V code
     }
     detail::check_launch("attention_split_kernel");
     if (p.max_splits > 1) {

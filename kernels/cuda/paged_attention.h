@@ -31,6 +31,11 @@ struct AttentionBatch {
     // table to look up (what `bench` compares paging against).
     const std::uint32_t* block_tables = nullptr;
     std::uint32_t table_stride = 0;
+    // KIVI only, per sequence: its f16 tail (device pointers in a device
+    // array) and its context length. As in cpu::paged_attention, positions
+    // from seq_context / block_size * block_size on are read from the tail.
+    const std::byte* const* tails = nullptr;
+    const std::uint32_t* seq_context = nullptr;
 };
 
 // Device scratch the call needs, in bytes (0 when no query's context is
@@ -50,10 +55,10 @@ std::size_t attention_workspace_bytes(const cpu::PagedKv& kv, const AttentionBat
 // prefill is future work).
 //
 // Requires head_dim a multiple of 8 and at most 256. The device arrays
-// (seq, position, block_tables) are trusted: check them on the host with
-// check_attention_batch before uploading. Throws std::invalid_argument for a
-// bad description, a KIVI format, a too-small workspace; CudaError when a
-// launch fails.
+// (seq, position, block_tables, KIVI's tails and seq_context) are trusted:
+// check them on the host with check_attention_batch before uploading.
+// Throws std::invalid_argument for a bad description, a KIVI batch without
+// tails, a too-small workspace; CudaError when a launch fails.
 void paged_attention(const cpu::PagedKv& kv, const AttentionBatch& batch, void* workspace,
                      std::size_t workspace_bytes, Stream stream = nullptr);
 

@@ -14,11 +14,19 @@
 
 namespace gpu_check {
 
-// The KV dtypes the CUDA kernels handle (KIVI is not on the GPU yet).
-inline const std::vector<kvscope::KvDtype>& cuda_kv_dtypes() {
+// The KV dtypes whose rows are written one token at a time (every one
+// but KIVI, which seals whole blocks from a per-sequence tail).
+inline const std::vector<kvscope::KvDtype>& row_kv_dtypes() {
     using kvscope::KvDtype;
     static const std::vector<KvDtype> dtypes{KvDtype::F32,  KvDtype::F16,  KvDtype::BF16,
                                              KvDtype::Fp8E4M3, KvDtype::Int8, KvDtype::Int4};
+    return dtypes;
+}
+
+inline const std::vector<kvscope::KvDtype>& all_kv_dtypes() {
+    using kvscope::KvDtype;
+    static const std::vector<KvDtype> dtypes{KvDtype::F32,  KvDtype::F16,  KvDtype::BF16,     KvDtype::Fp8E4M3,
+                                             KvDtype::Int8, KvDtype::Int4, KvDtype::Int4Kivi, KvDtype::Int2Kivi};
     return dtypes;
 }
 

@@ -4,6 +4,9 @@
 // written (another layer, a slot past the context, a block outside the
 // table) turns the output into NaN and fails.
 //
+// KIVI pools come with a tail per sequence (positions past its last full
+// block, in f16), written and read on both sides.
+//
 // Tolerance, the same for every KV dtype: both kernels decode identical
 // bytes with identical scales, so quantization error cancels out of the
 // comparison; what is left is float arithmetic in a different order (the
@@ -80,6 +83,11 @@ void compare(const Case& c, std::mt19937& rng) {
     std::vector<std::uint32_t> tables(std::size_t{n_seqs} * table_stride);
     std::copy_n(ids.begin(), tables.size(), tables.begin());
 
+    // KIVI: each sequence's f16 tail, holding its positions past the last
+    // full block.
+    const std::size_t tail_bytes = pools.layout.tail_bytes();
+    std::vector<std::byte> host_tails(n_seqs * tail_bytes, std::byte{0xFF});
+
     const cpu::PagedKv host_kv = pools.cpu_view();
     const std::size_t kv_row = std::size_t{c.n_kv_heads} * c.head_dim, q_row = std::size_t{n_heads} * c.head_dim;
     std::vector<float> q_all, expected;
@@ -89,14 +97,15 @@ void compare(const Case& c, std::mt19937& rng) {
         const std::vector<float> k = gpu_check::random_floats(spec.ctx_len * kv_row, rng);
         const std::vector<float> v = gpu_check::random_floats(spec.ctx_len * kv_row, rng);
         const std::uint32_t* table = tables.data() + std::size_t{s} * table_stride;
+        std::byte* tail = tail_bytes > 0 ? host_tails.data() + s * tail_bytes : nullptr;
         for (std::uint32_t p = 0; p < spec.ctx_len; ++p)
             cpu::write_kv(host_kv, table[p / c.block_size], p % c.block_size, k.data() + p * kv_row,
-                          v.data() + p * kv_row);
+                          v.data() + p * kv_row, tail);
         const std::vector<float> q = gpu_check::random_floats(spec.n_q * q_row, rng);
         std::vector<float> out(q.size());
         std::vector<float> scratch(cpu::paged_attention_scratch_floats(spec.ctx_len, c.head_dim));
         cpu::paged_attention(host_kv, std::span<const std::uint32_t>(table, table_stride), spec.ctx_len, q.data(),
-                             spec.n_q, n_heads, out.data(), scratch);
+                             spec.n_q, n_heads, out.data(), scratch, tail);
         q_all.insert(q_all.end(), q.begin(), q.end());
         expected.insert(expected.end(), out.begin(), out.end());
         for (std::uint32_t i = 0; i < spec.n_q; ++i) {
@@ -112,6 +121,14 @@ void compare(const Case& c, std::mt19937& rng) {
     cuda::DeviceBuffer q_d = cuda::upload_vector(q_all), out_d(q_all.size() * sizeof(float));
     cuda::DeviceBuffer seq_d = cuda::upload_vector(query_seq), pos_d = cuda::upload_vector(query_pos);
     cuda::DeviceBuffer tables_d = cuda::upload_vector(tables);
+    cuda::DeviceBuffer tails_d = cuda::upload_vector(host_tails);
+    std::vector<const std::byte*> tail_of_seq;
+    std::vector<std::uint32_t> seq_context;
+    for (std::uint32_t s = 0; s < n_seqs; ++s) {
+        tail_of_seq.push_back(tails_d.as<const std::byte>() + s * tail_bytes);
+        seq_context.push_back(c.seqs[s].ctx_len);
+    }
+    cuda::DeviceBuffer tail_of_seq_d = cuda::upload_vector(tail_of_seq), seq_context_d = cuda::upload_vector(seq_context);
     out_d.fill_bytes(0xFF);
     cuda::AttentionBatch batch;
     batch.q = q_d.as<float>();
@@ -123,6 +140,10 @@ void compare(const Case& c, std::mt19937& rng) {
     batch.max_context = max_context;
     batch.block_tables = c.paged ? tables_d.as<std::uint32_t>() : nullptr;
     batch.table_stride = table_stride;
+    if (tail_bytes > 0) {
+        batch.tails = tail_of_seq_d.as<const std::byte*>();
+        batch.seq_context = seq_context_d.as<std::uint32_t>();
+    }
     cuda::DeviceBuffer workspace(cuda::attention_workspace_bytes(device_kv, batch));
     cuda::paged_attention(device_kv, batch, workspace.data(), workspace.size());
     cuda::synchronize();
@@ -145,7 +166,7 @@ void decode_batches() {
     const std::uint32_t groups[] = {1, 2, 4, 8};
     const std::uint32_t block_sizes[] = {8, 16, 32};
     const std::uint32_t head_dims[] = {8, 64, 128};
-    for (const KvDtype dtype : gpu_check::cuda_kv_dtypes())
+    for (const KvDtype dtype : gpu_check::all_kv_dtypes())
         for (const std::uint32_t group : groups)
             for (const std::uint32_t block_size : block_sizes) {
                 Case c{dtype, static_cast<std::uint32_t>(1 + rng() % 3), group, head_dims[rng() % 3], block_size, {}};
@@ -159,7 +180,7 @@ void decode_batches() {
 // the same batch.
 void prefill_chunks() {
     std::mt19937 rng(22);
-    for (const KvDtype dtype : gpu_check::cuda_kv_dtypes())
+    for (const KvDtype dtype : gpu_check::all_kv_dtypes())
         for (const std::uint32_t group : {1u, 4u}) {
             Case c{dtype, 2, group, 64, 16, {{77, 77}, {150, 21}, {33, 1}}};
             compare(c, rng);
@@ -170,7 +191,7 @@ void prefill_chunks() {
 // 16 query heads per KV head (more than one thread block's 8).
 void long_contexts_and_wide_groups() {
     std::mt19937 rng(23);
-    for (const KvDtype dtype : gpu_check::cuda_kv_dtypes()) {
+    for (const KvDtype dtype : gpu_check::all_kv_dtypes()) {
         compare({dtype, 2, 4, 128, 16, {{3001, 1}, {1500, 1}, {9, 1}}}, rng);
         compare({dtype, 1, 16, 64, 32, {{700, 1}, {64, 3}}}, rng);
     }
@@ -179,7 +200,7 @@ void long_contexts_and_wide_groups() {
 // Without a table: each sequence in its own consecutive blocks.
 void contiguous_allocation() {
     std::mt19937 rng(24);
-    for (const KvDtype dtype : gpu_check::cuda_kv_dtypes()) {
+    for (const KvDtype dtype : gpu_check::all_kv_dtypes()) {
         Case c{dtype, 2, 2, 64, 16, {{200, 1}, {1100, 1}, {45, 5}}};
         c.paged = false;
         compare(c, rng);
@@ -202,9 +223,17 @@ void clear_errors() {
     gpu_check::expect_throw<std::invalid_argument>([&] { cuda::paged_attention(kv, batch, nullptr, 0); },
                                                    "not a multiple", "3 query heads over 2 KV heads");
     KvPoolPair kivi({KvPoolPair::kLayers, 2, 64}, KvDtype::Int2Kivi, 16, 8, rng);
+    const cuda::DeviceBuffer q(4 * 64 * sizeof(float)), ids(sizeof(std::uint32_t));
+    batch.q = q.as<float>();
+    batch.out = q.as<float>() + 1;
+    batch.n_queries = 1;
     batch.n_heads = 4;
+    batch.seq = ids.as<std::uint32_t>();
+    batch.position = ids.as<std::uint32_t>();
+    batch.max_context = 1;
+    batch.table_stride = 1;
     gpu_check::expect_throw<std::invalid_argument>([&] { cuda::paged_attention(kivi.cuda_view(), batch, nullptr, 0); },
-                                                   "kivi", "a KIVI pool");
+                                                   "tail", "a KIVI batch without tails");
 }
 
 } // namespace
