@@ -4,27 +4,36 @@
 namespace kvscope::kernels::cpu::detail {
 namespace {
 
-template <RowCode Code>
-float dot(const float* q, const std::byte* row, const std::byte* scales, std::size_t n) {
-    float partial[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    std::size_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        for (std::size_t k = 0; k < 4; ++k)
-            partial[k] += q[i + k] * decode_value<Code>(row, scales, i + k, n);
-    for (; i < n; ++i)
-        partial[0] += q[i] * decode_value<Code>(row, scales, i, n);
-    return (partial[0] + partial[1]) + (partial[2] + partial[3]);
+// Each value is decoded once and used by all H heads.
+template <RowCode Code, std::size_t H>
+void dot(const float* q, const std::byte* row, const std::byte* scales, std::size_t n, float* out) {
+    float partial[H][4] = {};
+    for (std::size_t i = 0; i < n; ++i) {
+        const float x = decode_value<Code>(row, scales, i, n);
+        for (std::size_t h = 0; h < H; ++h)
+            partial[h][i % 4] += q[h * n + i] * x;
+    }
+    for (std::size_t h = 0; h < H; ++h)
+        out[h] = (partial[h][0] + partial[h][1]) + (partial[h][2] + partial[h][3]);
 }
 
-template <RowCode Code>
-void axpy(float a, const std::byte* row, const std::byte* scales, float* acc, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i)
-        acc[i] += a * decode_value<Code>(row, scales, i, n);
+template <RowCode Code, std::size_t H>
+void axpy(const float* a, const std::byte* row, const std::byte* scales, float* acc, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+        const float x = decode_value<Code>(row, scales, i, n);
+        for (std::size_t h = 0; h < H; ++h)
+            acc[h * n + i] += a[h] * x;
+    }
+}
+
+template <RowCode Code, std::size_t... H>
+constexpr KvRowOps ops(std::index_sequence<H...>) {
+    return {{dot<Code, H + 1>...}, {axpy<Code, H + 1>...}};
 }
 
 template <RowCode Code>
 constexpr KvRowOps ops() {
-    return {dot<Code>, axpy<Code>};
+    return ops<Code>(std::make_index_sequence<kSharedHeads>());
 }
 
 } // namespace

@@ -116,41 +116,63 @@ __m256 decode8(const std::byte* row, const std::byte* scales, std::size_t i, std
     }
 }
 
-// Both walk a row group by group (kKvGroup values, a multiple of 8),
-// 8 values at a time; the last n % 8 values go through the portable decoder.
-template <RowCode Code>
-float dot(const float* q, const std::byte* row, const std::byte* scales, std::size_t n) {
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    const std::size_t whole = n / 8 * 8;
-    for (std::size_t first = 0; first < whole; first += kKvGroup) {
-        const Affine a = affine<Code>(scales, first / kKvGroup);
-        const std::size_t end = std::min(whole, first + kKvGroup);
-        for (std::size_t i = first; i < end; i += 8)
-            acc[(i / 8) & 1] = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), decode8<Code>(row, scales, i, n, a), acc[(i / 8) & 1]);
-    }
-    float sum = hsum(_mm256_add_ps(acc[0], acc[1]));
-    for (std::size_t i = whole; i < n; ++i)
-        sum += q[i] * decode_value<Code>(row, scales, i, n);
-    return sum;
-}
-
-template <RowCode Code>
-void axpy(float a, const std::byte* row, const std::byte* scales, float* acc, std::size_t n) {
-    const __m256 a8 = _mm256_set1_ps(a);
+// Both walk a row group by group (kKvGroup values, a multiple of 8), 8
+// values at a time, each 8 decoded once for all H heads; the last n % 8
+// values go through the portable decoder.
+template <RowCode Code, std::size_t H>
+void dot(const float* q, const std::byte* row, const std::byte* scales, std::size_t n, float* out) {
+    __m256 acc[H][2];
+    for (std::size_t h = 0; h < H; ++h)
+        acc[h][0] = acc[h][1] = _mm256_setzero_ps();
     const std::size_t whole = n / 8 * 8;
     for (std::size_t first = 0; first < whole; first += kKvGroup) {
         const Affine shared = affine<Code>(scales, first / kKvGroup);
         const std::size_t end = std::min(whole, first + kKvGroup);
-        for (std::size_t i = first; i < end; i += 8)
-            _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(a8, decode8<Code>(row, scales, i, n, shared), _mm256_loadu_ps(acc + i)));
+        for (std::size_t i = first; i < end; i += 8) {
+            const __m256 v = decode8<Code>(row, scales, i, n, shared);
+            for (std::size_t h = 0; h < H; ++h)
+                acc[h][(i / 8) & 1] = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * n + i), v, acc[h][(i / 8) & 1]);
+        }
     }
-    for (std::size_t i = whole; i < n; ++i)
-        acc[i] += a * decode_value<Code>(row, scales, i, n);
+    for (std::size_t h = 0; h < H; ++h)
+        out[h] = hsum(_mm256_add_ps(acc[h][0], acc[h][1]));
+    for (std::size_t i = whole; i < n; ++i) {
+        const float x = decode_value<Code>(row, scales, i, n);
+        for (std::size_t h = 0; h < H; ++h)
+            out[h] += q[h * n + i] * x;
+    }
+}
+
+template <RowCode Code, std::size_t H>
+void axpy(const float* a, const std::byte* row, const std::byte* scales, float* acc, std::size_t n) {
+    __m256 a8[H];
+    for (std::size_t h = 0; h < H; ++h)
+        a8[h] = _mm256_set1_ps(a[h]);
+    const std::size_t whole = n / 8 * 8;
+    for (std::size_t first = 0; first < whole; first += kKvGroup) {
+        const Affine shared = affine<Code>(scales, first / kKvGroup);
+        const std::size_t end = std::min(whole, first + kKvGroup);
+        for (std::size_t i = first; i < end; i += 8) {
+            const __m256 v = decode8<Code>(row, scales, i, n, shared);
+            for (std::size_t h = 0; h < H; ++h)
+                _mm256_storeu_ps(acc + h * n + i, _mm256_fmadd_ps(a8[h], v, _mm256_loadu_ps(acc + h * n + i)));
+        }
+    }
+    for (std::size_t i = whole; i < n; ++i) {
+        const float x = decode_value<Code>(row, scales, i, n);
+        for (std::size_t h = 0; h < H; ++h)
+            acc[h * n + i] += a[h] * x;
+    }
+}
+
+template <RowCode Code, std::size_t... H>
+constexpr KvRowOps ops(std::index_sequence<H...>) {
+    return {{dot<Code, H + 1>...}, {axpy<Code, H + 1>...}};
 }
 
 template <RowCode Code>
 constexpr KvRowOps ops() {
-    return {dot<Code>, axpy<Code>};
+    return ops<Code>(std::make_index_sequence<kSharedHeads>());
 }
 
 } // namespace

@@ -16,8 +16,9 @@ namespace {
 // Each thread's scratch starts on its own cache line (16 floats).
 std::size_t round_to_line(std::size_t floats) { return (floats + 15) / 16 * 16; }
 
+// A score row and an accumulator for each head sharing a KV row.
 std::size_t per_thread_floats(std::uint32_t ctx_len, std::uint32_t head_dim) {
-    return round_to_line(ctx_len) + round_to_line(head_dim);
+    return detail::kSharedHeads * (round_to_line(ctx_len) + round_to_line(head_dim));
 }
 
 // Below this many multiply-adds a call is over before threads would pay off.
@@ -117,32 +118,46 @@ void for_each_row(const Source<Blocks>& src, const KvPart& part, std::uint32_t k
         f(p, tail_rows + (p - pooled) * kv.tail.slot_stride, nullptr, src.tail_ops);
 }
 
-// One query head over positions [0, count): scores, softmax, weighted sum
-// of V. scores holds count floats, acc head_dim floats.
+// `heads` (<= kSharedHeads) query heads of one KV head over positions
+// [0, count): scores, softmax, weighted sum of V, each K and V row decoded
+// once for all of them. Head h's query is at q + h * head_dim, its output
+// at out + h * head_dim; its scores at scores + h * stride (count floats),
+// its accumulator at acc + h * head_dim.
 template <typename Blocks>
-void attend(const Source<Blocks>& src, std::uint32_t kv_head, std::uint32_t count, const float* q, float* scores,
-            float* acc, float* out) {
+void attend(const Source<Blocks>& src, std::uint32_t kv_head, std::uint32_t count, std::size_t heads,
+            const float* q, float* scores, std::size_t stride, float* acc, float* out) {
     const std::size_t dim = src.kv.head_dim;
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
-    float max = -std::numeric_limits<float>::infinity();
+    float max[detail::kSharedHeads], dots[detail::kSharedHeads];
+    std::fill(max, max + heads, -std::numeric_limits<float>::infinity());
     for_each_row(src, src.k, kv_head, count,
                  [&](std::uint32_t p, const std::byte* k, const std::byte* scales, const detail::KvRowOps& ops) {
-                     scores[p] = ops.dot(q, k, scales, dim) * scale;
-                     max = std::max(max, scores[p]);
+                     ops.dot[heads - 1](q, k, scales, dim, dots);
+                     for (std::size_t h = 0; h < heads; ++h) {
+                         scores[h * stride + p] = dots[h] * scale;
+                         max[h] = std::max(max[h], scores[h * stride + p]);
+                     }
                  });
-    double sum = 0.0;
-    for (std::uint32_t p = 0; p < count; ++p) {
-        scores[p] = std::exp(scores[p] - max);
-        sum += scores[p];
-    }
-    std::fill(acc, acc + dim, 0.0f);
+    double sum[detail::kSharedHeads] = {};
+    for (std::size_t h = 0; h < heads; ++h)
+        for (std::uint32_t p = 0; p < count; ++p) {
+            float& score = scores[h * stride + p];
+            score = std::exp(score - max[h]);
+            sum[h] += score;
+        }
+    std::fill(acc, acc + heads * dim, 0.0f);
+    float weights[detail::kSharedHeads];
     for_each_row(src, src.v, kv_head, count,
                  [&](std::uint32_t p, const std::byte* v, const std::byte* scales, const detail::KvRowOps& ops) {
-                     ops.axpy(scores[p], v, scales, acc, dim);
+                     for (std::size_t h = 0; h < heads; ++h)
+                         weights[h] = scores[h * stride + p];
+                     ops.axpy[heads - 1](weights, v, scales, acc, dim);
                  });
-    const auto inverse = static_cast<float>(1.0 / sum);
-    for (std::size_t d = 0; d < dim; ++d)
-        out[d] = acc[d] * inverse;
+    for (std::size_t h = 0; h < heads; ++h) {
+        const auto inverse = static_cast<float>(1.0 / sum[h]);
+        for (std::size_t d = 0; d < dim; ++d)
+            out[h * dim + d] = acc[h * dim + d] * inverse;
+    }
 }
 
 template <typename Blocks>
@@ -163,20 +178,26 @@ void run(const PagedKv& kv, Blocks blocks, std::uint32_t ctx_len, const float* q
         detail::kv_row_ops(detail::RowCode::F16, path),
         kv_elem_seals_blocks(kv.elem) ? ctx_len / kv.block_size * kv.block_size : ctx_len,
     };
-    const std::uint32_t group = n_heads / kv.n_kv_heads;
+    const std::size_t group = n_heads / kv.n_kv_heads;
+    const std::size_t parts = (group + detail::kSharedHeads - 1) / detail::kSharedHeads; // per KV head
     const std::size_t dim = kv.head_dim;
     const std::size_t per_thread = per_thread_floats(ctx_len, kv.head_dim);
-    const std::size_t items = std::size_t{n_q} * n_heads;
-    const int threads = items * ctx_len * dim >= kParallelMinWork ? num_threads() : 1;
-    // Items are (query, head), query-major; later queries of a prefill chunk
-    // see more context, which parallel_for's chunked hand-out evens out.
+    const std::size_t stride = round_to_line(ctx_len);
+    const std::size_t items = std::size_t{n_q} * kv.n_kv_heads * parts;
+    const int threads = std::size_t{n_q} * n_heads * ctx_len * dim >= kParallelMinWork ? num_threads() : 1;
+    // Items are (query, KV head, up to kSharedHeads of its query heads),
+    // query-major; later queries of a prefill chunk see more context, which
+    // parallel_for's chunked hand-out evens out.
     detail::parallel_for(items, threads, detail::Schedule::Dynamic, [&](std::size_t item, int thread) {
         float* scores = scratch.data() + thread * per_thread;
-        float* acc = scores + round_to_line(ctx_len);
-        const auto i = static_cast<std::uint32_t>(item / n_heads);
-        const auto h = static_cast<std::uint32_t>(item % n_heads);
+        float* acc = scores + detail::kSharedHeads * stride;
+        const auto i = static_cast<std::uint32_t>(item / (kv.n_kv_heads * parts));
+        const auto kv_head = static_cast<std::uint32_t>(item / parts % kv.n_kv_heads);
+        const std::size_t first = item % parts * detail::kSharedHeads; // within the group
+        const std::size_t heads = std::min(detail::kSharedHeads, group - first);
         const std::uint32_t count = ctx_len - n_q + i + 1; // causal: up to its own position
-        attend(src, h / group, count, q + item * dim, scores, acc, out + item * dim);
+        const std::size_t row = (std::size_t{i} * n_heads + kv_head * group + first) * dim;
+        attend(src, kv_head, count, heads, q + row, scores, stride, acc, out + row);
     });
 }
 

@@ -13,8 +13,9 @@
 namespace kvscope::kernels::cpu {
 
 // Floats of scratch paged_attention needs for a context of ctx_len tokens:
-// a score row and an accumulator per thread (num_threads() at the time of
-// the call, parallel.h).
+// per thread (num_threads() at the time of the call, parallel.h), a score
+// row and an accumulator for each of up to 4 query heads that share a KV
+// head's decoded rows.
 std::size_t paged_attention_scratch_floats(std::uint32_t ctx_len, std::uint32_t head_dim);
 
 // Causal attention of one sequence, one layer.
@@ -31,7 +32,9 @@ std::size_t paged_attention_scratch_floats(std::uint32_t ctx_len, std::uint32_t 
 // q). Query head h reads KV head h / (n_heads / n_kv_heads) (grouped-query
 // attention). Scores are scaled by 1 / sqrt(head_dim).
 //
-// Work is split over (query, head) pairs across num_threads() threads.
+// Work is split across num_threads() threads over (query, KV head, up to 4
+// of its query heads): grouped-query heads read and decode each K/V row
+// once between them.
 // Throws std::invalid_argument for a bad description, n_heads not a
 // multiple of n_kv_heads, n_q > ctx_len, a block table shorter than
 // ctx_len needs or naming a block outside the pool, scratch smaller
