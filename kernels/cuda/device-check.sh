@@ -29,6 +29,7 @@ fi
 exec > >(tee "$log") 2>&1
 
 export PATH="/usr/local/cuda/bin:$PATH"
+export KVSCOPE_REQUIRE_GPU=1 # here a gpu test that finds no device fails instead of skipping
 failed=()
 step() { # step NAME TIMEOUT_S COMMAND...: runs and records the outcome
   local name="$1" limit="$2"
@@ -67,7 +68,8 @@ step build 110 cmake --build "$build" -j 16 || { echo "device-check: build faile
 # Registers, shared memory and spills per kernel: the occupancy behind the
 # bench's numbers (cuobjdump ships with the toolkit).
 if command -v cuobjdump >/dev/null; then
-  step "kernel resources" 20 cuobjdump -res-usage "$build/kernels/cuda/libkvscope_cuda_kernels.a"
+  step "kernel resources" 20 bash -c 'for f in "$@"; do cuobjdump -res-usage "$f" | grep -B1 REG || true; done' _ \
+    "$build/gpu/kvscope-cuda-bench" "$build/gpu/test_cuda_layer_ops"
 fi
 
 step "gpu tests" 60 ctest --test-dir "$build" -L gpu --output-on-failure

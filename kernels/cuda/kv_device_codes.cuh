@@ -22,7 +22,11 @@
 
 namespace kvscope::kernels::cuda::detail {
 
-constexpr unsigned kGroup = 32; // values per int4 group along head_dim (KvLayout's group_size)
+// Values per int4/KIVI-value group along head_dim: kernels/cpu/kv_codes.h's
+// kKvGroup (KvLayout's group_size), restated because that header needs
+// C++20 and nvcc compiles these files as C++17; the gpu tests compare the
+// two writers byte for byte, so the two cannot drift apart unnoticed.
+constexpr unsigned kGroup = 32;
 
 // How one row decodes. K and V rows of one KvElem may differ: KIVI keys
 // are quantized per channel (Int4Channels, Int2Channels), its values per

@@ -1,10 +1,13 @@
 // A tiny test harness for the gpu tests: plain C++, no Qt, so the device
 // check (kernels/cuda/device-check.sh) builds them on a machine without Qt.
 // A program runs its cases and exits 0, 1 on a failure, or 77 (ctest's
-// SKIP_RETURN_CODE) with the reason when there is no CUDA device.
+// SKIP_RETURN_CODE) with the reason when there is no CUDA device, unless
+// KVSCOPE_REQUIRE_GPU is set (the device check sets it): then no device is
+// a failure, not a skip.
 #pragma once
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <initializer_list>
@@ -41,8 +44,9 @@ using Case = std::pair<const char*, std::function<void()>>;
 inline int run(const char* program, std::initializer_list<Case> cases) {
     const kvscope::kernels::cuda::DeviceProbe device = kvscope::kernels::cuda::probe_device();
     if (device.count == 0) {
-        std::printf("SKIP %s: no CUDA device (%s)\n", program, device.error.c_str());
-        return 77;
+        const bool required = std::getenv("KVSCOPE_REQUIRE_GPU") != nullptr;
+        std::printf("%s %s: no CUDA device (%s)\n", required ? "FAIL" : "SKIP", program, device.error.c_str());
+        return required ? 1 : 77;
     }
     std::printf("%s on %s\n", program, device.name.c_str());
     int failures = 0;
