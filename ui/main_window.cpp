@@ -1,6 +1,5 @@
 #include "ui/main_window.h"
 
-#include <cmath>
 #include <utility>
 
 #include <QApplication>
@@ -25,8 +24,10 @@
 #include <QTimer>
 
 #include "ui/app_info.h"
+#include "ui/chat_palette.h"
 #include "ui/chat_panel.h"
 #include "ui/chat_tabs.h"
+#include "ui/compare_panel.h"
 #include "ui/dashboards/fragmentation_panel.h"
 #include "ui/dashboards/kv_calculator_dialog.h"
 #include "ui/dashboards/kv_quant_panel.h"
@@ -50,13 +51,6 @@ const QString kStateKey = QStringLiteral("mainWindow/state");
 
 bool isModelFile(const QUrl& url) {
     return url.isLocalFile() && url.toLocalFile().endsWith(QStringLiteral(".gguf"), Qt::CaseInsensitive);
-}
-
-// Workload requests have no tab: muted colours, a golden angle apart, so
-// they read as "background load" beside the chats' strong colours.
-QRgb workloadColor(RequestId request) {
-    const double hue = std::fmod(static_cast<double>(request) * 137.508, 360.0) / 360.0;
-    return QColor::fromHsvF(static_cast<float>(hue), 0.30f, 0.72f).rgb();
 }
 
 // Docked panels scroll when small rather than force the window beyond a
@@ -88,6 +82,7 @@ MainWindow::MainWindow(QWidget* parent)
       throughput_(new ThroughputPanel(history_)),
       kvQuant_(new KvQuantPanel),
       workload_(new WorkloadDock(this)),
+      compare_(new ComparePanel),
       modelLabel_(new QLabel(tr("No model"))),
       backendLabel_(new QLabel),
       poolLabel_(new QLabel(tr("KV pool: host RAM"))),
@@ -99,6 +94,7 @@ MainWindow::MainWindow(QWidget* parent)
     chatStack_->addWidget(buildChatWorkspace());
     tabs_->setDocumentMode(true);
     tabs_->addTab(chatStack_, tr("Chat"));
+    tabs_->addTab(scrolled(compare_), tr("Compare A/B"));
     tabs_->addTab(playgroundPage_, tr("Allocator playground"));
     setCentralWidget(tabs_);
     buildDocks();
@@ -221,8 +217,10 @@ void MainWindow::buildMenus() {
     QMenu* view = menuBar()->addMenu(tr("&View"));
     QAction* chatTab = view->addAction(tr("&Chat"), this, [this] { tabs_->setCurrentWidget(chatStack_); });
     chatTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_1));
+    QAction* compareTab = view->addAction(tr("Compare &A/B"), this, [this] { tabs_->setCurrentIndex(1); });
+    compareTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_2));
     QAction* playgroundTab = view->addAction(tr("Allocator &Playground"), this, &MainWindow::showPlayground);
-    playgroundTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_2));
+    playgroundTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_3));
     view->addSeparator();
     for (QDockWidget* d : findChildren<QDockWidget*>())
         view->addAction(d->toggleViewAction());
@@ -270,6 +268,13 @@ void MainWindow::connectEngine() {
     connect(settings_, &EngineSettingsPanel::applyRequested, engine_, &EngineThread::applyConfig);
     connect(workload_, &WorkloadDock::startWorkloadRequested, engine_, &EngineThread::startWorkload);
     connect(workload_, &WorkloadDock::stopWorkloadRequested, engine_, &EngineThread::stopWorkload);
+    // Compare A/B: engine B gets every turn and workload A gets.
+    connect(chats_, &ChatTabs::submitRequested, compare_, &ComparePanel::submitChat);
+    connect(chats_, &ChatTabs::stopRequested, compare_, &ComparePanel::abortChat);
+    connect(workload_, &WorkloadDock::startWorkloadRequested, compare_, &ComparePanel::startWorkload);
+    connect(workload_, &WorkloadDock::stopWorkloadRequested, compare_, &ComparePanel::stopWorkload);
+    connect(compare_, &ComparePanel::errorOccurred, this,
+            [this](const QString& message) { showError(tr("Compare A/B"), message, QStringLiteral("compareError")); });
     connect(c, &EngineController::workloadProgress, workload_, [this] { workload_->setWorkloadRunning(true); });
     connect(c, &EngineController::workloadStopped, workload_, [this] { workload_->setWorkloadRunning(false); });
     connect(startPage_, &StartPage::openFileRequested, this, &MainWindow::chooseModelFile);
@@ -321,6 +326,7 @@ void MainWindow::onModelLoaded(const ModelSummary& summary) {
     summary_ = summary;
     modelInfo_->setSummary(summary);
     kvQuant_->setModel(summary.model);
+    compare_->setModelSource(summary.source);
     workload_->setModelLimits(summary.config.vocab_size, summary.config.context_length);
     modelLabel_->setText(summary.source.isSynthetic() ? tr("%1 (random weights)").arg(summary.source.label())
                                                       : summary.source.label());
@@ -361,39 +367,14 @@ void MainWindow::showError(const QString& title, const QString& message, const Q
     box->open();
 }
 
-SequencePalette MainWindow::paletteFor(const EngineSnapshot& snapshot) const {
-    std::unordered_map<SeqId, RequestId> requestOf;
-    for (const SeqSnapshot& s : snapshot.seqs)
-        requestOf.emplace(s.seq, s.request);
-    const auto chatOf = [this](RequestId request) {
-        const auto it = requestChat_.find(request);
-        return it == requestChat_.end() ? 0 : it->second;
-    };
-    const auto lookup = [requestOf](SeqId seq) {
-        const auto it = requestOf.find(seq);
-        return it == requestOf.end() ? RequestId{0} : it->second;
-    };
-    auto namer = [lookup, chatOf](SeqId seq) {
-        const RequestId request = lookup(seq);
-        if (const int chat = chatOf(request))
-            return tr("Chat %1 (request %2)").arg(chat).arg(request);
-        return tr("workload request %1 (seq %2)").arg(request).arg(seq);
-    };
-    auto colorer = [lookup, chatOf](SeqId seq) {
-        const RequestId request = lookup(seq);
-        const int chat = chatOf(request);
-        return chat ? ChatTabs::colorOf(chat).rgb() : workloadColor(request);
-    };
-    return SequencePalette(std::move(namer), std::move(colorer));
-}
-
 void MainWindow::onSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
     if (!snapshot || !snapshot->pool)
         return;
-    pool_->setSnapshot(snapshot, paletteFor(*snapshot));
+    pool_->setSnapshot(snapshot, chatPalette(*snapshot, requestChat_));
     fragmentation_->setSnapshot(snapshot);
     throughput_->setSnapshot(snapshot);
     kvQuant_->setSnapshot(snapshot);
+    compare_->showSnapshotA(snapshot, requestChat_);
     const FragmentationStats& f = snapshot->pool->fragmentation;
     usageLabel_->setText(tr("%1% used").arg(f.block_occupancy() * 100, 0, 'f', 1));
     usageLabel_->setToolTip(tr("KV blocks in use, in %1").arg(kvLocationText(snapshot->device)));

@@ -1,16 +1,16 @@
 #pragma once
 
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include <QMainWindow>
 
 #include "engine/engine_snapshot.h"
 #include "ui/chat_turn.h"
+#include "ui/dashboards/snapshot_metatype.h"
 #include "ui/model_source.h"
 #include "ui/model_summary.h"
-#include "ui/sequence_palette.h"
+#include "ui/chat_palette.h"
 
 class QDockWidget;
 class QLabel;
@@ -22,6 +22,7 @@ class QTabWidget;
 namespace kvscope::ui {
 
 class ChatTabs;
+class ComparePanel;
 class EngineSettingsPanel;
 class FragmentationPanel;
 class KvQuantPanel;
@@ -54,6 +55,7 @@ public:
     ThroughputPanel* throughput() const { return throughput_; }
     KvQuantPanel* kvQuant() const { return kvQuant_; }
     WorkloadDock* workload() const { return workload_; }
+    ComparePanel* compare() const { return compare_; }
     const SnapshotHistory& history() const { return *history_; }
     bool hasModel() const { return hasModel_; }
 
@@ -88,7 +90,6 @@ private:
     void onModelLoadFailed(const QString& message);
     void onSnapshot(std::shared_ptr<const EngineSnapshot> snapshot);
     void showError(const QString& title, const QString& message, const QString& objectName);
-    SequencePalette paletteFor(const EngineSnapshot& snapshot) const;
     void refreshRecentFiles();
     void saveScreenshot();
     void exportHistoryCsv();
@@ -110,6 +111,7 @@ private:
     ThroughputPanel* throughput_;
     KvQuantPanel* kvQuant_;
     WorkloadDock* workload_;
+    ComparePanel* compare_;
     std::optional<ModelSummary> summary_;
     std::vector<QDockWidget*> docksHiddenForPlayground_;
     QProgressDialog* progress_ = nullptr;
@@ -120,7 +122,7 @@ private:
     bool hasModel_ = false;
     bool defaultDockSizes_ = true; // no saved layout to restore
     std::optional<ModelSource> loading_;
-    std::unordered_map<RequestId, int> requestChat_; // which chat sent each request
+    RequestChats requestChat_;
 };
 
 } // namespace kvscope::ui

@@ -20,6 +20,7 @@
 #include "ui/block_map_widget.h"
 #include "ui/chat_panel.h"
 #include "ui/chat_tabs.h"
+#include "ui/compare_panel.h"
 #include "ui/dashboards/snapshot_history.h"
 #include "ui/dashboards/workload_dock.h"
 #include "ui/live_pool_panel.h"
@@ -183,6 +184,51 @@ private slots:
         QVERIFY(first->transcriptText().contains(QStringLiteral("tok/s")));
         QVERIFY(second->transcriptText().contains(QStringLiteral("tok/s")));
         QCOMPARE(mostRunning, std::size_t{2}); // one batch, one pool
+    }
+
+    // Compare A/B: B (contiguous, 32-token blocks) loads the same model and
+    // gets the same chat turn; each map shows its own engine's pool and the
+    // table each engine's own figures.
+    void compareRunsTheSameTurnOnBothEngines() {
+        KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
+        MainWindow window;
+        window.show();
+        QSignalSpy ready(&window, &MainWindow::modelReady);
+        window.openModel(ModelSource::file(model));
+        QVERIFY(ready.wait(kWaitMs));
+        ComparePanel* compare = window.compare();
+        compare->findChild<QSpinBox*>(QStringLiteral("blockSize"))->setValue(32);
+        QSignalSpy shownB(compare, &ComparePanel::snapshotBShown);
+        compare->findChild<QPushButton*>(QStringLiteral("startCompare"))->click();
+        QVERIFY(compare->isRunning());
+        QTRY_VERIFY_WITH_TIMEOUT(!shownB.isEmpty(), kWaitMs); // B has loaded
+        const auto lastB = [&] { return shownB.last().at(0).value<std::shared_ptr<const EngineSnapshot>>(); };
+        QCOMPARE(lastB()->pool->mode, AllocationMode::Contiguous);
+        QCOMPARE(lastB()->pool->layout.block_size(), 32u);
+
+        QSignalSpy finished(&window, &MainWindow::turnFinished);
+        window.submitPrompt(QStringLiteral("Once upon a time"));
+        QVERIFY(finished.wait(kWaitMs));
+        QTRY_VERIFY_WITH_TIMEOUT(lastB()->generated_tokens > 0 && lastB()->running == 0, kWaitMs);
+        // A's last snapshot follows its turn's end.
+        QTRY_VERIFY_WITH_TIMEOUT(compare->mapA()->map()->snapshot()->sequences.empty(), kWaitMs);
+        const auto a = compare->mapA()->map()->snapshot();
+        const auto b = compare->mapB()->map()->snapshot();
+        QVERIFY(a && b);
+        QCOMPARE(a->layout.block_size(), 16u);
+        QCOMPARE(b->layout.block_size(), 32u);
+        QCOMPARE(b->mode, AllocationMode::Contiguous);
+        // Both freed the turn's blocks; paged A keeps its full ones for the prefix cache.
+        QCOMPARE(a->fragmentation.used_blocks, std::size_t{0});
+        QCOMPARE(b->fragmentation.used_blocks, std::size_t{0});
+        QVERIFY(a->fragmentation.cached_free_blocks > 0);
+        QVERIFY(!compare->cell(ComparePanel::BlocksUsed, 0).isEmpty());
+        QVERIFY(!compare->cell(ComparePanel::BlocksUsed, 1).isEmpty());
+        QVERIFY(!compare->cell(ComparePanel::BlocksUsed, 2).isEmpty());
+        QVERIFY(compare->findChild<QLabel*>(QStringLiteral("compareNote"))->text().contains(QStringLiteral("share")));
+
+        compare->findChild<QPushButton*>(QStringLiteral("stopCompare"))->click();
+        QVERIFY(!compare->isRunning());
     }
 
     // The figure for the whole window: a 1,000-block pool, a

@@ -1,5 +1,5 @@
-// The main window offscreen without a model: the Chat tab (start page) and
-// the allocator playground, the status bar says where the pool lives, and
+// The main window offscreen without a model: the Chat tab (start page),
+// Compare A/B and the allocator playground, the status bar says where the pool lives, and
 // grab() saves a real PNG.
 #include <QLabel>
 #include <QMenuBar>
@@ -18,15 +18,16 @@ class TestMainWindow : public QObject {
     Q_OBJECT
 
 private slots:
-    void chatAndPlaygroundAreThePanels() {
+    void chatCompareAndPlaygroundAreThePanels() {
         MainWindow window;
         auto* tabs = qobject_cast<QTabWidget*>(window.centralWidget());
         QVERIFY(tabs);
         QCOMPARE(tabs->tabText(0), QStringLiteral("Chat"));
-        QVERIFY(tabs->widget(1)->isAncestorOf(window.playground()));
-        QCOMPARE(tabs->tabText(1), QStringLiteral("Allocator playground"));
+        QCOMPARE(tabs->tabText(1), QStringLiteral("Compare A/B"));
+        QVERIFY(tabs->widget(2)->isAncestorOf(window.playground()));
+        QCOMPARE(tabs->tabText(2), QStringLiteral("Allocator playground"));
         window.showPlayground();
-        QCOMPARE(tabs->currentIndex(), 1);
+        QCOMPARE(tabs->currentIndex(), 2);
     }
 
     void statusBarSaysWhereThePoolLives() {
