@@ -4,8 +4,9 @@
 //   relative error of the scale <= ~log2(n) * 6e-8; 1e-5 relative.
 // - RoPE: same double-precision angles, cos and sin rounded to float on
 //   both; the GPU may fuse a*c - b*s into an FMA: 2 ulp of |a| + |b|, 1e-6.
-// - SiLU: CUDA's expf is within 2 ulp of the true value, glibc's within 1:
-//   a few ulp of the product, 1e-6 relative.
+// - SiLU: CUDA's expf is within 2 ulp of the true value, glibc's within 1,
+//   plus a rounded division and multiply on each side: at most ~6 ulp
+//   apart, 2e-6 relative.
 // - Embedding: a copy (f16 widened exactly): bit-identical.
 #include <cmath>
 #include <random>
@@ -86,7 +87,7 @@ void silu_mul_matches() {
     cuda::DeviceBuffer g_d = cuda::upload_vector(gate), u_d = cuda::upload_vector(up), o_d(n * sizeof(float));
     cuda::silu_mul(g_d.as<float>(), u_d.as<float>(), o_d.as<float>(), n);
     const double err = worst_relative(cuda::download_vector<float>(o_d, n), expected, 1e-6);
-    GPU_CHECK(err < 1e-6, "relative error " + std::to_string(err));
+    GPU_CHECK(err < 2e-6, "relative error " + std::to_string(err));
 }
 
 void embedding_matches() {

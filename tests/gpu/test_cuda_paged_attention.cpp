@@ -211,13 +211,19 @@ void clear_errors() {
     std::mt19937 rng(25);
     KvPoolPair pools({KvPoolPair::kLayers, 2, 64}, KvDtype::F16, 16, 8, rng);
     const cpu::PagedKv kv = pools.cuda_view();
-    const std::vector<std::uint32_t> table{0, 1, 2, 3, 4, 5, 6, 9};
+    // One sequence, 4 table entries, a pool of 8 blocks: position 40 reaches
+    // the third entry, block 9.
+    const std::vector<std::uint32_t> table{0, 1, 9, 3};
+    cuda::check_attention_batch(kv, {0}, {31}, 64, table, 4, 1); // blocks 0 and 1 only: fine
     gpu_check::expect_throw<std::invalid_argument>(
         [&] { cuda::check_attention_batch(kv, {0}, {40}, 64, table, 4, 1); }, "block 9", "a table entry past the pool");
     gpu_check::expect_throw<std::invalid_argument>(
+        [&] { cuda::check_attention_batch(kv, {0}, {70}, 128, table, 4, 1); }, "needs 5 blocks",
+        "a position past the table row");
+    gpu_check::expect_throw<std::invalid_argument>(
         [&] { cuda::check_attention_batch(kv, {0}, {70}, 64, table, 4, 1); }, "position 70", "a position past max_context");
     gpu_check::expect_throw<std::invalid_argument>(
-        [&] { cuda::check_attention_batch(kv, {2}, {3}, 64, table, 4, 2); }, "sequence 2", "a sequence id past the batch");
+        [&] { cuda::check_attention_batch(kv, {2}, {3}, 64, table, 4, 1); }, "sequence 2", "a sequence id past the batch");
     cuda::AttentionBatch batch;
     batch.n_heads = 3;
     gpu_check::expect_throw<std::invalid_argument>([&] { cuda::paged_attention(kv, batch, nullptr, 0); },
