@@ -3,7 +3,12 @@
 // blocks in its tab's colour), stop a turn, finish one; a bad file shows
 // the engine's message and leaves the app usable.
 #include <QElapsedTimer>
+#include <QApplication>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFile>
+#include <QMimeData>
+#include <QPlainTextEdit>
 #include <QTimer>
 #include <QLabel>
 #include <QMessageBox>
@@ -184,6 +189,35 @@ private slots:
         QVERIFY(first->transcriptText().contains(QStringLiteral("tok/s")));
         QVERIFY(second->transcriptText().contains(QStringLiteral("tok/s")));
         QCOMPARE(mostRunning, std::size_t{2}); // one batch, one pool
+    }
+
+    // A .gguf dropped on the window opens; Ctrl+Enter in the input sends.
+    void dropOpensAndCtrlEnterSends() {
+        KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
+        MainWindow window;
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QMimeData data;
+        data.setUrls({QUrl::fromLocalFile(model)});
+        QDragEnterEvent enter(QPoint(50, 50), Qt::CopyAction, &data, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(&window, &enter);
+        QVERIFY(enter.isAccepted());
+        QSignalSpy ready(&window, &MainWindow::modelReady);
+        QDropEvent drop(QPointF(50, 50), Qt::CopyAction, &data, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(&window, &drop);
+        QVERIFY(ready.wait(kWaitMs));
+
+        ChatPanel* chat = window.chats()->current();
+        auto* input = chat->findChild<QPlainTextEdit*>(QStringLiteral("input"));
+        window.activateWindow();
+        input->setFocus();
+        QTRY_VERIFY(input->hasFocus());
+        QTest::keyClicks(input, QStringLiteral("Once upon a time"));
+        QSignalSpy finished(&window, &MainWindow::turnFinished);
+        QTest::keyClick(input, Qt::Key_Return, Qt::ControlModifier);
+        QVERIFY(finished.wait(kWaitMs));
+        QVERIFY(input->toPlainText().isEmpty());
+        QVERIFY(chat->transcriptText().contains(QStringLiteral("Once upon a time")));
     }
 
     // Compare A/B: B (contiguous, 32-token blocks) loads the same model and
