@@ -1,5 +1,6 @@
 // kvscope: the desktop app. Options are parsed here; everything shown lives
 // in ui/.
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string_view>
@@ -12,6 +13,7 @@
 #include "engine/core/error.h"
 #include "engine/core/log.h"
 #include "ui/app_info.h"
+#include "ui/dashboards/workload_dock.h"
 #include "ui/main_window.h"
 #include "ui/playground_panel.h"
 
@@ -79,7 +81,8 @@ int saveScreenshot(kvscope::ui::MainWindow& window, const QString& file) {
 
 // --model/--synthetic with --screenshot: load, send the prompt, and save
 // once the turn has finished, or `afterMs` after sending it when given (the
-// chat then may still be generating: the live picture). Then quit.
+// chat then may still be generating: the live picture). Then quit. The turn
+// itself is sent by startFirstTurn.
 void scriptScreenshot(kvscope::ui::MainWindow& window, const QString& prompt, std::optional<int> afterMs,
                       const QString& file) {
     using kvscope::ui::MainWindow;
@@ -89,12 +92,10 @@ void scriptScreenshot(kvscope::ui::MainWindow& window, const QString& prompt, st
     const auto save = [&window, file] { QApplication::exit(saveScreenshot(window, file)); };
     QObject::connect(
         &window, &MainWindow::modelReady, &window,
-        [&window, prompt, afterMs, save] {
+        [afterMs, save, prompt] {
             if (afterMs)
-                QTimer::singleShot(*afterMs, &window, save);
-            if (!prompt.isEmpty())
-                window.submitPrompt(prompt);
-            else if (!afterMs)
+                QTimer::singleShot(*afterMs, save);
+            else if (prompt.isEmpty())
                 save();
         },
         Qt::SingleShotConnection);
@@ -108,6 +109,24 @@ void scriptScreenshot(kvscope::ui::MainWindow& window, const QString& prompt, st
     QTimer::singleShot(kScriptTimeoutMs, &window, [] {
         QApplication::exit(fail(QStringLiteral("the scripted chat turn did not finish in time")));
     });
+}
+
+// Once the model is ready: start the workload (when asked for) and send the
+// prompt in the first chat.
+void startFirstTurn(kvscope::ui::MainWindow& window, const QString& prompt, std::optional<std::uint32_t> workload) {
+    QObject::connect(
+        &window, &kvscope::ui::MainWindow::modelReady, &window,
+        [&window, prompt, workload] {
+            if (workload) {
+                kvscope::WorkloadSpec spec = window.workload()->spec();
+                spec.requests = *workload;
+                window.workload()->setSpec(spec);
+                window.workload()->requestStart();
+            }
+            if (!prompt.isEmpty())
+                window.submitPrompt(prompt);
+        },
+        Qt::SingleShotConnection);
 }
 
 } // namespace
@@ -145,6 +164,10 @@ int main(int argc, char** argv) {
                                                     "prompt is sent, while it may still be generating (default: "
                                                     "when the turn has finished)."),
                                      QStringLiteral("MS"));
+    const QCommandLineOption workload(QStringLiteral("workload"),
+                                      QStringLiteral("Once the model is loaded, also start a synthetic workload of N "
+                                                     "requests (the Workload dock's other settings)."),
+                                      QStringLiteral("N"));
     const QCommandLineOption scenario(QStringLiteral("scenario"),
                                       QStringLiteral("Play a scenario in the allocator playground first: abc (the "
                                                      "A/B/C fragmentation example) or parallel (parallel sampling)."),
@@ -152,7 +175,7 @@ int main(int argc, char** argv) {
     const QCommandLineOption logLevel(QStringLiteral("log-level"),
                                       QStringLiteral("trace, debug, info, warn, error, critical or off."),
                                       QStringLiteral("LEVEL"), QStringLiteral("info"));
-    parser.addOptions({model, synthetic, prompt, screenshot, afterMs, scenario, logLevel});
+    parser.addOptions({model, synthetic, prompt, workload, screenshot, afterMs, scenario, logLevel});
     parser.process(app);
 
     try {
@@ -184,18 +207,25 @@ int main(int argc, char** argv) {
     else if (parser.isSet(synthetic))
         source = kvscope::ui::ModelSource::synthetic(parser.value(synthetic));
 
+    std::optional<std::uint32_t> requests;
+    if (parser.isSet(workload)) {
+        bool ok = false;
+        requests = parser.value(workload).toUInt(&ok);
+        if (!ok || *requests == 0)
+            return fail(QStringLiteral("--workload needs a number of requests, got '%1'").arg(parser.value(workload)));
+    }
+    if ((parser.isSet(prompt) || requests) && !source)
+        return fail(QStringLiteral("--prompt and --workload need --model or --synthetic"));
+
     if (parser.isSet(screenshot) && !source)
         return saveScreenshot(window, parser.value(screenshot));
     if (parser.isSet(screenshot))
         scriptScreenshot(window, parser.value(prompt), after, parser.value(screenshot));
-    else {
+    else
         window.show();
-        if (source && parser.isSet(prompt))
-            QObject::connect(
-                &window, &kvscope::ui::MainWindow::modelReady, &window,
-                [&window, text = parser.value(prompt)] { window.submitPrompt(text); }, Qt::SingleShotConnection);
-    }
-    if (source)
+    if (source) {
+        startFirstTurn(window, parser.value(prompt), requests);
         window.openModel(*source);
+    }
     return QApplication::exec();
 }
