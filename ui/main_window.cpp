@@ -331,7 +331,11 @@ void MainWindow::onModelLoaded(const ModelSummary& summary) {
     modelLabel_->setText(summary.source.isSynthetic() ? tr("%1 (random weights)").arg(summary.source.label())
                                                       : summary.source.label());
     modelLabel_->setToolTip(summary.source.isSynthetic() ? summary.source.label() : summary.source.path);
-    backendLabel_->setText(tr("CPU \u00b7 %1 threads").arg(summary.threads));
+    // The engine says where its KV pool lives; a pool outside host memory
+    // means the engine runs on that device.
+    backendLabel_->setText(isHostMemory(summary.kv_device)
+                               ? tr("CPU \u00b7 %1 threads").arg(summary.threads)
+                               : tr("GPU \u00b7 %1").arg(QString::fromStdString(summary.kv_device)));
     poolLabel_->setText(tr("KV pool: %1 blocks, %2, %3")
                             .arg(summary.kv_blocks)
                             .arg(bytesText(static_cast<double>(summary.kv_pool_bytes)))

@@ -63,9 +63,10 @@ QString html(const ModelSummary& s) {
 
 } // namespace
 
+bool isHostMemory(const std::string& device) { return device.starts_with("host"); }
+
 QString kvLocationText(const std::string& device) {
-    const QString text = QString::fromStdString(device);
-    return text.startsWith(QStringLiteral("host")) ? QObject::tr("host RAM") : text;
+    return isHostMemory(device) ? QObject::tr("host RAM") : QString::fromStdString(device);
 }
 
 QString countText(double count) {

@@ -28,6 +28,7 @@ private:
 // Where a KV pool lives, from the engine's device text: host memory is
 // "host RAM", never "VRAM".
 QString kvLocationText(const std::string& device);
+bool isHostMemory(const std::string& device);
 // "1.1 B", "260.0 K"; "12.3 MiB".
 QString countText(double count);
 QString bytesText(double bytes);
