@@ -9,9 +9,13 @@
 namespace kvscope {
 namespace {
 
-KvCacheConfig kv_config(const EngineConfig& c, const Model& model) {
+KvLayout kv_layout(const EngineConfig& c, const Model& model) {
     const ModelConfig& m = model.config();
-    const KvLayout layout({m.n_layers, m.n_kv_heads, m.head_dim}, c.kv_dtype, c.block_size);
+    return KvLayout({m.n_layers, m.n_kv_heads, m.head_dim}, c.kv_dtype, c.block_size);
+}
+
+KvCacheConfig kv_config(const EngineConfig& c, const Model& model, Backend backend) {
+    const KvLayout layout = kv_layout(c, model);
     std::uint32_t blocks = c.num_blocks;
     if (blocks == 0) {
         // Outside the blocks: fp8's scales, and KIVI's f16 tails, one per
@@ -26,7 +30,7 @@ KvCacheConfig kv_config(const EngineConfig& c, const Model& model) {
                     std::to_string(layout.bytes_per_block()) + " bytes (" + std::to_string(c.block_size) +
                     " tokens of this model)");
     const std::uint32_t swap = c.swap_blocks ? c.swap_blocks : c.preemption == PreemptionMode::Swap ? blocks : 0;
-    return {layout, blocks, c.allocation, c.prefix_caching, swap, c.watermark};
+    return {layout, blocks, c.allocation, c.prefix_caching, swap, c.watermark, kv_memory(backend)};
 }
 
 SchedulerConfig scheduler_config(const EngineConfig& c) {
@@ -55,12 +59,13 @@ Engine::Engine(const EngineConfig& config, std::shared_ptr<const Model> model)
     : config_(config),
       model_(checked(std::move(model))),
       tokenizer_(std::make_unique<Tokenizer>(read_vocabulary(model_->file()))),
-      kv_(kv_config(config, *model_)),
+      backend_(choose_backend(config.backend, model_->config(), kv_layout(config, *model_))),
+      kv_(kv_config(config, *model_, backend_)),
       scheduler_(scheduler_config(config), kv_),
-      runner_(model_->config(), model_->weights(), kv_.layout()) {
+      runner_(make_forward_pass(backend_, *model_, kv_.layout())) {
     kernels::cpu::set_num_threads(config.threads);
-    logger("engine")->info("engine: {} KV, {} blocks of {} tokens ({:.1f} MiB), {} allocation, {} preemption",
-                           to_string(config.kv_dtype), kv_.config().num_blocks, config.block_size,
+    logger("engine")->info("engine: {} backend, {} KV, {} blocks of {} tokens ({:.1f} MiB), {} allocation, {} preemption",
+                           to_string(backend_), to_string(config.kv_dtype), kv_.config().num_blocks, config.block_size,
                            static_cast<double>(kv_.config().num_blocks * kv_.layout().bytes_per_block()) / (1 << 20),
                            to_string(config.allocation), to_string(config.preemption));
 }
@@ -168,7 +173,7 @@ void Engine::run(const Schedule& schedule) {
         if (c.start < requests_.at(seqs_.at(c.seq).request).prompt_tokens)
             prompt_tokens += c.count;
     }
-    const std::vector<float> logits = runner_.forward(batch, kv_);
+    const std::vector<float> logits = runner_->forward(batch, kv_);
     const std::size_t vocab = model_->config().vocab_size;
     std::size_t row = 0;
     sampled_this_step_ = 0;
@@ -300,7 +305,14 @@ std::shared_ptr<const EngineSnapshot> Engine::snapshot() const {
                                 ? static_cast<double>(snap->pool->prefix_hit_tokens) /
                                       static_cast<double>(snap->pool->prefix_query_tokens)
                                 : 0.0;
-    snap->device = "host memory (CPU)";
+    if (backend_ == Backend::Cuda) {
+        const ComputeDevice gpu = device_memory();
+        snap->device = "VRAM of " + gpu.name;
+        snap->vram_total = gpu.memory_total;
+        snap->vram_free = gpu.memory_free;
+    } else {
+        snap->device = "host memory (CPU)";
+    }
     return snap;
 }
 

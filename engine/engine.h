@@ -14,7 +14,7 @@
 #include "engine/engine_snapshot.h"
 #include "engine/kv/kv_cache_manager.h"
 #include "engine/runtime/model.h"
-#include "engine/runtime/runner.h"
+#include "engine/runtime/forward_pass.h"
 #include "engine/runtime/sampler.h"
 #include "engine/sched/scheduler.h"
 #include "engine/serving_metrics.h"
@@ -78,6 +78,8 @@ public:
     const Tokenizer& tokenizer() const { return *tokenizer_; }
     const KvCacheManager& kv() const { return kv_; }
     const Scheduler& scheduler() const { return scheduler_; }
+    // The backend that runs (cpu or cuda; config().backend may say auto).
+    Backend backend() const { return backend_; }
 
 private:
     struct Request {
@@ -112,9 +114,10 @@ private:
     EngineConfig config_;
     std::shared_ptr<const Model> model_;
     std::unique_ptr<Tokenizer> tokenizer_;
+    Backend backend_;
     KvCacheManager kv_;
     Scheduler scheduler_;
-    Runner runner_;
+    std::unique_ptr<ForwardPass> runner_;
     std::map<RequestId, Request> requests_;
     std::map<SeqId, Seq> seqs_;
     RequestId next_request_ = 1;

@@ -11,6 +11,7 @@ namespace kvscope {
 
 nlohmann::ordered_json to_json(const EngineConfig& c) {
     return nlohmann::ordered_json{{"model", c.model},
+                                  {"backend", std::string(to_string(c.backend))},
                                   {"threads", c.threads},
                                   {"kv_dtype", std::string(to_string(c.kv_dtype))},
                                   {"block_size", c.block_size},
@@ -55,6 +56,7 @@ EngineConfig engine_config_from_json(const nlohmann::ordered_json& j) {
             throw Error("engine config: unknown key '" + key + "'");
     EngineConfig c;
     read(j, "model", c.model);
+    c.backend = parse_backend(read_word(j, "backend", std::string(to_string(c.backend))));
     read(j, "threads", c.threads);
     c.kv_dtype = parse_kv_dtype(read_word(j, "kv_dtype", std::string(to_string(c.kv_dtype))));
     read(j, "block_size", c.block_size);

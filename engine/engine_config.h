@@ -5,6 +5,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "engine/core/backend.h"
 #include "engine/kv/allocation_mode.h"
 #include "engine/kv/kv_dtype.h"
 #include "engine/sched/scheduler.h"
@@ -15,6 +16,7 @@ namespace kvscope {
 // app and JSON files use the same words as these field names.
 struct EngineConfig {
     std::string model;            // GGUF path
+    Backend backend = Backend::Auto; // where the forward pass and the KV pool run
     int threads = 0;              // kernel threads; 0: one per core
     KvDtype kv_dtype = KvDtype::F16;
     std::uint32_t block_size = 16;

@@ -47,7 +47,9 @@ struct EngineSnapshot {
     Percentiles itl;                    // inter-token latency
     double prefix_hit_rate = 0;         // prompt tokens served from the prefix cache / looked up
     std::uint64_t prefix_hit_tokens = 0;
-    std::string device;                 // where the KV pool lives
+    std::string device;                 // where the KV pool lives: "host memory (CPU)", "VRAM of <GPU>"
+    std::size_t vram_total = 0;         // the GPU's memory (cudaMemGetInfo) when the pool is in VRAM, else 0
+    std::size_t vram_free = 0;
 };
 
 } // namespace kvscope

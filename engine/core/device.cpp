@@ -8,7 +8,9 @@
 
 namespace kvscope {
 
-ComputeDevice detect_device() {
+namespace {
+
+ComputeDevice probe_and_log() {
     ComputeDevice device{false, "CPU", 0, 0, {}};
 #ifdef KVSCOPE_HAVE_CUDA
     const kernels::cuda::DeviceProbe probe = kernels::cuda::probe_device();
@@ -26,6 +28,24 @@ ComputeDevice detect_device() {
     logger("engine")->info("CUDA: not built in, using CPU");
 #endif
     return device;
+}
+
+} // namespace
+
+ComputeDevice detect_device() {
+    // Once per process: every engine and generate() asks, and the answer
+    // (and its log line) does not change while the process runs.
+    static const ComputeDevice device = probe_and_log();
+    return device;
+}
+
+ComputeDevice device_memory() {
+#ifdef KVSCOPE_HAVE_CUDA
+    const kernels::cuda::DeviceProbe probe = kernels::cuda::probe_device();
+    if (probe.count > 0)
+        return ComputeDevice{true, probe.name, probe.memory_total, probe.memory_free, {}};
+#endif
+    return ComputeDevice{false, "CPU", 0, 0, {}};
 }
 
 } // namespace kvscope

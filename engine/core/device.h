@@ -15,8 +15,11 @@ struct ComputeDevice {
     std::string note;           // why the CPU was chosen, when it was
 };
 
-// Probes once and logs the outcome on the "engine" logger, e.g.
-// "CUDA: no device, using CPU".
+// Probes once per process and logs the outcome on the "engine" logger,
+// e.g. "CUDA: no device, using CPU"; later calls return the same answer
+// (memory_free as it was then).
 ComputeDevice detect_device();
+// Probes again, without logging: for snapshots that report free VRAM now.
+ComputeDevice device_memory();
 
 } // namespace kvscope

@@ -7,9 +7,9 @@
 
 namespace kvscope {
 
-BlockPool::BlockPool(std::size_t num_blocks, std::size_t bytes_per_block)
+BlockPool::BlockPool(std::size_t num_blocks, std::size_t bytes_per_block, MemoryPlace place)
     : bytes_per_block_(bytes_per_block),
-      memory_(new std::byte[num_blocks * bytes_per_block]()),
+      memory_(num_blocks * bytes_per_block, place),
       meta_(num_blocks) {
     for (BlockId b = 0; b < num_blocks; ++b)
         push_back(free_, b);
@@ -135,7 +135,7 @@ std::optional<BlockId> BlockPool::find_cached(std::uint64_t hash) const {
 }
 
 void BlockPool::copy_block(const BlockPool& from, BlockId from_block, BlockId to) {
-    std::copy_n(from.data(from_block), bytes_per_block_, data(to));
+    PoolMemory::copy(from.memory_, from_block * bytes_per_block_, memory_, to * bytes_per_block_, bytes_per_block_);
     meta_[to].fill = from.meta_[from_block].fill;
 }
 

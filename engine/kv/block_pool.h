@@ -8,10 +8,12 @@
 #include <vector>
 
 #include "engine/kv/kv_ids.h"
+#include "engine/kv/pool_memory.h"
 
 namespace kvscope {
 
-// A fixed number of physical KV blocks carved from one host allocation, and
+// A fixed number of physical KV blocks carved from one allocation (host
+// memory, or one cudaMalloc for the CUDA backend: see PoolMemory), and
 // their bookkeeping: reference count, filled slots, prefix-cache hash.
 //
 // A block with ref count 0 is free. Free blocks sit on one of two lists:
@@ -21,7 +23,7 @@ namespace kvscope {
 //                first) when the free list is empty
 class BlockPool {
 public:
-    BlockPool(std::size_t num_blocks, std::size_t bytes_per_block);
+    BlockPool(std::size_t num_blocks, std::size_t bytes_per_block, MemoryPlace place = MemoryPlace::Host);
 
     std::size_t num_blocks() const { return meta_.size(); }
     std::size_t bytes_per_block() const { return bytes_per_block_; }
@@ -55,8 +57,10 @@ public:
     std::optional<std::uint64_t> hash(BlockId block) const;
     std::optional<BlockId> find_cached(std::uint64_t hash) const;
 
-    std::byte* data(BlockId block) { return memory_.get() + block * bytes_per_block_; }
-    const std::byte* data(BlockId block) const { return memory_.get() + block * bytes_per_block_; }
+    // A block's first byte: a device pointer when place() is Cuda.
+    std::byte* data(BlockId block) { return memory_.data() + block * bytes_per_block_; }
+    const std::byte* data(BlockId block) const { return memory_.data() + block * bytes_per_block_; }
+    MemoryPlace place() const { return memory_.place(); }
     // Copies a block's bytes and fill from `from` (possibly another pool of
     // the same block size) into `to` of this pool.
     void copy_block(const BlockPool& from, BlockId from_block, BlockId to);
@@ -88,7 +92,7 @@ private:
     void forget_hash(BlockId block);
 
     std::size_t bytes_per_block_;
-    std::unique_ptr<std::byte[]> memory_;
+    PoolMemory memory_;
     std::vector<Meta> meta_;
     Links free_{List::Free};
     Links cached_{List::Cached};

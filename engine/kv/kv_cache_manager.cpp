@@ -21,7 +21,7 @@ std::string percent(double fraction) {
 
 KvCacheManager::KvCacheManager(const KvCacheConfig& config)
     : config_(config),
-      pool_(config.num_blocks, config.layout.bytes_per_block()),
+      pool_(config.num_blocks, config.layout.bytes_per_block(), config.memory),
       swap_pool_(config.swap_blocks, config.layout.bytes_per_block()),
       fixed_scales_(config.layout.fixed_bytes() / sizeof(float), 1.0f) {
     if (config.num_blocks == 0)

@@ -30,6 +30,7 @@ struct KvCacheConfig {
     bool prefix_caching = true;   // paged mode only: contiguous allocation never shares
     std::uint32_t swap_blocks = 0; // host swap pool size; 0 = no swapping
     double watermark = 0.0;       // fraction of blocks new sequences must leave free (vLLM: 0.01)
+    MemoryPlace memory = MemoryPlace::Host; // the pool's bytes; the swap pool is always host memory
 };
 
 // Whether a request can be allocated: now, after others finish, or never.
@@ -102,6 +103,7 @@ public:
     // happened to be written first. Empty for other dtypes.
     const float* fixed_scales() const { return fixed_scales_.empty() ? nullptr : fixed_scales_.data(); }
 
+    // A device pointer when config().memory is Cuda.
     std::byte* block_data(BlockId block) { return pool_.data(block); }
     const std::byte* block_data(BlockId block) const { return pool_.data(block); }
     const BlockPool& pool() const { return pool_; }

@@ -6,6 +6,7 @@
 
 #include "engine/core/error.h"
 #include "engine/kv/kv_cache_manager.h"
+#include "engine/runtime/forward_pass.h"
 #include "engine/runtime/runner.h"
 
 namespace kvscope {
@@ -18,11 +19,14 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 // A pool holding exactly this sequence's blocks.
-KvCacheManager sequence_cache(const Model& model, std::size_t tokens, KvDtype dtype, std::uint32_t block_size) {
+KvLayout sequence_layout(const Model& model, KvDtype dtype, std::uint32_t block_size) {
     const ModelConfig& c = model.config();
-    const KvLayout layout({c.n_layers, c.n_kv_heads, c.head_dim}, dtype, block_size);
+    return KvLayout({c.n_layers, c.n_kv_heads, c.head_dim}, dtype, block_size);
+}
+
+KvCacheManager sequence_cache(const KvLayout& layout, std::size_t tokens, Backend backend) {
     return KvCacheManager({layout, static_cast<std::uint32_t>(layout.blocks_for_tokens(tokens)),
-                           AllocationMode::Paged, false, 0, 0.0});
+                           AllocationMode::Paged, false, 0, 0.0, kv_memory(backend)});
 }
 
 void check_fits(const Model& model, std::size_t prompt, std::size_t max_new) {
@@ -38,9 +42,10 @@ void check_fits(const Model& model, std::size_t prompt, std::size_t max_new) {
 
 GenerateResult generate(const Model& model, std::span<const TokenId> prompt, const GenerateOptions& options) {
     check_fits(model, prompt.size(), options.max_new_tokens);
-    KvCacheManager kv = sequence_cache(model, prompt.size() + options.max_new_tokens, options.kv_dtype,
-                                       options.block_size);
-    Runner runner(model.config(), model.weights(), kv.layout());
+    const KvLayout layout = sequence_layout(model, options.kv_dtype, options.block_size);
+    const Backend backend = choose_backend(options.backend, model.config(), layout);
+    KvCacheManager kv = sequence_cache(layout, prompt.size() + options.max_new_tokens, backend);
+    const std::unique_ptr<ForwardPass> runner = make_forward_pass(backend, model, layout);
     Sampler sampler(options.sampling);
     GenerateResult result;
     result.kv_bytes = kv.layout().bytes_for_tokens(prompt.size() + options.max_new_tokens); // blocks + KIVI tail
@@ -49,7 +54,7 @@ GenerateResult generate(const Model& model, std::span<const TokenId> prompt, con
     auto start = std::chrono::steady_clock::now();
     kv.allocate(kSeq, prompt, options.max_new_tokens);
     const SeqChunk first{kSeq, prompt, 0, true};
-    std::vector<float> logits = runner.forward({&first, 1}, kv);
+    std::vector<float> logits = runner->forward({&first, 1}, kv);
     result.prefill_seconds = seconds_since(start);
     start = std::chrono::steady_clock::now();
     while (result.tokens.size() < options.max_new_tokens) {
@@ -66,7 +71,7 @@ GenerateResult generate(const Model& model, std::span<const TokenId> prompt, con
         const auto position = kv.num_tokens(kSeq);
         kv.append(kSeq, token);
         const SeqChunk next{kSeq, std::span<const TokenId>(&history.back(), 1), position, true};
-        logits = runner.forward({&next, 1}, kv);
+        logits = runner->forward({&next, 1}, kv);
     }
     result.decode_seconds = seconds_since(start);
     return result;
@@ -75,8 +80,9 @@ GenerateResult generate(const Model& model, std::span<const TokenId> prompt, con
 std::vector<float> teacher_forced_logits(const Model& model, std::span<const TokenId> tokens, KvDtype kv_dtype,
                                          std::uint32_t block_size) {
     check_fits(model, tokens.size(), 0);
-    KvCacheManager kv = sequence_cache(model, tokens.size(), kv_dtype, block_size);
-    Runner runner(model.config(), model.weights(), kv.layout());
+    const KvLayout layout = sequence_layout(model, kv_dtype, block_size);
+    KvCacheManager kv = sequence_cache(layout, tokens.size(), Backend::Cpu);
+    Runner runner(model.config(), model.weights(), layout);
     std::vector<float> all;
     kv.allocate(kSeq, tokens.first(1), static_cast<std::uint32_t>(tokens.size() - 1));
     for (std::uint32_t p = 0; p < tokens.size(); ++p) {

@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/core/backend.h"
 #include "engine/kv/kv_dtype.h"
 #include "engine/kv/kv_ids.h"
 #include "engine/runtime/model.h"
@@ -17,6 +18,7 @@ struct GenerateOptions {
     SamplingParams sampling;
     KvDtype kv_dtype = KvDtype::F16;
     std::uint32_t block_size = 16;
+    Backend backend = Backend::Cpu; // auto: CUDA when there is a device (choose_backend)
     std::vector<TokenId> stop_tokens; // generation ends after emitting one of these
     // Called with each new token; return false to stop early.
     std::function<bool(TokenId)> on_token;

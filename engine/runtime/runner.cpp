@@ -51,12 +51,10 @@ Runner::Runner(const ModelConfig& config, const ModelWeights& weights, const KvL
 std::vector<float> Runner::forward(std::span<const SeqChunk> batch, KvCacheManager& kv) {
     n_ = 0;
     positions_.clear();
+    if (kv.pool().place() != MemoryPlace::Host)
+        throw Error("the CPU forward pass needs the KV pool in host memory");
     for (const SeqChunk& c : batch) {
-        if (c.tokens.empty())
-            throw Error("a batch chunk has no tokens");
-        if (c.start + c.tokens.size() > kv.num_tokens(c.seq))
-            throw Error("sequence " + std::to_string(c.seq) + ": positions up to " +
-                        std::to_string(c.start + c.tokens.size()) + " are not allocated in the KV cache");
+        check_chunk(c, kv);
         for (std::size_t i = 0; i < c.tokens.size(); ++i)
             positions_.push_back(c.start + static_cast<std::uint32_t>(i));
         n_ += c.tokens.size();

@@ -6,27 +6,17 @@
 
 #include "engine/kv/kv_cache_manager.h"
 #include "engine/model/model_config.h"
+#include "engine/runtime/forward_pass.h"
 #include "engine/runtime/model_weights.h"
 
 namespace kvscope {
 
-// One sequence's share of a forward step: `tokens` at positions
-// [start, start + tokens.size()). A prefill chunk has several tokens, a
-// decode step one. Their KV slots must already be allocated in the
-// KvCacheManager (allocate / append), and positions before `start` written.
-struct SeqChunk {
-    SeqId seq = 0;
-    std::span<const TokenId> tokens;
-    std::uint32_t start = 0;
-    bool want_logits = true; // logits of the chunk's last token
-};
-
-// The forward pass of a LLaMA-family decoder over a batch of sequences of
+// The CPU forward pass of a LLaMA-family decoder over a batch of sequences of
 // different lengths, reading and writing K/V through the paged cache:
 //   embed -> per layer [RMSNorm -> Q,K,V (+bias) -> RoPE -> write K,V to
 //   their slots, quantized to the KV dtype -> paged attention -> output proj -> residual -> RMSNorm ->
 //   SwiGLU FFN -> residual] -> RMSNorm -> logits
-class Runner {
+class Runner : public ForwardPass {
 public:
     // Throws kvscope::Error when the model needs something this runner does
     // not do yet (RoPE scaling, frequency factors) or the KV layout does not
@@ -35,9 +25,9 @@ public:
 
     // Logits of every chunk that wants them, vocab_size floats each, in
     // batch order.
-    std::vector<float> forward(std::span<const SeqChunk> batch, KvCacheManager& kv);
+    std::vector<float> forward(std::span<const SeqChunk> batch, KvCacheManager& kv) override;
 
-    const ModelConfig& config() const { return config_; }
+    const ModelConfig& config() const override { return config_; }
 
 private:
     void embed(std::span<const SeqChunk> batch);

@@ -1,0 +1,57 @@
+// The backend boundary: the forward pass over a batch, on the CPU (Runner)
+// or on a CUDA device (CudaRunner, in builds with CUDA). Scheduling, block
+// allocation, prefix caching and preemption stay on the host and are shared.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/core/backend.h"
+#include "engine/kv/kv_cache_manager.h"
+#include "engine/model/model_config.h"
+
+namespace kvscope {
+
+class Model;
+
+// One sequence's share of a forward step: `tokens` at positions
+// [start, start + tokens.size()). A prefill chunk has several tokens, a
+// decode step one. Their KV slots must already be allocated in the
+// KvCacheManager (allocate / append), and positions before `start` written.
+struct SeqChunk {
+    SeqId seq = 0;
+    std::span<const TokenId> tokens;
+    std::uint32_t start = 0;
+    bool want_logits = true; // logits of the chunk's last token
+};
+
+// Throws kvscope::Error when the chunk is empty or its positions are not
+// allocated in the KV cache.
+void check_chunk(const SeqChunk& chunk, const KvCacheManager& kv);
+
+class ForwardPass {
+public:
+    virtual ~ForwardPass() = default;
+    // Logits of every chunk that wants them, vocab_size floats each, in
+    // batch order. The KV cache's pool must live where this pass computes
+    // (kv_memory(backend)).
+    virtual std::vector<float> forward(std::span<const SeqChunk> batch, KvCacheManager& kv) = 0;
+    virtual const ModelConfig& config() const = 0;
+};
+
+// Where a backend keeps the KV pool.
+MemoryPlace kv_memory(Backend resolved);
+
+// The backend that runs `requested` for this model and KV layout:
+// resolve_backend on the detected device, except that Auto stays on the CPU
+// (and logs why) when the CUDA forward pass cannot run this configuration
+// yet. Throws kvscope::Error when cuda is asked for and cannot run.
+Backend choose_backend(Backend requested, const ModelConfig& config, const KvLayout& layout);
+
+// The forward pass of `resolved` (Cpu or Cuda). The model must outlive it.
+std::unique_ptr<ForwardPass> make_forward_pass(Backend resolved, const Model& model, const KvLayout& layout);
+
+} // namespace kvscope
