@@ -38,6 +38,8 @@ QStringList dtypeWords() {
 
 EngineSettingsPanel::EngineSettingsPanel(QWidget* parent)
     : QWidget(parent),
+      backend_(combo("backend", {word(to_string(Backend::Auto)), word(to_string(Backend::Cpu)),
+                                  word(to_string(Backend::Cuda))})),
       kvDtype_(combo("kvDtype", dtypeWords())),
       blockSize_(spin("blockSize", 1, 1024)),
       numBlocks_(spin("numBlocks", 1, 1 << 24)),
@@ -54,7 +56,9 @@ EngineSettingsPanel::EngineSettingsPanel(QWidget* parent)
     auto* apply = new QPushButton(tr("Apply"));
     apply->setObjectName(QStringLiteral("applyConfig"));
     apply->setToolTip(tr("A new engine with these settings: chats in progress stop"));
+    backend_->setToolTip(tr("auto: the GPU when this build has CUDA and a device answers, else the CPU"));
     auto* form = new QFormLayout(this);
+    form->addRow(QStringLiteral("backend"), backend_);
     form->addRow(QStringLiteral("kv_dtype"), kvDtype_);
     form->addRow(QStringLiteral("block_size"), blockSize_);
     form->addRow(QStringLiteral("num_blocks"), numBlocks_);
@@ -70,6 +74,7 @@ EngineSettingsPanel::EngineSettingsPanel(QWidget* parent)
 
 void EngineSettingsPanel::setConfig(const EngineConfig& config) {
     base_ = config;
+    backend_->setCurrentText(word(to_string(config.backend)));
     kvDtype_->setCurrentText(word(to_string(config.kv_dtype)));
     blockSize_->setValue(static_cast<int>(config.block_size));
     numBlocks_->setValue(static_cast<int>(config.num_blocks));
@@ -83,6 +88,7 @@ void EngineSettingsPanel::setConfig(const EngineConfig& config) {
 
 EngineConfig EngineSettingsPanel::config() const {
     EngineConfig c = base_;
+    c.backend = parse_backend(backend_->currentText().toStdString());
     c.kv_dtype = parse_kv_dtype(kvDtype_->currentText().toStdString());
     c.block_size = static_cast<std::uint32_t>(blockSize_->value());
     c.num_blocks = static_cast<std::uint32_t>(numBlocks_->value());

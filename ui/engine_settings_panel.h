@@ -14,7 +14,7 @@ namespace kvscope::ui {
 // The engine's configuration as a form, in EngineConfig's words. Apply
 // asks for a new engine with it; the form then shows what was applied.
 //
-// Object names for tests: kvDtype, blockSize, numBlocks, allocation,
+// Object names for tests: backend, kvDtype, blockSize, numBlocks, allocation,
 // preemption, prefixCaching, maxNumSeqs, maxBatchedTokens, threads, applyConfig.
 class EngineSettingsPanel : public QWidget {
     Q_OBJECT
@@ -29,6 +29,7 @@ signals:
 
 private:
     EngineConfig base_; // fields the form does not show keep their values
+    QComboBox* backend_;
     QComboBox* kvDtype_;
     QSpinBox* blockSize_;
     QSpinBox* numBlocks_;

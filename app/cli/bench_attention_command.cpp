@@ -24,12 +24,18 @@
 #include "app/cli/commands.h"
 #include "app/cli/kv_dtype_list.h"
 #include "app/cli/model_options.h"
+#include "engine/core/backend.h"
+#include "engine/core/device.h"
 #include "engine/core/error.h"
 #include "engine/kv/kv_layout.h"
 #include "engine/runtime/paged_kv_view.h"
 #include "kernels/cpu/kv_write.h"
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/parallel.h"
+
+#ifdef KVSCOPE_HAVE_CUDA
+#include "kernels/cuda/attention_bench.h"
+#endif
 
 namespace kvscope::cli {
 namespace {
@@ -216,6 +222,40 @@ void print_json(const std::vector<Row>& rows, const Shape& s) {
     std::printf("%s\n", j.dump(2).c_str());
 }
 
+// --backend cuda: the CUDA kernel on the same shapes, timed by CUDA events
+// (kernels/cuda/attention_bench.h: mean of 20 calls after 3 untimed), plus
+// a device-to-device copy of 1 GiB as the bandwidth ceiling.
+std::vector<Row> cuda_rows(const Shape& s, const std::vector<KvDtype>& dtypes,
+                           const std::vector<std::uint32_t>& contexts, double& copy_gb_s) {
+#ifdef KVSCOPE_HAVE_CUDA
+    namespace cuda = kernels::cuda;
+    std::vector<Row> rows;
+    try {
+        copy_gb_s = cuda::copy_bandwidth(std::size_t{1} << 30, 10) / 1e9;
+        for (const KvDtype dtype : dtypes)
+            for (const std::uint32_t context : contexts)
+                for (const bool paged : {true, false}) {
+                    const KvLayout layout({1, s.kv_heads, s.head_dim}, dtype, s.block_size);
+                    cuda::DecodeBenchConfig c;
+                    c.layout = paged_kv_view(layout, 0, nullptr, 0, nullptr);
+                    c.kv_bytes_per_token = layout.bytes_per_token();
+                    c.n_heads = s.heads;
+                    c.batch = s.batch;
+                    c.context = context;
+                    c.paged = paged;
+                    const cuda::DecodeBenchResult r = cuda::bench_decode_attention(c);
+                    rows.push_back({dtype, context, paged, r.seconds_per_call, s.batch * bytes_read(layout, context)});
+                }
+    } catch (const std::exception& e) {
+        throw Error(std::string("bench attention --backend cuda: ") + e.what());
+    }
+    return rows;
+#else
+    (void)s, (void)dtypes, (void)contexts, (void)copy_gb_s;
+    throw Error("bench attention --backend cuda: built without CUDA");
+#endif
+}
+
 } // namespace
 
 int run_bench_attention(Args& args) {
@@ -223,9 +263,22 @@ int run_bench_attention(Args& args) {
     const std::vector<std::uint32_t> contexts = parse_contexts(args.value_or("--context", "512,2048,8192"));
     const std::vector<KvDtype> dtypes = parse_kv_dtype_list(args.value_or("--kv-dtype", "f16,int8,int4,int4-kivi"));
     const Shape s = read_shape(args);
+    const Backend backend = resolve_backend(read_backend(args), detect_device());
     const bool json = args.flag("--json");
     args.finish();
 
+    if (backend == Backend::Cuda) {
+        double copy_gb_s = 0;
+        const std::vector<Row> rows = cuda_rows(s, dtypes, contexts, copy_gb_s);
+        if (json) {
+            print_json(rows, s);
+        } else {
+            print_table(rows, s);
+            std::printf("on %s; device-to-device copy (measured): %.1f GB/s\n", device_memory().name.c_str(),
+                        copy_gb_s);
+        }
+        return 0;
+    }
     std::vector<Row> rows;
     std::mt19937 rng(7);
     const std::size_t q_floats = std::size_t{s.batch} * s.heads * s.head_dim;

@@ -11,6 +11,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/kv_dtype_list.h"
+#include "app/cli/model_options.h"
 #include "engine/core/error.h"
 #include "engine/kv/kv_layout.h"
 #include "engine/model/synthetic_model.h"
@@ -166,6 +167,7 @@ int run_bench_serve(Args& args) {
     base.kv_dtype = dtypes.front();
     base.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
     base.threads = static_cast<int>(args.int_or("--threads", 0, 0, 1024));
+    base.backend = read_backend(args);
     base.max_num_seqs = static_cast<std::uint32_t>(args.int_or("--max-seqs", 256, 1, 1 << 20));
     base.max_num_batched_tokens = static_cast<std::uint32_t>(args.int_or("--max-batched-tokens", 512, 1, 1 << 20));
     base.preemption = parse_preemption_mode(args.value_or("--preemption", "recompute"));

@@ -33,6 +33,7 @@ int run_chat(Args& args) {
     o.sampling = read_sampling(args);
     o.kv_dtype = parse_kv_dtype(args.value_or("--kv-dtype", "f16"));
     o.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
+    o.backend = read_backend(args);
     apply_threads(args);
     args.finish();
 

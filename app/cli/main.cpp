@@ -23,11 +23,11 @@ commands:
                reply streams out; without a known template: plain completion
                --model FILE [--system TEXT] [-n N] [--temp T] [--top-k K] [--top-p P]
                [--min-p P] [--repeat-penalty R] [--seed S] [--kv-dtype D]
-               [--block-size B] [--threads N]
+               [--block-size B] [--threads N] [--backend B]
   generate     stream a completion of a prompt, through the paged KV cache
                --model FILE (--prompt TEXT | --prompt-ids 1,2,3) [-n N] [--temp T]
                [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S]
-               [--kv-dtype D] [--block-size B] [--threads N] [--ignore-eos] [--json]
+               [--kv-dtype D] [--block-size B] [--threads N] [--backend B] [--ignore-eos] [--json]
   info         a GGUF model's architecture, shape, tensor types and KV bytes
                FILE.gguf [--json]
   make-model   a GGUF with random weights of a real model's shape (meaningless text)
@@ -41,7 +41,7 @@ commands:
                (--text - reads stdin byte for byte; BOS as the file asks; special-
                token strings are plain text unless --parse-special)
   bench decode prefill and decode tok/s, and decode's share of the memory bandwidth
-               --model FILE [--threads N] [--kv-dtype D] [--json]
+               --model FILE [--threads N] [--kv-dtype D] [--backend B] [--json]
   bench serve  one workload through paged and contiguous KV allocation, side by side;
                several KV dtypes: each in the same budget, compared with f16
                (--model FILE | --preset NAME [--type q8_0|f16|q4_0]) [--requests N]
@@ -49,17 +49,19 @@ commands:
                [--block-size B] [--lengths sharegpt|uniform|fixed] [--prompt-len N]
                [--output-len N] [--max-total N] [--rate R] [--shared-prefix K] [--n N]
                [--seed S] [--max-seqs N] [--max-batched-tokens N]
-               [--preemption recompute|swap] [--threads N] [--json]
+               [--preemption recompute|swap] [--threads N] [--backend B] [--json]
   bench attention  the decode attention kernel alone per KV dtype and context, paged
                (shuffled blocks, block table) and contiguous (same data, no table)
                [--context N[,N...]] [--kv-dtype D[,D...]] [--heads H] [--kv-heads K]
-               [--head-dim D] [--block-size B] [--batch B] [--repeats R] [--threads N] [--json]
+               [--head-dim D] [--block-size B] [--batch B] [--repeats R] [--threads N]
+               [--backend B] [--json]
   bench paint  time to paint the block map of a large pool
                [--blocks N] [--frames F] [--width W] [--height H] [--json]
   bench tokenizer  encoding speed (MB/s, one thread) of a model's tokenizer
                --model FILE [--text-file F] [--json] (default: 4 MB of generated English)
 
 LEVEL: trace, debug, info, warn, error, critical, off (default info)
+B (backend): auto (CUDA when built with it and a GPU answers, else CPU), cpu, cuda
 D (KV dtype): f32, f16, bf16, fp8-e4m3, int8, int4, int4-kivi, int2-kivi (every command
   that runs the model runs all of them)
 )";

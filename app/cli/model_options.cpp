@@ -15,6 +15,8 @@ std::string required_model_path(Args& args) {
     return *path;
 }
 
+Backend read_backend(Args& args) { return parse_backend(args.value_or("--backend", "auto")); }
+
 void apply_threads(Args& args) {
     kernels::cpu::set_num_threads(static_cast<int>(args.int_or("--threads", 0, 0, 1024)));
 }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "app/cli/args.h"
+#include "engine/core/backend.h"
 #include "engine/kv/kv_ids.h"
 #include "engine/runtime/sampler.h"
 
@@ -11,6 +12,9 @@ namespace kvscope::cli {
 
 // --model FILE, required.
 std::string required_model_path(Args& args);
+// --backend auto|cpu|cuda (default auto: CUDA when built with it and a
+// device answers). Resolved later, where the model's shape is known.
+Backend read_backend(Args& args);
 // --threads N: the kernels' thread count (default: one per core).
 void apply_threads(Args& args);
 // --temp, --top-k, --top-p, --min-p, --repeat-penalty, --seed.
