@@ -380,7 +380,12 @@ void MainWindow::onSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
     kvQuant_->setSnapshot(snapshot);
     compare_->showSnapshotA(snapshot, requestChat_);
     const FragmentationStats& f = snapshot->pool->fragmentation;
-    usageLabel_->setText(tr("%1% used").arg(f.block_occupancy() * 100, 0, 'f', 1));
+    QString usage = tr("%1% used").arg(f.block_occupancy() * 100, 0, 'f', 1);
+    if (snapshot->vram_total > 0) // the pool is in VRAM: the device's own free/total, from cudaMemGetInfo
+        usage += tr(" · VRAM %1 free of %2")
+                     .arg(bytesText(static_cast<double>(snapshot->vram_free)))
+                     .arg(bytesText(static_cast<double>(snapshot->vram_total)));
+    usageLabel_->setText(usage);
     usageLabel_->setToolTip(tr("KV blocks in use, in %1").arg(kvLocationText(snapshot->device)));
     emit snapshotShown(std::move(snapshot));
 }
