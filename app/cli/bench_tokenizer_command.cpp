@@ -2,14 +2,13 @@
 // thread, in MB of text per second. Reads only the vocabulary.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
 #include "app/cli/model_options.h"
+#include "app/cli/text_file.h"
 #include "engine/core/error.h"
 #include "engine/model/gguf_file.h"
 #include "engine/tokenizer/encode_benchmark.h"
@@ -20,16 +19,6 @@ namespace kvscope::cli {
 namespace {
 
 constexpr std::size_t kGeneratedBytes = 4'000'000;
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw Error("cannot open the text file " + path);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (text.empty())
-        throw Error("the text file " + path + " is empty");
-    return text;
-}
 
 } // namespace
 
@@ -45,7 +34,7 @@ int run_bench_tokenizer(Args& args) {
     const Tokenizer tokenizer(read_vocabulary(file));
     const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
 
-    const std::string text = text_file ? read_file(*text_file) : english_like_text(kGeneratedBytes);
+    const std::string text = text_file ? read_text_file(*text_file) : english_like_text(kGeneratedBytes);
     const std::string source = text_file ? *text_file : "generated English-like text";
     const std::size_t n_tokens = tokenizer.encode(text).size(); // also warms up
     const double mb_per_s = bench_encode_mb_per_s(tokenizer, text);

@@ -2,8 +2,6 @@
 // next to what it saves in bytes — perplexity, KL divergence and top-1
 // agreement against f32 KV, all dtypes in one run.
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -11,22 +9,13 @@
 #include "app/cli/commands.h"
 #include "app/cli/kv_dtype_list.h"
 #include "app/cli/model_options.h"
+#include "app/cli/text_file.h"
 #include "engine/core/error.h"
 #include "engine/runtime/kv_accuracy.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace kvscope::cli {
 namespace {
-
-std::string read_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw Error("cannot open the text file " + path);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (text.empty())
-        throw Error("the text file " + path + " is empty");
-    return text;
-}
 
 nlohmann::ordered_json report_json(const KvAccuracyReport& r, const std::string& model, const std::string& text) {
     nlohmann::ordered_json j{{"model", model},          {"text_file", text},      {"tokens", r.tokens},
@@ -71,7 +60,7 @@ int run_perplexity(Args& args) {
 
     const Model model(path);
     const Tokenizer tokenizer(read_vocabulary(model.file()));
-    const std::vector<TokenId> tokens = tokenizer.encode(read_text(*text_file)); // BOS as the model asks
+    const std::vector<TokenId> tokens = tokenizer.encode(read_text_file(*text_file)); // BOS as the model asks
     options.kv_dtypes = dtype_list ? parse_kv_dtype_list(*dtype_list) : runnable_kv_dtypes(model);
     const KvAccuracyReport report = measure_kv_accuracy(model, tokens, options);
     if (json)
