@@ -1,7 +1,9 @@
 // kvscope-cli bench decode: prompt processing and single-sequence decode
 // speed, and decode as a fraction of this machine's memory bandwidth.
+#include <algorithm>
 #include <cstdio>
 #include <random>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +19,31 @@ namespace {
 
 constexpr std::uint32_t kPromptTokens = 128;
 constexpr std::uint32_t kDecodeTokens = 128;
+
+struct Rates {
+    double prefill = 0; // tokens/s
+    double decode = 0;
+};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Median rates of `repeats` runs: one run on a shared machine can stray by
+// 20%, and a single slow or lucky run should not decide the figure.
+Rates measure_rates(const Model& model, const std::vector<TokenId>& prompt, const GenerateOptions& o,
+                    int repeats) {
+    std::vector<double> prefill, decode;
+    for (int i = 0; i < repeats; ++i) {
+        const GenerateResult r = generate(model, prompt, o);
+        prefill.push_back(static_cast<double>(prompt.size()) / r.prefill_seconds);
+        // The first new token comes out of the prefill; the rest are decode steps.
+        decode.push_back(static_cast<double>(r.tokens.size() - 1) / r.decode_seconds);
+    }
+    return {median(prefill), median(decode)};
+}
 
 // A fixed pseudo-random prompt: BOS, then ids drawn from the vocabulary.
 std::vector<TokenId> bench_prompt(const Model& model) {
@@ -52,6 +79,7 @@ int run_bench_decode(Args& args) {
     apply_threads(args);
     const KvDtype kv_dtype = parse_kv_dtype(args.value_or("--kv-dtype", "f16"));
     const bool json = args.flag("--json");
+    const auto repeats = static_cast<int>(args.int_or("--repeats", 3, 1, 100));
     args.finish();
 
     const Model model(path);
@@ -64,11 +92,7 @@ int run_bench_decode(Args& args) {
     GenerateOptions warm_up;
     warm_up.backend = o.backend;
     generate(model, std::vector<TokenId>(prompt.begin(), prompt.begin() + 8), warm_up);
-    const GenerateResult r = generate(model, prompt, o);
-
-    const double prefill = static_cast<double>(prompt.size()) / r.prefill_seconds;
-    // The first new token comes out of the prefill; the rest are decode steps.
-    const double decode = static_cast<double>(r.tokens.size() - 1) / r.decode_seconds;
+    const auto [prefill, decode] = measure_rates(model, prompt, o, repeats);
     if (o.backend == Backend::Cuda) {
         // The host's copy bandwidth says nothing about a GPU, and the weights
         // there are f16/f32 copies: only the rates are reported.
@@ -82,6 +106,7 @@ int run_bench_decode(Args& args) {
     if (json) {
         const nlohmann::ordered_json j{{"model", path},
                                        {"threads", threads},
+                                       {"repeats", repeats},
                                        {"kv_dtype", std::string(to_string(kv_dtype))},
                                        {"prefill_tokens_per_second", prefill},
                                        {"decode_tokens_per_second", decode},
@@ -92,7 +117,8 @@ int run_bench_decode(Args& args) {
         std::printf("%s\n", j.dump(2).c_str());
         return 0;
     }
-    std::printf("%s, %d threads, %s KV\n", path.c_str(), threads, std::string(to_string(kv_dtype)).c_str());
+    std::printf("%s, %d threads, %s KV, median of %d runs\n", path.c_str(), threads,
+                std::string(to_string(kv_dtype)).c_str(), repeats);
     std::printf("  prefill (%u-token prompt)   %10.1f tok/s\n", kPromptTokens, prefill);
     std::printf("  decode  (%u tokens)         %10.1f tok/s\n", kDecodeTokens, decode);
     std::printf("  weights read per token      %10.1f MB\n", weight_bytes / 1e6);
