@@ -1,6 +1,8 @@
 #include "engine/runtime/runner.h"
 
+#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "engine/core/error.h"
 #include "engine/model/ggml_type.h"
@@ -19,6 +21,28 @@ namespace {
 void matmul(const WeightMatrix& w, const std::vector<float>& in, std::size_t n, std::vector<float>& out) {
     out.resize(n * w.rows);
     cpu::matmul(w.type, w.data, w.rows, w.cols, in.data(), n, out.data());
+}
+
+struct Projection {
+    const WeightMatrix& w;
+    std::vector<float>& out;
+};
+
+// out = in x W for several matrices reading the same input (Q, K and V; FFN
+// gate and up). A decode step (n = 1) hands them to the kernel threads in
+// one go: fewer synchronisations per token, same results.
+void project(const std::vector<float>& in, std::size_t n, std::initializer_list<Projection> projections) {
+    if (n != 1) {
+        for (const Projection& p : projections)
+            matmul(p.w, in, n, p.out);
+        return;
+    }
+    std::vector<cpu::MatvecJob> jobs;
+    for (const Projection& p : projections) {
+        p.out.resize(p.w.rows);
+        jobs.push_back({p.w.type, p.w.data, p.w.rows, p.out.data()});
+    }
+    cpu::matvecs(jobs, projections.begin()->w.cols, in.data());
 }
 
 void add_bias(std::vector<float>& rows, const float* bias, std::size_t width) {
@@ -87,9 +111,7 @@ void Runner::attention_block(const LayerWeights& w, std::uint32_t layer, std::sp
     const std::size_t dim = config_.embedding_dim, hd = config_.head_dim;
     const std::size_t q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
     rms_norm_rows(x_, w.attn_norm, dim, static_cast<float>(config_.norm_eps), xn_);
-    matmul(w.q, xn_, n_, q_);
-    matmul(w.k, xn_, n_, k_);
-    matmul(w.v, xn_, n_, v_);
+    project(xn_, n_, {{w.q, q_}, {w.k, k_}, {w.v, v_}});
     add_bias(q_, w.q_bias, q_dim);
     add_bias(k_, w.k_bias, kv_dim);
     add_bias(v_, w.v_bias, kv_dim);
@@ -124,8 +146,7 @@ void Runner::attention_block(const LayerWeights& w, std::uint32_t layer, std::sp
 
 void Runner::ffn_block(const LayerWeights& w) {
     rms_norm_rows(x_, w.ffn_norm, config_.embedding_dim, static_cast<float>(config_.norm_eps), xn_);
-    matmul(w.gate, xn_, n_, gate_);
-    matmul(w.up, xn_, n_, up_);
+    project(xn_, n_, {{w.gate, gate_}, {w.up, up_}});
     cpu::silu_mul(gate_.data(), up_.data(), gate_.data(), gate_.size());
     matmul(w.down, gate_, n_, proj_);
     for (std::size_t i = 0; i < x_.size(); ++i)

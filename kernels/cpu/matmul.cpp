@@ -129,6 +129,44 @@ void matvec(WeightType type, const void* W, std::size_t rows, std::size_t cols, 
     });
 }
 
+void matvecs(std::span<const MatvecJob> jobs, std::size_t cols, const float* x) {
+    // Each activation format is prepared once for all the jobs that read it.
+    thread_local std::vector<std::byte> storage[3];
+    struct Prepared {
+        const std::byte* act;
+        detail::RowDot dot;
+        std::size_t row_bytes;
+        std::size_t first_row; // in the concatenation of all jobs' rows
+    };
+    const SimdPath path = simd_path();
+    std::vector<Prepared> prepared;
+    const std::byte* by_format[3] = {};
+    std::size_t total_rows = 0, total_bytes = 0;
+    for (const MatvecJob& job : jobs) {
+        const std::size_t row_bytes = weight_row_bytes(job.type, cols);
+        check_args(job.W, x, job.y);
+        const auto format = static_cast<std::size_t>(detail::act_format(job.type));
+        if (by_format[format] == nullptr)
+            by_format[format] = prepare_activations(job.type, x, 1, cols, path, storage[format]);
+        prepared.push_back({by_format[format], detail::row_dot(job.type, path), row_bytes, total_rows});
+        total_rows += job.rows;
+        total_bytes += job.rows * row_bytes;
+    }
+    if (total_rows == 0 || cols == 0)
+        return;
+    const int threads = total_bytes >= kParallelMinBytes ? num_threads() : 1;
+    // One even split of all rows: each thread streams one contiguous range,
+    // which may cross from one matrix into the next.
+    detail::parallel_for(total_rows, threads, detail::Schedule::Even, [&](std::size_t r, int) {
+        std::size_t j = prepared.size() - 1;
+        while (prepared[j].first_row > r)
+            --j;
+        const Prepared& p = prepared[j];
+        const std::size_t row = r - p.first_row;
+        jobs[j].y[row] = p.dot(static_cast<const std::byte*>(jobs[j].W) + row * p.row_bytes, p.act, cols);
+    });
+}
+
 void matmul(WeightType type, const void* W, std::size_t rows, std::size_t cols, const float* X,
             std::size_t n, float* Y) {
     if (n == 1) // a decode step: rows split exactly evenly, no tiles

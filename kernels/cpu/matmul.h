@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "kernels/cpu/weight_type.h"
 
@@ -29,6 +30,21 @@ namespace kvscope::kernels::cpu {
 // or a pointer is null.
 void matvec(WeightType type, const void* W, std::size_t rows, std::size_t cols, const float* x,
             float* y);
+
+// One weight matrix of a group that multiplies the same input vector.
+struct MatvecJob {
+    WeightType type;
+    const void* W;
+    std::size_t rows;
+    float* y; // rows values
+};
+
+// y = W x for every job, all matrices having `cols` columns: a layer's Q, K
+// and V projections, or its FFN gate and up, in one hand-off to the
+// threads instead of one each (a decode step makes ~100 hand-offs, and
+// each costs a synchronisation and an uneven finish). Every y is
+// bit-identical to matvec's. Same errors as matvec.
+void matvecs(std::span<const MatvecJob> jobs, std::size_t cols, const float* x);
 
 // Y[i][r] = dot(W row r, X[i]) for i < n, r < rows. X is n x cols and Y is
 // n x rows, both row-major. Each weight row is reused across a tile of

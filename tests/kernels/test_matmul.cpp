@@ -239,6 +239,7 @@ private slots:
     void float_rows_of_any_length();
     void activation_codes_follow_definition();
     void threads_do_not_change_results();
+    void matvecs_equal_matvec();
     void concurrent_callers_get_the_same_results();
     void row_bytes_match_ggml();
     void rejects_bad_arguments();
@@ -455,6 +456,40 @@ void TestMatmul::activation_codes_follow_definition() {
     quantize_act32(x.data(), x.size(), scalar32.data(), SimdPath::Scalar);
     quantize_act32(x.data(), x.size(), avx2_32.data(), SimdPath::Avx2);
     QVERIFY(std::memcmp(scalar32.data(), avx2_32.data(), sizeof(ActBlock32) * scalar32.size()) == 0);
+}
+
+void TestMatmul::matvecs_equal_matvec() {
+    // Matrices of different types and heights sharing one input, as a
+    // layer's Q/K/V do (a Q4_K_M file mixes Q4_K and Q6_K): each output must
+    // be bit-identical to its own matvec, on every path and thread count,
+    // whichever thread's range crosses from one matrix into the next.
+    std::mt19937 rng(600);
+    const std::size_t cols = 512;
+    const WeightType types[] = {WeightType::Q8_0, WeightType::Q6_K, WeightType::F16, WeightType::Q4_K};
+    const std::size_t heights[] = {300, 77, 129, 256};
+    std::vector<Matrix> matrices;
+    for (std::size_t j = 0; j < 4; ++j)
+        matrices.push_back(random_matrix(types[j], heights[j], cols, rng));
+    const std::vector<float> x = random_activations(cols, rng);
+    for (const SimdPath path : kernel_test::available_paths())
+        for (const int threads : {1, 2, 3}) {
+            PathScope scope(path);
+            set_num_threads(threads);
+            std::vector<std::vector<float>> ys(4);
+            std::vector<MatvecJob> jobs;
+            for (std::size_t j = 0; j < 4; ++j) {
+                ys[j].assign(heights[j], std::nanf(""));
+                jobs.push_back({types[j], matrices[j].bytes.data(), heights[j], ys[j].data()});
+            }
+            matvecs(jobs, cols, x.data());
+            for (std::size_t j = 0; j < 4; ++j) {
+                const std::vector<float> expected = run_matvec(matrices[j], x);
+                QVERIFY2(std::memcmp(ys[j].data(), expected.data(), heights[j] * sizeof(float)) == 0,
+                         qPrintable(QStringLiteral("%1, path %2, %3 threads")
+                                        .arg(to_string(types[j]).data()).arg(to_string(path)).arg(threads)));
+            }
+        }
+    set_num_threads(0);
 }
 
 void TestMatmul::threads_do_not_change_results() {
