@@ -28,13 +28,7 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; 
 int run_chat(Args& args) {
     const std::string path = required_model_path(args);
     const auto system = args.value("--system");
-    GenerateOptions o;
-    o.max_new_tokens = static_cast<std::uint32_t>(args.int_or("-n", 256, 1, 1 << 20));
-    o.sampling = read_sampling(args);
-    o.kv_dtype = parse_kv_dtype(args.value_or("--kv-dtype", "f16"));
-    o.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
-    o.backend = read_backend(args);
-    apply_threads(args);
+    GenerateOptions o = read_generate_options(args, 256);
     args.finish();
 
     const Model model(path);

@@ -22,13 +22,7 @@ int run_generate(Args& args) {
     const std::string path = required_model_path(args);
     const auto prompt_text = args.value("--prompt");
     const auto prompt_ids_text = args.value("--prompt-ids");
-    GenerateOptions o;
-    o.max_new_tokens = static_cast<std::uint32_t>(args.int_or("-n", 64, 1, 1 << 20));
-    o.sampling = read_sampling(args);
-    o.kv_dtype = parse_kv_dtype(args.value_or("--kv-dtype", "f16"));
-    o.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
-    o.backend = read_backend(args);
-    apply_threads(args);
+    GenerateOptions o = read_generate_options(args, 64);
     const bool ignore_eos = args.flag("--ignore-eos");
     const bool json = args.flag("--json");
     args.finish();

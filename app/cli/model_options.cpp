@@ -32,6 +32,17 @@ SamplingParams read_sampling(Args& args) {
     return p;
 }
 
+GenerateOptions read_generate_options(Args& args, std::uint32_t default_new_tokens) {
+    GenerateOptions o;
+    o.max_new_tokens = static_cast<std::uint32_t>(args.int_or("-n", default_new_tokens, 1, 1 << 20));
+    o.sampling = read_sampling(args);
+    o.kv_dtype = parse_kv_dtype(args.value_or("--kv-dtype", "f16"));
+    o.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
+    o.backend = read_backend(args);
+    apply_threads(args);
+    return o;
+}
+
 std::vector<TokenId> parse_token_ids(const std::string& text) {
     std::vector<TokenId> ids;
     const char* p = text.data();

@@ -6,6 +6,7 @@
 #include "app/cli/args.h"
 #include "engine/core/backend.h"
 #include "engine/kv/kv_ids.h"
+#include "engine/runtime/generation.h"
 #include "engine/runtime/sampler.h"
 
 namespace kvscope::cli {
@@ -19,6 +20,9 @@ Backend read_backend(Args& args);
 void apply_threads(Args& args);
 // --temp, --top-k, --top-p, --min-p, --repeat-penalty, --seed.
 SamplingParams read_sampling(Args& args);
+// What generate and chat share: -n (default `default_new_tokens`), the
+// sampling options, --kv-dtype, --block-size, --backend; applies --threads.
+GenerateOptions read_generate_options(Args& args, std::uint32_t default_new_tokens);
 // "1,403,407" -> {1, 403, 407}; throws kvscope::Error on anything else.
 std::vector<TokenId> parse_token_ids(const std::string& text);
 
