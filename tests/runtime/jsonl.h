@@ -7,9 +7,11 @@
 #include <QJsonObject>
 #include <QList>
 
+#include <optional>
 #include <vector>
 
 #include "engine/kv/kv_ids.h"
+#include "engine/runtime/generation.h"
 
 namespace kvscope::test {
 
@@ -31,6 +33,21 @@ inline std::vector<TokenId> ids(const QJsonValue& v) {
     for (const QJsonValue& x : v.toArray())
         out.push_back(static_cast<TokenId>(x.toInt()));
     return out;
+}
+
+// Greedy generation of every row of a reference file (prompt_token_ids in,
+// generated_token_ids expected) with `options`, max_new_tokens set per row.
+// Returns the prompt of the first row that differs (prompts may be empty),
+// or nothing when every row matches.
+inline std::optional<QString> first_reference_mismatch(const Model& model, const QList<QJsonObject>& rows,
+                                        GenerateOptions options) {
+    for (const QJsonObject& row : rows) {
+        const auto expected = ids(row["generated_token_ids"]);
+        options.max_new_tokens = static_cast<std::uint32_t>(expected.size());
+        if (generate(model, ids(row["prompt_token_ids"]), options).tokens != expected)
+            return row["prompt"].toString();
+    }
+    return std::nullopt;
 }
 
 } // namespace kvscope::test
