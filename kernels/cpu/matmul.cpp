@@ -131,7 +131,8 @@ void matvec(WeightType type, const void* W, std::size_t rows, std::size_t cols, 
 
 void matvecs(std::span<const MatvecJob> jobs, std::size_t cols, const float* x) {
     // Each activation format is prepared once for all the jobs that read it.
-    thread_local std::vector<std::byte> storage[3];
+    constexpr std::size_t kFormats = static_cast<std::size_t>(ActFormat::Q8x256) + 1;
+    thread_local std::vector<std::byte> storage[kFormats];
     struct Prepared {
         const std::byte* act;
         detail::RowDot dot;
@@ -139,8 +140,12 @@ void matvecs(std::span<const MatvecJob> jobs, std::size_t cols, const float* x) 
         std::size_t first_row; // in the concatenation of all jobs' rows
     };
     const SimdPath path = simd_path();
-    std::vector<Prepared> prepared;
-    const std::byte* by_format[3] = {};
+    // Reused: no allocation per token. The workers read it through this
+    // reference: inside the lambda the bare name would be their own copy.
+    thread_local std::vector<Prepared> reused;
+    std::vector<Prepared>& prepared = reused;
+    prepared.clear();
+    const std::byte* by_format[kFormats] = {};
     std::size_t total_rows = 0, total_bytes = 0;
     for (const MatvecJob& job : jobs) {
         const std::size_t row_bytes = weight_row_bytes(job.type, cols);
