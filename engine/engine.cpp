@@ -173,7 +173,7 @@ void Engine::run(const Schedule& schedule) {
         if (c.start < requests_.at(seqs_.at(c.seq).request).prompt_tokens)
             prompt_tokens += c.count;
     }
-    const std::vector<float> logits = runner_->forward(batch, kv_);
+    runner_->forward(batch, kv_, logits_);
     const std::size_t vocab = model_->config().vocab_size;
     std::size_t row = 0;
     sampled_this_step_ = 0;
@@ -181,7 +181,7 @@ void Engine::run(const Schedule& schedule) {
         scheduler_.mark_computed(c.seq, c.start + c.count);
         if (!c.samples)
             continue;
-        const auto l = std::span<const float>(logits).subspan(row++ * vocab, vocab);
+        const auto l = std::span<const float>(logits_).subspan(row++ * vocab, vocab);
         fork_samples(c.seq, l);
         sample(c.seq, l);
     }

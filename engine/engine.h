@@ -118,6 +118,7 @@ private:
     KvCacheManager kv_;
     Scheduler scheduler_;
     std::unique_ptr<ForwardPass> runner_;
+    std::vector<float> logits_; // the last step's, kept to reuse its memory
     std::map<RequestId, Request> requests_;
     std::map<SeqId, Seq> seqs_;
     RequestId next_request_ = 1;

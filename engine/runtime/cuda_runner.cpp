@@ -59,11 +59,11 @@ const ModelConfig& CudaRunner::checked(const ModelConfig& config, const KvLayout
     return config;
 }
 
-std::vector<float> CudaRunner::forward(std::span<const SeqChunk> batch, KvCacheManager& kv) {
+void CudaRunner::forward(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) {
     if (kv.pool().place() != MemoryPlace::Cuda)
         throw Error("the CUDA forward pass needs the KV pool in device memory");
     try {
-        return run(plan(batch, kv), kv);
+        run(plan(batch, kv), kv, logits);
     } catch (const cuda::CudaError& e) {
         throw Error(std::string("CUDA: ") + e.what());
     } catch (const std::invalid_argument& e) {
@@ -123,7 +123,7 @@ void CudaRunner::reserve(std::uint32_t n_tokens) {
     capacity_ = n_tokens;
 }
 
-std::vector<float> CudaRunner::run(const StepPlan& p, KvCacheManager& kv) {
+void CudaRunner::run(const StepPlan& p, KvCacheManager& kv, std::vector<float>& logits) {
     n_ = static_cast<std::uint32_t>(p.tokens.size());
     reserve(n_);
     if (kv.fixed_scales() && fixed_scales_.size() == 0) // fp8: the pool's constant scales, once
@@ -155,7 +155,7 @@ std::vector<float> CudaRunner::run(const StepPlan& p, KvCacheManager& kv) {
         attention_block(weights_.layers[l], l, p, kv);
         ffn_block(weights_.layers[l]);
     }
-    return logits(p);
+    this->logits(p, logits);
 }
 
 void CudaRunner::attention_block(const DeviceLayer& w, std::uint32_t layer, const StepPlan& p, KvCacheManager& kv) {
@@ -215,9 +215,11 @@ void CudaRunner::ffn_block(const DeviceLayer& w) {
     cuda::add_in_place(x_.as<float>(), proj_.as<float>(), static_cast<std::size_t>(n_) * dim);
 }
 
-std::vector<float> CudaRunner::logits(const StepPlan& p) {
-    if (p.logit_rows.empty())
-        return {};
+void CudaRunner::logits(const StepPlan& p, std::vector<float>& host) {
+    if (p.logit_rows.empty()) {
+        host.clear();
+        return;
+    }
     const std::size_t dim = config_.embedding_dim;
     const auto rows = static_cast<std::uint32_t>(p.logit_rows.size());
     // The wanted rows, gathered at the front of xn_, normed, then projected.
@@ -228,9 +230,8 @@ std::vector<float> CudaRunner::logits(const StepPlan& p) {
                    static_cast<float>(config_.norm_eps), xn_.as<float>());
     const DeviceMatrix& out = weights_.output();
     cuda::matmul(out.data.data(), out.type, out.rows, out.cols, xn_.as<float>(), rows, proj_.as<float>());
-    std::vector<float> host(static_cast<std::size_t>(rows) * out.rows);
+    host.resize(static_cast<std::size_t>(rows) * out.rows);
     cuda::copy_bytes(host.data(), proj_.data(), host.size() * sizeof(float));
-    return host;
 }
 
 } // namespace kvscope

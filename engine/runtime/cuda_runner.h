@@ -26,7 +26,8 @@ public:
 
     // The KV pool must be device memory (MemoryPlace::Cuda). Throws
     // kvscope::Error for a bad batch and for a CUDA failure.
-    std::vector<float> forward(std::span<const SeqChunk> batch, KvCacheManager& kv) override;
+    using ForwardPass::forward;
+    void forward(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) override;
     const ModelConfig& config() const override { return config_; }
     std::size_t weight_bytes() const { return weights_.bytes(); }
 
@@ -41,10 +42,10 @@ private:
     };
     static const ModelConfig& checked(const ModelConfig& config, const KvLayout& layout);
     StepPlan plan(std::span<const SeqChunk> batch, KvCacheManager& kv) const;
-    std::vector<float> run(const StepPlan& p, KvCacheManager& kv);
+    void run(const StepPlan& p, KvCacheManager& kv, std::vector<float>& logits);
     void attention_block(const DeviceLayer& w, std::uint32_t layer, const StepPlan& p, KvCacheManager& kv);
     void ffn_block(const DeviceLayer& w);
-    std::vector<float> logits(const StepPlan& p);
+    void logits(const StepPlan& p, std::vector<float>& out);
     void reserve(std::uint32_t n_tokens);
 
     ModelConfig config_;

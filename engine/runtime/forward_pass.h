@@ -36,9 +36,17 @@ class ForwardPass {
 public:
     virtual ~ForwardPass() = default;
     // Logits of every chunk that wants them, vocab_size floats each, in
-    // batch order. The KV cache's pool must live where this pass computes
-    // (kv_memory(backend)).
-    virtual std::vector<float> forward(std::span<const SeqChunk> batch, KvCacheManager& kv) = 0;
+    // batch order, into `logits` (resized to fit). The KV cache's pool must
+    // live where this pass computes (kv_memory(backend)). A caller that
+    // steps repeatedly passes the same vector: a fresh one per step costs
+    // an allocation, and page faults, of vocab_size floats per sequence.
+    virtual void forward(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) = 0;
+    // The same, into a new vector.
+    std::vector<float> forward(std::span<const SeqChunk> batch, KvCacheManager& kv) {
+        std::vector<float> logits;
+        forward(batch, kv, logits);
+        return logits;
+    }
     virtual const ModelConfig& config() const = 0;
 };
 

@@ -54,7 +54,8 @@ GenerateResult generate(const Model& model, std::span<const TokenId> prompt, con
     auto start = std::chrono::steady_clock::now();
     kv.allocate(kSeq, prompt, options.max_new_tokens);
     const SeqChunk first{kSeq, prompt, 0, true};
-    std::vector<float> logits = runner->forward({&first, 1}, kv);
+    std::vector<float> logits;
+    runner->forward({&first, 1}, kv, logits);
     result.prefill_seconds = seconds_since(start);
     start = std::chrono::steady_clock::now();
     while (result.tokens.size() < options.max_new_tokens) {
@@ -71,7 +72,7 @@ GenerateResult generate(const Model& model, std::span<const TokenId> prompt, con
         const auto position = kv.num_tokens(kSeq);
         kv.append(kSeq, token);
         const SeqChunk next{kSeq, std::span<const TokenId>(&history.back(), 1), position, true};
-        logits = runner->forward({&next, 1}, kv);
+        runner->forward({&next, 1}, kv, logits);
     }
     result.decode_seconds = seconds_since(start);
     return result;
@@ -83,13 +84,13 @@ std::vector<float> teacher_forced_logits(const Model& model, std::span<const Tok
     const KvLayout layout = sequence_layout(model, kv_dtype, block_size);
     KvCacheManager kv = sequence_cache(layout, tokens.size(), Backend::Cpu);
     Runner runner(model.config(), model.weights(), layout);
-    std::vector<float> all;
+    std::vector<float> all, logits;
     kv.allocate(kSeq, tokens.first(1), static_cast<std::uint32_t>(tokens.size() - 1));
     for (std::uint32_t p = 0; p < tokens.size(); ++p) {
         if (p > 0)
             kv.append(kSeq, tokens[p]);
         const SeqChunk chunk{kSeq, tokens.subspan(p, 1), p, true};
-        const std::vector<float> logits = runner.forward({&chunk, 1}, kv);
+        runner.forward({&chunk, 1}, kv, logits);
         all.insert(all.end(), logits.begin(), logits.end());
     }
     return all;

@@ -72,7 +72,7 @@ Runner::Runner(const ModelConfig& config, const ModelWeights& weights, const KvL
         throw Error("the KV layout does not match the model's layers, KV heads or head dim");
 }
 
-std::vector<float> Runner::forward(std::span<const SeqChunk> batch, KvCacheManager& kv) {
+void Runner::forward(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) {
     n_ = 0;
     positions_.clear();
     if (kv.pool().place() != MemoryPlace::Host)
@@ -88,7 +88,7 @@ std::vector<float> Runner::forward(std::span<const SeqChunk> batch, KvCacheManag
         attention_block(weights_.layers[l], l, batch, kv);
         ffn_block(weights_.layers[l]);
     }
-    return logits(batch);
+    this->logits(batch, logits);
 }
 
 void Runner::embed(std::span<const SeqChunk> batch) {
@@ -153,23 +153,22 @@ void Runner::ffn_block(const LayerWeights& w) {
         x_[i] += proj_[i];
 }
 
-std::vector<float> Runner::logits(std::span<const SeqChunk> batch) {
+void Runner::logits(std::span<const SeqChunk> batch, std::vector<float>& out) {
     const std::size_t dim = config_.embedding_dim;
-    std::vector<float> last_rows;
+    last_rows_.clear();
     std::size_t end = 0;
     for (const SeqChunk& c : batch) {
         end += c.tokens.size();
         if (c.want_logits)
-            last_rows.insert(last_rows.end(), x_.begin() + static_cast<std::ptrdiff_t>((end - 1) * dim),
-                             x_.begin() + static_cast<std::ptrdiff_t>(end * dim));
+            last_rows_.insert(last_rows_.end(), x_.begin() + static_cast<std::ptrdiff_t>((end - 1) * dim),
+                              x_.begin() + static_cast<std::ptrdiff_t>(end * dim));
     }
-    if (last_rows.empty())
-        return {};
-    std::vector<float> normed;
-    rms_norm_rows(last_rows, weights_.output_norm, dim, static_cast<float>(config_.norm_eps), normed);
-    std::vector<float> out;
-    matmul(weights_.output, normed, normed.size() / dim, out);
-    return out;
+    if (last_rows_.empty()) {
+        out.clear();
+        return;
+    }
+    rms_norm_rows(last_rows_, weights_.output_norm, dim, static_cast<float>(config_.norm_eps), xn_);
+    matmul(weights_.output, xn_, last_rows_.size() / dim, out);
 }
 
 } // namespace kvscope

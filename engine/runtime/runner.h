@@ -23,9 +23,8 @@ public:
     // match the model.
     Runner(const ModelConfig& config, const ModelWeights& weights, const KvLayout& layout);
 
-    // Logits of every chunk that wants them, vocab_size floats each, in
-    // batch order.
-    std::vector<float> forward(std::span<const SeqChunk> batch, KvCacheManager& kv) override;
+    using ForwardPass::forward;
+    void forward(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) override;
 
     const ModelConfig& config() const override { return config_; }
 
@@ -34,7 +33,7 @@ private:
     void attention_block(const LayerWeights& w, std::uint32_t layer, std::span<const SeqChunk> batch,
                          KvCacheManager& kv);
     void ffn_block(const LayerWeights& w);
-    std::vector<float> logits(std::span<const SeqChunk> batch);
+    void logits(std::span<const SeqChunk> batch, std::vector<float>& out);
 
     const ModelConfig& config_;
     const ModelWeights& weights_;
@@ -43,6 +42,7 @@ private:
     // Activations, n_ rows each: residual stream, normed input, q, k, v,
     // attention output, FFN gate/up, projection output.
     std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, proj_;
+    std::vector<float> last_rows_; // the residual rows whose logits are wanted
     std::vector<std::uint32_t> positions_;
     std::vector<float> scratch_;
 };

@@ -24,7 +24,11 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 TokenId Sampler::sample(std::span<const float> logits, std::span<const TokenId> history) {
     if (logits.empty())
         throw Error("sampling: no logits");
-    std::vector<Candidate> c(logits.size());
+    // One vocabulary-sized buffer per thread, reused: allocating it per
+    // token would fault in fresh pages on every call.
+    thread_local std::vector<Candidate> candidates;
+    std::vector<Candidate>& c = candidates;
+    c.resize(logits.size());
     for (std::size_t i = 0; i < logits.size(); ++i)
         c[i] = {static_cast<TokenId>(i), logits[i]};
     penalize(c, history);
