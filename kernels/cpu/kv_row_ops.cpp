@@ -4,9 +4,10 @@
 namespace kvscope::kernels::cpu::detail {
 namespace {
 
-// Each value is decoded once and used by all H heads.
+// One row at a time; each value is decoded once and used by all H heads.
 template <RowCode Code, std::size_t H>
-void dot(const float* q, const std::byte* row, const std::byte* scales, std::size_t n, float* out) {
+void dot_row(const float* q, const std::byte* row, const std::byte* scales, std::size_t n, float* out,
+             std::size_t out_stride) {
     float partial[H][4] = {};
     for (std::size_t i = 0; i < n; ++i) {
         const float x = decode_value<Code>(row, scales, i, n);
@@ -14,15 +15,26 @@ void dot(const float* q, const std::byte* row, const std::byte* scales, std::siz
             partial[h][i % 4] += q[h * n + i] * x;
     }
     for (std::size_t h = 0; h < H; ++h)
-        out[h] = (partial[h][0] + partial[h][1]) + (partial[h][2] + partial[h][3]);
+        out[h * out_stride] = (partial[h][0] + partial[h][1]) + (partial[h][2] + partial[h][3]);
 }
 
 template <RowCode Code, std::size_t H>
-void axpy(const float* a, const std::byte* row, const std::byte* scales, float* acc, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) {
-        const float x = decode_value<Code>(row, scales, i, n);
-        for (std::size_t h = 0; h < H; ++h)
-            acc[h * n + i] += a[h] * x;
+void dot(const float* q, const KvRows& rows, std::size_t n, float* out, std::size_t out_stride) {
+    for (std::size_t r = 0; r < rows.count; ++r)
+        dot_row<Code, H>(q, rows.first + r * rows.stride, rows.scales + r * rows.scale_stride, n, out + r,
+                         out_stride);
+}
+
+template <RowCode Code, std::size_t H>
+void axpy(const float* w, std::size_t w_stride, const KvRows& rows, float* acc, std::size_t n) {
+    for (std::size_t r = 0; r < rows.count; ++r) {
+        const std::byte* row = rows.first + r * rows.stride;
+        const std::byte* scales = rows.scales + r * rows.scale_stride;
+        for (std::size_t i = 0; i < n; ++i) {
+            const float x = decode_value<Code>(row, scales, i, n);
+            for (std::size_t h = 0; h < H; ++h)
+                acc[h * n + i] += w[h * w_stride + r] * x;
+        }
     }
 }
 

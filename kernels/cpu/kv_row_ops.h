@@ -1,6 +1,9 @@
-// Internal to the attention kernels: the vector operations on one KV row
-// (head_dim values in any KV format, decoded with their scales on the fly
-// at an unaligned byte address), per SIMD path.
+// Internal to the attention kernels: the vector operations on a run of
+// consecutive KV rows of one block (head_dim values each, in any KV format,
+// decoded with their scales on the fly at unaligned byte addresses), per
+// SIMD path. One call per block rather than per row: the AVX2 versions keep
+// several rows' dot products in flight at once and keep the weighted sum's
+// accumulators in registers across the block's rows.
 #pragma once
 
 #include <cstddef>
@@ -17,13 +20,26 @@ namespace kvscope::kernels::cpu::detail {
 // is loaded and decoded once for all of them.
 constexpr std::size_t kSharedHeads = 4;
 
+// `count` rows, row r at first + r * stride, with what its format needs
+// (kv_codes.h) at scales + r * scale_stride: nothing, the f32 head scale
+// (fp8), the row's f16 scale (int8), its group pairs, or the block's
+// channel scales (KIVI K, scale_stride 0).
+struct KvRows {
+    const std::byte* first;
+    std::size_t stride;
+    const std::byte* scales;
+    std::size_t scale_stride;
+    std::size_t count;
+};
+
 // For H = 1..kSharedHeads query heads (index H - 1), with head h's query
-// or accumulator at offset h * n: out[h] = q_h . row, and acc_h += a[h] *
-// row. `scales` is what the row's format needs (kv_codes.h): nothing, the
-// f32 head scale (fp8), the row's f16 scale (int8), its group pairs, or the
-// block's channel scales (KIVI K).
-using KvDotFn = void (*)(const float* q, const std::byte* row, const std::byte* scales, std::size_t n, float* out);
-using KvAxpyFn = void (*)(const float* a, const std::byte* row, const std::byte* scales, float* acc, std::size_t n);
+// or accumulator at offset h * n (n = head_dim):
+//   dot:  out[h * out_stride + r] = q_h . row_r
+//   axpy: acc_h += sum over r of w[h * w_stride + r] * row_r, row by row
+// Each row's result is bit-identical whatever count and position the row
+// has in the run: a score does not depend on where a block ends.
+using KvDotFn = void (*)(const float* q, const KvRows& rows, std::size_t n, float* out, std::size_t out_stride);
+using KvAxpyFn = void (*)(const float* w, std::size_t w_stride, const KvRows& rows, float* acc, std::size_t n);
 
 struct KvRowOps {
     KvDotFn dot[kSharedHeads];

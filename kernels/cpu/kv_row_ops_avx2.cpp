@@ -4,14 +4,14 @@
 // the FMA: F16C converts halves, int4/int2 codes come out of one broadcast
 // word with per-lane variable shifts, fp8 is a shift, an integer add and a
 // blend (e4m3x8). Scales are loaded once per group of 32 values. The last
-// head_dim % 8 values go through the portable decoder.
+// head_dim % 8 values go through the portable decoder. The operations take
+// a block's run of rows at once (kv_row_ops.h).
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/cpu/avx2_hsum.h"
 #include "kernels/cpu/kv_row_ops.h"
 
 namespace kvscope::kernels::cpu::detail {
@@ -116,52 +116,157 @@ __m256 decode8(const std::byte* row, const std::byte* scales, std::size_t i, std
     }
 }
 
-// Both walk a row group by group (kKvGroup values, a multiple of 8), 8
-// values at a time, each 8 decoded once for all H heads; the last n % 8
-// values go through the portable decoder.
-template <RowCode Code, std::size_t H>
-void dot(const float* q, const std::byte* row, const std::byte* scales, std::size_t n, float* out) {
-    __m256 acc[H][2];
+// The horizontal sums of four vectors as one vector, each summed in
+// hsum's order (halves folded, then (s0 + s2) + (s1 + s3)): a row's score
+// comes out the same whichever rows share its reduction.
+__m128 hsum4(const __m256 (&v)[4]) {
+    __m128 s[4];
+    for (std::size_t j = 0; j < 4; ++j)
+        s[j] = _mm_add_ps(_mm256_castps256_ps128(v[j]), _mm256_extractf128_ps(v[j], 1));
+    const __m128 s01 = _mm_add_ps(_mm_unpacklo_ps(s[0], s[1]), _mm_unpackhi_ps(s[0], s[1]));
+    const __m128 s23 = _mm_add_ps(_mm_unpacklo_ps(s[2], s[3]), _mm_unpackhi_ps(s[2], s[3]));
+    return _mm_add_ps(_mm_movelh_ps(s01, s23), _mm_movehl_ps(s23, s01));
+}
+
+// Values i..i+7 of R rows into accumulator P of each (row, head): the 8
+// query values of each head loaded once for all R rows, each row's 8
+// values decoded once for all H heads.
+template <RowCode Code, std::size_t H, std::size_t R, std::size_t P>
+void dot8(const float* q, const std::byte* const (&row)[R], const std::byte* const (&scales)[R], std::size_t i,
+          std::size_t n, const Affine (&shared)[R], __m256 (&acc)[R][H][2]) {
+    __m256 q8[H];
     for (std::size_t h = 0; h < H; ++h)
-        acc[h][0] = acc[h][1] = _mm256_setzero_ps();
-    const std::size_t whole = n / 8 * 8;
-    for (std::size_t first = 0; first < whole; first += kKvGroup) {
-        const Affine shared = affine<Code>(scales, first / kKvGroup);
-        const std::size_t end = std::min(whole, first + kKvGroup);
-        for (std::size_t i = first; i < end; i += 8) {
-            const __m256 v = decode8<Code>(row, scales, i, n, shared);
-            for (std::size_t h = 0; h < H; ++h)
-                acc[h][(i / 8) & 1] = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * n + i), v, acc[h][(i / 8) & 1]);
-        }
-    }
-    for (std::size_t h = 0; h < H; ++h)
-        out[h] = hsum(_mm256_add_ps(acc[h][0], acc[h][1]));
-    for (std::size_t i = whole; i < n; ++i) {
-        const float x = decode_value<Code>(row, scales, i, n);
+        q8[h] = _mm256_loadu_ps(q + h * n + i);
+    for (std::size_t r = 0; r < R; ++r) {
+        const __m256 v = decode8<Code>(row[r], scales[r], i, n, shared[r]);
         for (std::size_t h = 0; h < H; ++h)
-            out[h] += q[h * n + i] * x;
+            acc[r][h][P] = _mm256_fmadd_ps(q8[h], v, acc[r][h][P]);
     }
 }
 
-template <RowCode Code, std::size_t H>
-void axpy(const float* a, const std::byte* row, const std::byte* scales, float* acc, std::size_t n) {
-    __m256 a8[H];
-    for (std::size_t h = 0; h < H; ++h)
-        a8[h] = _mm256_set1_ps(a[h]);
+// Dot products of R rows x H heads (R * H <= 4: one hsum4), two
+// accumulators each: 2 * R * H independent FMA chains hide the FMA latency
+// that one row's chain would expose. Rows are walked group by group
+// (kKvGroup values, a multiple of 16), 8 values at a time; the last n % 8
+// values go through the portable decoder.
+template <RowCode Code, std::size_t H, std::size_t R>
+void dot_step(const float* q, const KvRows& rows, std::size_t first_row, std::size_t n, float* out,
+              std::size_t out_stride) {
+    static_assert(R * H <= 4 && kKvGroup % 16 == 0);
+    const std::byte* row[R];
+    const std::byte* scales[R];
+    for (std::size_t r = 0; r < R; ++r) {
+        row[r] = rows.first + (first_row + r) * rows.stride;
+        scales[r] = rows.scales + (first_row + r) * rows.scale_stride;
+    }
+    __m256 acc[R][H][2];
+    for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t h = 0; h < H; ++h)
+            acc[r][h][0] = acc[r][h][1] = _mm256_setzero_ps();
     const std::size_t whole = n / 8 * 8;
     for (std::size_t first = 0; first < whole; first += kKvGroup) {
-        const Affine shared = affine<Code>(scales, first / kKvGroup);
+        Affine shared[R];
+        for (std::size_t r = 0; r < R; ++r)
+            shared[r] = affine<Code>(scales[r], first / kKvGroup);
         const std::size_t end = std::min(whole, first + kKvGroup);
-        for (std::size_t i = first; i < end; i += 8) {
-            const __m256 v = decode8<Code>(row, scales, i, n, shared);
-            for (std::size_t h = 0; h < H; ++h)
-                _mm256_storeu_ps(acc + h * n + i, _mm256_fmadd_ps(a8[h], v, _mm256_loadu_ps(acc + h * n + i)));
+        // Even and odd 8s of the group into accumulators 0 and 1, written
+        // out so that the accumulators stay in registers.
+        for (std::size_t i = first; i < end; i += 16) {
+            dot8<Code, H, R, 0>(q, row, scales, i, n, shared, acc);
+            if (i + 8 < end)
+                dot8<Code, H, R, 1>(q, row, scales, i + 8, n, shared, acc);
         }
     }
-    for (std::size_t i = whole; i < n; ++i) {
-        const float x = decode_value<Code>(row, scales, i, n);
+    __m256 sums[4] = {};
+    for (std::size_t r = 0; r < R; ++r)
         for (std::size_t h = 0; h < H; ++h)
-            acc[h * n + i] += a[h] * x;
+            sums[r * H + h] = _mm256_add_ps(acc[r][h][0], acc[r][h][1]);
+    float dots[4];
+    _mm_storeu_ps(dots, hsum4(sums));
+    for (std::size_t r = 0; r < R; ++r) {
+        for (std::size_t i = whole; i < n; ++i) {
+            const float x = decode_value<Code>(row[r], scales[r], i, n);
+            for (std::size_t h = 0; h < H; ++h)
+                dots[r * H + h] += q[h * n + i] * x;
+        }
+        for (std::size_t h = 0; h < H; ++h)
+            out[h * out_stride + first_row + r] = dots[r * H + h];
+    }
+}
+
+// Rows [first_row, rows.count) in steps of R rows, then of R / 2, ... 1.
+template <RowCode Code, std::size_t H, std::size_t R>
+void dot_from(const float* q, const KvRows& rows, std::size_t first_row, std::size_t n, float* out,
+              std::size_t out_stride) {
+    for (; first_row + R <= rows.count; first_row += R)
+        dot_step<Code, H, R>(q, rows, first_row, n, out, out_stride);
+    if constexpr (R > 1)
+        dot_from<Code, H, R / 2>(q, rows, first_row, n, out, out_stride);
+}
+
+template <RowCode Code, std::size_t H>
+void dot(const float* q, const KvRows& rows, std::size_t n, float* out, std::size_t out_stride) {
+    constexpr std::size_t kRowsPerStep = H == 1 ? 4 : H == 2 ? 2 : 1;
+    dot_from<Code, H, kRowsPerStep>(q, rows, 0, n, out, out_stride);
+}
+
+// Values [first, first + 8 * V) of the H accumulators, held in registers
+// while every row of the run is added in: each accumulator is loaded and
+// stored once per run instead of once per row. Per value the rows are
+// added in order with one FMA each, as one row at a time would.
+template <RowCode Code, std::size_t H, std::size_t V>
+void axpy_chunk(const float* w, std::size_t w_stride, const KvRows& rows, std::size_t first, float* acc,
+                std::size_t n) {
+    __m256 sum[H][V];
+    for (std::size_t h = 0; h < H; ++h)
+        for (std::size_t v = 0; v < V; ++v)
+            sum[h][v] = _mm256_loadu_ps(acc + h * n + first + 8 * v);
+    for (std::size_t r = 0; r < rows.count; ++r) {
+        const std::byte* row = rows.first + r * rows.stride;
+        const std::byte* scales = rows.scales + r * rows.scale_stride;
+        __m256 weight[H];
+        for (std::size_t h = 0; h < H; ++h)
+            weight[h] = _mm256_set1_ps(w[h * w_stride + r]);
+        Affine shared{};
+        for (std::size_t v = 0; v < V; ++v) {
+            const std::size_t i = first + 8 * v;
+            if (v == 0 || i % kKvGroup == 0)
+                shared = affine<Code>(scales, i / kKvGroup);
+            const __m256 x = decode8<Code>(row, scales, i, n, shared);
+            for (std::size_t h = 0; h < H; ++h)
+                sum[h][v] = _mm256_fmadd_ps(weight[h], x, sum[h][v]);
+        }
+    }
+    for (std::size_t h = 0; h < H; ++h)
+        for (std::size_t v = 0; v < V; ++v)
+            _mm256_storeu_ps(acc + h * n + first + 8 * v, sum[h][v]);
+}
+
+// `vectors` 8-value vectors from `first` on, in chunks of V, then V / 2, ... 1.
+template <RowCode Code, std::size_t H, std::size_t V>
+void axpy_from(const float* w, std::size_t w_stride, const KvRows& rows, std::size_t first, std::size_t vectors,
+               float* acc, std::size_t n) {
+    for (; vectors >= V; vectors -= V, first += 8 * V)
+        axpy_chunk<Code, H, V>(w, w_stride, rows, first, acc, n);
+    if constexpr (V > 1)
+        axpy_from<Code, H, V / 2>(w, w_stride, rows, first, vectors, acc, n);
+}
+
+template <RowCode Code, std::size_t H>
+void axpy(const float* w, std::size_t w_stride, const KvRows& rows, float* acc, std::size_t n) {
+    // 8 accumulator registers (64 values for one head), leaving the other 8
+    // for the weights, the decoded values and their scales.
+    constexpr std::size_t kVectors = H == 1 ? 8 : H == 2 ? 4 : 2;
+    const std::size_t whole = n / 8 * 8;
+    axpy_from<Code, H, kVectors>(w, w_stride, rows, 0, whole / 8, acc, n);
+    for (std::size_t r = 0; r < rows.count; ++r) {
+        const std::byte* row = rows.first + r * rows.stride;
+        const std::byte* scales = rows.scales + r * rows.scale_stride;
+        for (std::size_t i = whole; i < n; ++i) {
+            const float x = decode_value<Code>(row, scales, i, n);
+            for (std::size_t h = 0; h < H; ++h)
+                acc[h * n + i] += w[h * w_stride + r] * x;
+        }
     }
 }
 

@@ -93,10 +93,11 @@ struct Source {
     std::uint32_t sealed; // positions below it are in the pool, the rest in the tail
 };
 
-// Calls f(position, row, scales, ops) for positions [0, count) of one KV
-// head: from the pool's blocks up to `sealed`, then from the tail.
+// Calls f(first position, rows, ops) for positions [0, count) of one KV
+// head, once per run of consecutive rows: each block of the pool up to
+// `sealed`, then the tail.
 template <typename Blocks, typename F>
-void for_each_row(const Source<Blocks>& src, const KvPart& part, std::uint32_t kv_head, std::uint32_t count, F&& f) {
+void for_each_run(const Source<Blocks>& src, const KvPart& part, std::uint32_t kv_head, std::uint32_t count, F&& f) {
     const PagedKv& kv = src.kv;
     const std::size_t head = part.offset + kv_head * kv.head_stride;
     const std::byte* fixed = part.fixed_scales ? reinterpret_cast<const std::byte*>(part.fixed_scales + kv_head) : nullptr;
@@ -105,38 +106,37 @@ void for_each_row(const Source<Blocks>& src, const KvPart& part, std::uint32_t k
     const std::uint32_t pooled = std::min(count, src.sealed);
     for (std::uint32_t first = 0, b = 0; first < pooled; first += kv.block_size, ++b) {
         const std::byte* block = kv.pool + src.blocks(b) * kv.bytes_per_block;
-        const std::byte* rows = block + head;
-        const std::byte* scales = fixed ? fixed : block + scale_head;
         const std::uint32_t slots = std::min(kv.block_size, pooled - first);
-        for (std::uint32_t s = 0; s < slots; ++s)
-            f(first + s, rows + s * kv.slot_stride, scales + s * scale_step, part.ops);
+        f(first, detail::KvRows{block + head, kv.slot_stride, fixed ? fixed : block + scale_head, scale_step, slots},
+          part.ops);
     }
     if (pooled == count)
         return;
     const std::byte* tail_rows = src.tail + part.tail_offset + kv_head * kv.tail.head_stride;
-    for (std::uint32_t p = pooled; p < count; ++p)
-        f(p, tail_rows + (p - pooled) * kv.tail.slot_stride, nullptr, src.tail_ops);
+    f(pooled, detail::KvRows{tail_rows, kv.tail.slot_stride, nullptr, 0, count - pooled}, src.tail_ops);
 }
 
 // `heads` (<= kSharedHeads) query heads of one KV head over positions
 // [0, count): scores, softmax, weighted sum of V, each K and V row decoded
-// once for all of them. Head h's query is at q + h * head_dim, its output
-// at out + h * head_dim; its scores at scores + h * stride (count floats),
-// its accumulator at acc + h * head_dim.
+// once for all of them, a block's rows in one call. Head h's query is at
+// q + h * head_dim, its output at out + h * head_dim; its scores at
+// scores + h * stride (count floats), its accumulator at acc + h * head_dim.
 template <typename Blocks>
 void attend(const Source<Blocks>& src, std::uint32_t kv_head, std::uint32_t count, std::size_t heads,
             const float* q, float* scores, std::size_t stride, float* acc, float* out) {
     const std::size_t dim = src.kv.head_dim;
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
-    float max[detail::kSharedHeads], dots[detail::kSharedHeads];
+    float max[detail::kSharedHeads];
     std::fill(max, max + heads, -std::numeric_limits<float>::infinity());
-    for_each_row(src, src.k, kv_head, count,
-                 [&](std::uint32_t p, const std::byte* k, const std::byte* scales, const detail::KvRowOps& ops) {
-                     ops.dot[heads - 1](q, k, scales, dim, dots);
-                     for (std::size_t h = 0; h < heads; ++h) {
-                         scores[h * stride + p] = dots[h] * scale;
-                         max[h] = std::max(max[h], scores[h * stride + p]);
-                     }
+    for_each_run(src, src.k, kv_head, count,
+                 [&](std::uint32_t p, const detail::KvRows& k, const detail::KvRowOps& ops) {
+                     ops.dot[heads - 1](q, k, dim, scores + p, stride);
+                     for (std::size_t h = 0; h < heads; ++h)
+                         for (std::size_t r = p; r < p + k.count; ++r) {
+                             float& score = scores[h * stride + r];
+                             score *= scale;
+                             max[h] = std::max(max[h], score);
+                         }
                  });
     double sum[detail::kSharedHeads] = {};
     for (std::size_t h = 0; h < heads; ++h)
@@ -146,12 +146,9 @@ void attend(const Source<Blocks>& src, std::uint32_t kv_head, std::uint32_t coun
             sum[h] += score;
         }
     std::fill(acc, acc + heads * dim, 0.0f);
-    float weights[detail::kSharedHeads];
-    for_each_row(src, src.v, kv_head, count,
-                 [&](std::uint32_t p, const std::byte* v, const std::byte* scales, const detail::KvRowOps& ops) {
-                     for (std::size_t h = 0; h < heads; ++h)
-                         weights[h] = scores[h * stride + p];
-                     ops.axpy[heads - 1](weights, v, scales, acc, dim);
+    for_each_run(src, src.v, kv_head, count,
+                 [&](std::uint32_t p, const detail::KvRows& v, const detail::KvRowOps& ops) {
+                     ops.axpy[heads - 1](scores + p, stride, v, acc, dim);
                  });
     for (std::size_t h = 0; h < heads; ++h) {
         const auto inverse = static_cast<float>(1.0 / sum[h]);

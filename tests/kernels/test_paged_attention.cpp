@@ -25,6 +25,7 @@
 #include "engine/kv/kv_layout.h"
 #include "engine/runtime/paged_kv_view.h"
 #include "kernel_test_support.h"
+#include "kernels/cpu/kv_row_ops.h"
 #include "kernels/cpu/kv_write.h"
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/parallel.h"
@@ -32,6 +33,8 @@
 using namespace kvscope::kernels::cpu;
 using kvscope::KvDtype;
 using kvscope::KvLayout;
+using detail::KvRows;
+using detail::RowCode;
 
 Q_DECLARE_METATYPE(kvscope::KvDtype)
 
@@ -118,6 +121,57 @@ std::vector<float> run_attention(const Cache& c, const Shape& s, const std::vect
     return out;
 }
 
+
+// Value i of a row through the portable decoder (kv_codes.h), the one
+// definition of each format, chosen at run time.
+double decoded_value(RowCode code, const std::byte* row, const std::byte* scales, std::size_t i, std::size_t n) {
+    switch (code) {
+    case RowCode::F32: return detail::decode_value<RowCode::F32>(row, scales, i, n);
+    case RowCode::F16: return detail::decode_value<RowCode::F16>(row, scales, i, n);
+    case RowCode::BF16: return detail::decode_value<RowCode::BF16>(row, scales, i, n);
+    case RowCode::Fp8: return detail::decode_value<RowCode::Fp8>(row, scales, i, n);
+    case RowCode::Int8: return detail::decode_value<RowCode::Int8>(row, scales, i, n);
+    case RowCode::Int4Groups: return detail::decode_value<RowCode::Int4Groups>(row, scales, i, n);
+    case RowCode::Int2Groups: return detail::decode_value<RowCode::Int2Groups>(row, scales, i, n);
+    case RowCode::Int4Channels: return detail::decode_value<RowCode::Int4Channels>(row, scales, i, n);
+    case RowCode::Int2Channels: return detail::decode_value<RowCode::Int2Channels>(row, scales, i, n);
+    }
+    return NAN;
+}
+
+// Rows [first, first + count) of one full block of K or V (kv head 0), as
+// paged_attention hands them to the row operations.
+struct BlockPart {
+    const std::byte* rows;
+    std::size_t stride;
+    const std::byte* scales;
+    std::size_t scale_stride;
+    RowCode code;
+
+    KvRows run(std::size_t first, std::size_t count) const {
+        return {rows + first * stride, stride, scales + first * scale_stride, scale_stride, count};
+    }
+    std::vector<double> values(std::size_t r, std::size_t n) const {
+        std::vector<double> x(n);
+        for (std::size_t i = 0; i < n; ++i)
+            x[i] = decoded_value(code, rows + r * stride, scales + r * scale_stride, i, n);
+        return x;
+    }
+};
+
+BlockPart block_part(const PagedKv& kv, bool keys) {
+    const std::byte* block = kv.pool;
+    if (kv.elem == KvElem::Fp8E4M3) {
+        const float* scale = kv.fixed_scales + (keys ? 0 : kv.n_kv_heads);
+        return {block + (keys ? kv.k_offset : kv.v_offset), kv.slot_stride, reinterpret_cast<const std::byte*>(scale),
+                0, keys ? detail::k_row_code(kv.elem) : detail::v_row_code(kv.elem)};
+    }
+    const KvScaleRegion& scale = keys ? kv.k_scale : kv.v_scale;
+    return {block + (keys ? kv.k_offset : kv.v_offset), kv.slot_stride, block + scale.offset, scale.slot_stride,
+            keys ? detail::k_row_code(kv.elem) : detail::v_row_code(kv.elem)};
+}
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 } // namespace
 
 class TestPagedAttention : public QObject {
@@ -126,6 +180,8 @@ private slots:
     void cleanupTestCase() { set_num_threads(0); }
     void matches_double_reference_data();
     void matches_double_reference();
+    void row_runs_match_single_rows_data();
+    void row_runs_match_single_rows();
     void writes_where_kv_layout_says();
     void rejects_bad_arguments();
 };
@@ -150,6 +206,8 @@ void TestPagedAttention::matches_double_reference_data() {
         {"decode gqa8 d64 b16", 1, 8, 64, 16, 100, 1},
         {"decode long gqa4 d128 b16", 2, 4, 128, 16, 613, 1},
         {"decode first token", 1, 2, 8, 8, 1, 1},
+        {"decode gqa3 d36 b16", 2, 3, 36, 16, 53, 1},
+        {"prefill after prefix gqa2 d20 b8", 1, 2, 20, 8, 30, 9},
         {"prefill after prefix gqa1 d8 b8", 3, 1, 8, 8, 45, 13},
         {"prefill after prefix gqa2 d64 b16", 2, 2, 64, 16, 83, 30},
         {"prefill from empty gqa4 d128 b32", 2, 4, 128, 32, 77, 77},
@@ -202,6 +260,87 @@ void TestPagedAttention::matches_double_reference() {
         // Each output row is computed whole by one thread.
         QVERIFY(one == two);
         QVERIFY(one == five);
+    }
+}
+
+// The block-wise row operations (kv_row_ops.h), for every KV format, 1..4
+// heads and every run length of a block, against the same rows taken one
+// at a time (bit-identical: a score may not depend on where a block ends
+// or how rows are grouped inside the kernel), and those against a double
+// sum over the portable decoder's values (float summation error only:
+// 1e-5 of the sum of |terms| covers head_dim 128). Head dims with and
+// without a head_dim % 8 remainder, and across int4 groups.
+void TestPagedAttention::row_runs_match_single_rows_data() {
+    QTest::addColumn<KvDtype>("dtype");
+    QTest::addColumn<int>("head_dim");
+    for (const KvDtype dtype : kvscope::all_kv_dtypes())
+        for (const int head_dim : {8, 36, 72, 128})
+            QTest::addRow("%s d%d", to_string(dtype).data(), head_dim) << dtype << head_dim;
+}
+
+void TestPagedAttention::row_runs_match_single_rows() {
+    QFETCH(KvDtype, dtype);
+    QFETCH(int, head_dim);
+    constexpr std::uint32_t kBlock = 16;
+    const auto n = static_cast<std::size_t>(head_dim);
+    const KvLayout layout({1, 1, static_cast<std::uint32_t>(head_dim)}, dtype, kBlock);
+    std::vector<std::byte> pool(layout.bytes_per_block(), std::byte{0xFF});
+    std::vector<std::byte> tail(layout.tail_bytes(), std::byte{0xFF});
+    const std::vector<float> fixed_scales(layout.fixed_bytes() / 4, 0.05f);
+    const PagedKv kv = kvscope::paged_kv_view(layout, 0, pool.data(), 1, fixed_scales.empty() ? nullptr : fixed_scales.data());
+    std::mt19937 rng(static_cast<unsigned>(head_dim) * 17 + static_cast<unsigned>(dtype));
+    for (std::uint32_t slot = 0; slot < kBlock; ++slot) // KIVI: through the tail, sealed by the last slot
+        write_kv(kv, 0, slot, random_vector(n, 2.0f, rng).data(), random_vector(n, 2.0f, rng).data(), tail.data());
+
+    constexpr std::size_t kOutStride = kBlock + 3;
+    for (const bool keys : {true, false}) {
+        const BlockPart part = block_part(kv, keys);
+        std::vector<std::vector<double>> x(kBlock);
+        for (std::size_t r = 0; r < kBlock; ++r)
+            x[r] = part.values(r, n);
+        for (const SimdPath path : kernel_test::available_paths()) {
+            const detail::KvRowOps ops = detail::kv_row_ops(part.code, path);
+            for (std::size_t heads = 1; heads <= detail::kSharedHeads; ++heads) {
+                const std::vector<float> q = random_vector(heads * n, 1.0f, rng);
+                const std::vector<float> w = random_vector(heads * kBlock, 1.0f, rng);
+                const std::vector<float> acc0 = random_vector(heads * n, 1.0f, rng);
+                for (std::size_t count = 1; count <= kBlock; ++count) {
+                    const QString where = QStringLiteral("%1 path, %2, %3 heads, %4 rows")
+                                              .arg(to_string(path)).arg(keys ? "K" : "V").arg(heads).arg(count);
+                    std::vector<float> dots(heads * kOutStride, NAN);
+                    ops.dot[heads - 1](q.data(), part.run(0, count), n, dots.data(), kOutStride);
+                    std::vector<float> acc = acc0, acc_by_row = acc0;
+                    ops.axpy[heads - 1](w.data(), kBlock, part.run(0, count), acc.data(), n);
+                    for (std::size_t r = 0; r < count; ++r) {
+                        float single[detail::kSharedHeads];
+                        ops.dot[heads - 1](q.data(), part.run(r, 1), n, single, 1);
+                        ops.axpy[heads - 1](w.data() + r, kBlock, part.run(r, 1), acc_by_row.data(), n);
+                        for (std::size_t h = 0; h < heads; ++h) {
+                            QVERIFY2(same_bits(dots[h * kOutStride + r], single[h]), qPrintable(where));
+                            double ref = 0.0, magnitude = 0.0;
+                            for (std::size_t i = 0; i < n; ++i) {
+                                ref += double{q[h * n + i]} * x[r][i];
+                                magnitude += std::fabs(double{q[h * n + i]} * x[r][i]);
+                            }
+                            QVERIFY2(std::fabs(single[h] - ref) <= 1e-5 * magnitude, qPrintable(where));
+                        }
+                    }
+                    for (std::size_t h = 0; h < heads; ++h) // nothing written past the run
+                        QVERIFY2(std::isnan(dots[h * kOutStride + count]), qPrintable(where));
+                    for (std::size_t j = 0; j < acc.size(); ++j)
+                        QVERIFY2(same_bits(acc[j], acc_by_row[j]), qPrintable(where));
+                    for (std::size_t h = 0; h < heads; ++h)
+                        for (std::size_t i = 0; i < n; ++i) {
+                            double ref = acc0[h * n + i], magnitude = std::fabs(ref);
+                            for (std::size_t r = 0; r < count; ++r) {
+                                ref += double{w[h * kBlock + r]} * x[r][i];
+                                magnitude += std::fabs(double{w[h * kBlock + r]} * x[r][i]);
+                            }
+                            QVERIFY2(std::fabs(acc[h * n + i] - ref) <= 1e-5 * magnitude, qPrintable(where));
+                        }
+                }
+            }
+        }
     }
 }
 
