@@ -57,6 +57,19 @@ void quantize_act32(const float* x, std::size_t n, ActBlock32* out, SimdPath pat
         out[b].d = quantize_block(x, kActBlockValues, out[b].qs, nullptr, path);
 }
 
+void pair_act32(const ActBlock32* in, std::size_t blocks, ActPair64* out) {
+    for (std::size_t b = 0; b < (blocks + 1) / 2 * 2; ++b) {
+        ActPair64& pair = out[b / 2];
+        const std::size_t half = b % 2;
+        const bool real = b < blocks;
+        for (std::size_t lane = 0; lane < 8; ++lane)
+            pair.d[8 * half + lane] = real ? in[b].d : 0.0f;
+        for (std::size_t i = 0; i < kActBlockValues; ++i)
+            pair.u[kActBlockValues * half + i] =
+                real ? static_cast<std::uint8_t>(in[b].qs[i] + 128) : std::uint8_t{128};
+    }
+}
+
 void quantize_act256(const float* x, std::size_t n, ActBlock256* out, SimdPath path) {
     for (std::size_t b = 0; b < n / kActSuperValues; ++b, x += kActSuperValues)
         out[b].d = quantize_block(x, kActSuperValues, out[b].qs, out[b].bsums, path);

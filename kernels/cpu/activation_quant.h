@@ -29,6 +29,20 @@ struct ActBlock256 {
     std::int16_t bsums[kActSuperValues / 16];
 };
 
+// Two consecutive ActBlock32, laid out for AVX-512 VNNI, whose 512-bit
+// registers hold two blocks: the codes offset to unsigned (x + 128, the
+// operand dpbusd multiplies as unsigned) and each block's scale repeated
+// over the 8 int32 lanes its sums land in, so that a pair costs the dot
+// product no conversion or shuffle per weight row. A row with an odd number
+// of blocks ends in a half pair whose second half is zero.
+struct ActPair64 {
+    float d[16];
+    std::uint8_t u[2 * kActBlockValues];
+};
+
+// The `blocks` ActBlock32 at `in` as (blocks + 1) / 2 pairs.
+void pair_act32(const ActBlock32* in, std::size_t blocks, ActPair64* out);
+
 // n is a multiple of the block size (the caller checks). Both paths give
 // identical blocks: the scale comes from the same float operations and the
 // rounding is to nearest even either way.

@@ -13,11 +13,24 @@
 namespace kvscope::kernels::cpu {
 namespace detail {
 
-ActFormat act_format(WeightType type) {
+namespace {
+
+bool uses_avx512vnni(SimdPath path) {
+#if defined(KVSCOPE_KERNELS_AVX512VNNI)
+    return path == SimdPath::Avx2 && avx512vnni_available();
+#else
+    (void)path;
+    return false;
+#endif
+}
+
+} // namespace
+
+ActFormat act_format(WeightType type, SimdPath path) {
     switch (type) {
     case WeightType::Q8_0:
     case WeightType::Q4_0:
-    case WeightType::Q5_0: return ActFormat::Q8x32;
+    case WeightType::Q5_0: return uses_avx512vnni(path) ? ActFormat::Q8x32Pairs : ActFormat::Q8x32;
     case WeightType::Q4_K:
     case WeightType::Q5_K:
     case WeightType::Q6_K: return ActFormat::Q8x256;
@@ -25,9 +38,10 @@ ActFormat act_format(WeightType type) {
     }
 }
 
-std::size_t act_row_bytes(WeightType type, std::size_t cols) {
-    switch (act_format(type)) {
+std::size_t act_row_bytes(WeightType type, SimdPath path, std::size_t cols) {
+    switch (act_format(type, path)) {
     case ActFormat::Q8x32: return cols / kActBlockValues * sizeof(ActBlock32);
+    case ActFormat::Q8x32Pairs: return (cols / kActBlockValues + 1) / 2 * sizeof(ActPair64);
     case ActFormat::Q8x256: return cols / kActSuperValues * sizeof(ActBlock256);
     case ActFormat::F32: break;
     }
@@ -35,6 +49,10 @@ std::size_t act_row_bytes(WeightType type, std::size_t cols) {
 }
 
 RowDot row_dot(WeightType type, SimdPath path) {
+#if defined(KVSCOPE_KERNELS_AVX512VNNI)
+    if (act_format(type, path) == ActFormat::Q8x32Pairs)
+        return avx512vnni_row_dot(type);
+#endif
 #if defined(KVSCOPE_KERNELS_AVXVNNI)
     if (path == SimdPath::Avx2)
         if (const RowDot vnni = avxvnni_row_dot(type))
@@ -49,6 +67,10 @@ RowDot row_dot(WeightType type, SimdPath path) {
 }
 
 RowDotMultiFn row_dot_multi(WeightType type, SimdPath path) {
+#if defined(KVSCOPE_KERNELS_AVX512VNNI)
+    if (act_format(type, path) == ActFormat::Q8x32Pairs)
+        return avx512vnni_row_dot_multi(type);
+#endif
 #if defined(KVSCOPE_KERNELS_AVXVNNI)
     if (path == SimdPath::Avx2)
         if (const RowDotMultiFn vnni = avxvnni_row_dot_multi(type); vnni.fn != nullptr)
@@ -87,20 +109,29 @@ void check_args(const void* W, const float* X, const float* Y) {
 const std::byte* prepare_activations(WeightType type, const float* X, std::size_t n,
                                      std::size_t cols, SimdPath path,
                                      std::vector<std::byte>& storage) {
-    const ActFormat format = detail::act_format(type);
+    const ActFormat format = detail::act_format(type, path);
     if (format == ActFormat::F32)
         return reinterpret_cast<const std::byte*>(X);
-    const std::size_t row_bytes = detail::act_row_bytes(type, cols);
+    const std::size_t row_bytes = detail::act_row_bytes(type, path, cols);
     storage.resize(n * row_bytes);
     std::byte* out = storage.data();
     const int threads = n * cols >= kParallelMinActivations ? num_threads() : 1;
     detail::parallel_for(n, threads, detail::Schedule::Even, [&](std::size_t i, int) {
-        if (format == ActFormat::Q8x32)
-            detail::quantize_act32(X + i * cols, cols,
-                                   reinterpret_cast<detail::ActBlock32*>(out + i * row_bytes), path);
-        else
-            detail::quantize_act256(X + i * cols, cols,
-                                    reinterpret_cast<detail::ActBlock256*>(out + i * row_bytes), path);
+        std::byte* row = out + i * row_bytes;
+        switch (format) {
+        case ActFormat::Q8x32:
+            return detail::quantize_act32(X + i * cols, cols, reinterpret_cast<detail::ActBlock32*>(row), path);
+        case ActFormat::Q8x32Pairs: {
+            // blocks first, then rearranged: the same codes and scales
+            thread_local std::vector<detail::ActBlock32> blocks;
+            blocks.resize(cols / detail::kActBlockValues);
+            detail::quantize_act32(X + i * cols, cols, blocks.data(), path);
+            return detail::pair_act32(blocks.data(), blocks.size(), reinterpret_cast<detail::ActPair64*>(row));
+        }
+        case ActFormat::Q8x256:
+            return detail::quantize_act256(X + i * cols, cols, reinterpret_cast<detail::ActBlock256*>(row), path);
+        case ActFormat::F32: break;
+        }
     });
     return out;
 }
@@ -131,8 +162,7 @@ void matvec(WeightType type, const void* W, std::size_t rows, std::size_t cols, 
 
 void matvecs(std::span<const MatvecJob> jobs, std::size_t cols, const float* x) {
     // Each activation format is prepared once for all the jobs that read it.
-    constexpr std::size_t kFormats = static_cast<std::size_t>(ActFormat::Q8x256) + 1;
-    thread_local std::vector<std::byte> storage[kFormats];
+    thread_local std::vector<std::byte> storage[detail::kActFormats];
     struct Prepared {
         const std::byte* act;
         detail::RowDot dot;
@@ -145,12 +175,12 @@ void matvecs(std::span<const MatvecJob> jobs, std::size_t cols, const float* x) 
     thread_local std::vector<Prepared> reused;
     std::vector<Prepared>& prepared = reused;
     prepared.clear();
-    const std::byte* by_format[kFormats] = {};
+    const std::byte* by_format[detail::kActFormats] = {};
     std::size_t total_rows = 0, total_bytes = 0;
     for (const MatvecJob& job : jobs) {
         const std::size_t row_bytes = weight_row_bytes(job.type, cols);
         check_args(job.W, x, job.y);
-        const auto format = static_cast<std::size_t>(detail::act_format(job.type));
+        const auto format = static_cast<std::size_t>(detail::act_format(job.type, path));
         if (by_format[format] == nullptr)
             by_format[format] = prepare_activations(job.type, x, 1, cols, path, storage[format]);
         prepared.push_back({by_format[format], detail::row_dot(job.type, path), row_bytes, total_rows});
@@ -182,7 +212,7 @@ void matmul(WeightType type, const void* W, std::size_t rows, std::size_t cols, 
     check_args(W, X, Y);
     const SimdPath path = simd_path();
     const std::byte* act = prepare_activations(type, X, n, cols, path, activation_storage());
-    const std::size_t a_row_bytes = detail::act_row_bytes(type, cols);
+    const std::size_t a_row_bytes = detail::act_row_bytes(type, path, cols);
     const detail::RowDot dot = detail::row_dot(type, path);
     const detail::RowDotMultiFn multi = detail::row_dot_multi(type, path);
     const auto* w = static_cast<const std::byte*>(W);

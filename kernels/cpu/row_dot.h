@@ -11,15 +11,17 @@ namespace kvscope::kernels::cpu::detail {
 
 // How the activation row is prepared for a weight type.
 enum class ActFormat {
-    F32,    // the floats as given (F32, F16, BF16 weights)
-    Q8x32,  // ActBlock32[cols / 32]   (Q8_0, Q4_0, Q5_0)
-    Q8x256, // ActBlock256[cols / 256] (Q4_K, Q5_K, Q6_K)
+    F32,        // the floats as given (F32, F16, BF16 weights)
+    Q8x32,      // ActBlock32[cols / 32]   (Q8_0, Q4_0, Q5_0)
+    Q8x256,     // ActBlock256[cols / 256] (Q4_K, Q5_K, Q6_K)
+    Q8x32Pairs, // ActPair64[(cols / 32 + 1) / 2] (Q8_0, Q4_0, Q5_0 on AVX-512 VNNI)
 };
+inline constexpr std::size_t kActFormats = static_cast<std::size_t>(ActFormat::Q8x32Pairs) + 1;
 
-ActFormat act_format(WeightType type);
+ActFormat act_format(WeightType type, SimdPath path);
 
 // Bytes of one prepared activation row of `cols` values.
-std::size_t act_row_bytes(WeightType type, std::size_t cols);
+std::size_t act_row_bytes(WeightType type, SimdPath path, std::size_t cols);
 
 // w: one row of `cols` values in the weight format (no alignment needed);
 // x: the prepared activation row. cols is a whole number of blocks.
@@ -34,6 +36,14 @@ RowDot avx2_row_dot(WeightType type);
 // avx2_row_dot and used in its place on the AVX2 path; null for the other
 // types and on CPUs without AVX-VNNI.
 RowDot avxvnni_row_dot(WeightType type);
+#endif
+
+#if defined(KVSCOPE_KERNELS_AVX512VNNI)
+// Whether this CPU runs the AVX-512 VNNI kernels: the blocks-of-32 types
+// on the AVX2 path then use them, with ActPair64 activations. Their
+// results are bit-identical to avx2_row_dot's on ActBlock32 activations.
+bool avx512vnni_available();
+RowDot avx512vnni_row_dot(WeightType type);
 #endif
 
 RowDot row_dot(WeightType type, SimdPath path);
@@ -55,6 +65,9 @@ RowDotMultiFn avx2_row_dot_multi(WeightType type);
 #endif
 #if defined(KVSCOPE_KERNELS_AVXVNNI)
 RowDotMultiFn avxvnni_row_dot_multi(WeightType type);
+#endif
+#if defined(KVSCOPE_KERNELS_AVX512VNNI)
+RowDotMultiFn avx512vnni_row_dot_multi(WeightType type);
 #endif
 
 RowDotMultiFn row_dot_multi(WeightType type, SimdPath path);

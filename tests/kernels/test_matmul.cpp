@@ -232,6 +232,7 @@ private slots:
     void avx2_matches_scalar_data() { add_type_rows(); }
     void avx2_matches_scalar();
     void avx_vnni_equals_avx2();
+    void avx512_vnni_equals_avx2();
     void matmul_matches_reference_data() { add_type_rows(); }
     void matmul_matches_reference();
     void matmul_equals_matvecs_data() { add_type_rows(); }
@@ -318,7 +319,7 @@ void TestMatmul::avx_vnni_equals_avx2() {
     std::mt19937 rng(250);
     for (const WeightType type : {WeightType::Q8_0, WeightType::Q4_0, WeightType::Q5_0}) {
         const Matrix m = random_matrix(type, 16, 1024, rng);
-        const std::size_t a_row_bytes = act_row_bytes(type, m.cols);
+        const std::size_t a_row_bytes = m.cols / kActBlockValues * sizeof(ActBlock32);
         const std::vector<float> X = random_activations(4 * m.cols, rng);
         std::vector<ActBlock32> act(4 * m.cols / kActBlockValues);
         quantize_act32(X.data(), X.size(), act.data(), SimdPath::Avx2);
@@ -340,6 +341,52 @@ void TestMatmul::avx_vnni_equals_avx2() {
     }
 #else
     QSKIP("this build has no AVX-VNNI kernels");
+#endif
+}
+
+void TestMatmul::avx512_vnni_equals_avx2() {
+    // The AVX-512 kernel reads paired activations (ActPair64) and the AVX2
+    // one plain blocks; both are exact in the integer sums and do the same
+    // float operations in the same order, so the outputs must agree bit for
+    // bit: for every input count, and for an odd number of blocks per row.
+#if defined(KVSCOPE_KERNELS_AVX512VNNI)
+    using namespace kvscope::kernels::cpu::detail;
+    if (!avx512vnni_available())
+        QSKIP("this CPU has no AVX-512 VNNI");
+    constexpr std::size_t kInputs = 8;
+    std::mt19937 rng(251);
+    for (const WeightType type : {WeightType::Q8_0, WeightType::Q4_0, WeightType::Q5_0})
+        for (const std::size_t cols : {std::size_t{1024}, std::size_t{1056}, std::size_t{32}}) {
+            const Matrix m = random_matrix(type, 8, cols, rng);
+            const std::size_t blocks = cols / kActBlockValues, pairs = (blocks + 1) / 2;
+            const std::vector<float> X = random_activations(kInputs * cols, rng);
+            std::vector<ActBlock32> act(kInputs * blocks);
+            quantize_act32(X.data(), X.size(), act.data(), SimdPath::Avx2);
+            std::vector<ActPair64> paired(kInputs * pairs);
+            for (std::size_t i = 0; i < kInputs; ++i)
+                pair_act32(act.data() + i * blocks, blocks, paired.data() + i * pairs);
+            const RowDotMultiFn wide = avx512vnni_row_dot_multi(type), avx2 = avx2_row_dot_multi(type);
+            QVERIFY(wide.fn != nullptr && wide.max_inputs == kInputs && avx2.fn != nullptr);
+            const std::size_t w_row_bytes = weight_row_bytes(type, cols);
+            for (std::size_t r = 0; r < m.rows; ++r) {
+                const std::byte* w = m.bytes.data() + r * w_row_bytes;
+                float expected[kInputs];
+                for (std::size_t i = 0; i < kInputs; ++i)
+                    avx2.fn(w, act.data() + i * blocks, 0, 1, cols, &expected[i]);
+                for (std::size_t count = 1; count <= kInputs; ++count) {
+                    float got[kInputs];
+                    wide.fn(w, paired.data(), pairs * sizeof(ActPair64), count, cols, got);
+                    QVERIFY2(std::memcmp(got, expected, count * sizeof(float)) == 0,
+                             qPrintable(QStringLiteral("%1, %2 columns, row %3, %4 inputs: avx512 %5, avx2 %6")
+                                            .arg(to_string(type).data()).arg(cols).arg(r).arg(count)
+                                            .arg(static_cast<double>(got[0]), 0, 'g', 9)
+                                            .arg(static_cast<double>(expected[0]), 0, 'g', 9)));
+                }
+                QCOMPARE(avx512vnni_row_dot(type)(w, paired.data(), cols), expected[0]);
+            }
+        }
+#else
+    QSKIP("this build has no AVX-512 VNNI kernels");
 #endif
 }
 
