@@ -29,20 +29,15 @@ struct Projection {
 };
 
 // out = in x W for several matrices reading the same input (Q, K and V; FFN
-// gate and up). A decode step (n = 1) hands them to the kernel threads in
-// one go: fewer synchronisations per token, same results.
+// gate and up), handed to the kernel threads in one go: fewer
+// synchronisations per step, same results.
 void project(const std::vector<float>& in, std::size_t n, std::initializer_list<Projection> projections) {
-    if (n != 1) {
-        for (const Projection& p : projections)
-            matmul(p.w, in, n, p.out);
-        return;
-    }
-    std::vector<cpu::MatvecJob> jobs;
+    std::vector<cpu::MatmulJob> jobs;
     for (const Projection& p : projections) {
-        p.out.resize(p.w.rows);
+        p.out.resize(n * p.w.rows);
         jobs.push_back({p.w.type, p.w.data, p.w.rows, p.out.data()});
     }
-    cpu::matvecs(jobs, projections.begin()->w.cols, in.data());
+    cpu::matmuls(jobs, projections.begin()->w.cols, in.data(), n);
 }
 
 void add_bias(std::vector<float>& rows, const float* bias, std::size_t width) {

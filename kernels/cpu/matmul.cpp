@@ -136,121 +136,112 @@ const std::byte* prepare_activations(WeightType type, const float* X, std::size_
     return out;
 }
 
-// Reused across calls by the calling thread: no allocation per token.
-std::vector<std::byte>& activation_storage() {
-    thread_local std::vector<std::byte> storage;
-    return storage;
+} // namespace
+
+namespace {
+
+// One job of a matmuls call, ready to run: its activations and kernels,
+// and where its tiles start in the call's list of all jobs' tiles.
+struct PreparedJob {
+    const std::byte* act;
+    detail::RowDot dot;
+    detail::RowDotMultiFn multi;
+    std::size_t w_row_bytes, a_row_bytes;
+    std::size_t tile_rows;
+    std::size_t first_tile;
+};
+
+// Rows r0..r1 of a job times inputs i0..i1.
+void run_tile(const MatmulJob& job, const PreparedJob& p, std::size_t cols, std::size_t r0, std::size_t r1,
+              std::size_t i0, std::size_t i1) {
+    const auto* w = static_cast<const std::byte*>(job.W);
+    float* Y = job.Y;
+    const std::size_t rows = job.rows;
+    if (p.multi.fn == nullptr || i1 - i0 == 1) {
+        for (std::size_t r = r0; r < r1; ++r)
+            for (std::size_t i = i0; i < i1; ++i)
+                Y[i * rows + r] = p.dot(w + r * p.w_row_bytes, p.act + i * p.a_row_bytes, cols);
+        return;
+    }
+    // Each weight block decoded once per group of up to max_inputs inputs
+    // rather than once per input: decode, not memory, bounds a small batch
+    // (n = number of sequences decoding together).
+    float out[detail::kMaxMultiInputs];
+    for (std::size_t r = r0; r < r1; ++r)
+        for (std::size_t i = i0; i < i1; i += p.multi.max_inputs) {
+            const std::size_t count = std::min(p.multi.max_inputs, i1 - i);
+            p.multi.fn(w + r * p.w_row_bytes, p.act + i * p.a_row_bytes, p.a_row_bytes, count, cols, out);
+            for (std::size_t j = 0; j < count; ++j)
+                Y[(i + j) * rows + r] = out[j];
+        }
 }
 
 } // namespace
 
-void matvec(WeightType type, const void* W, std::size_t rows, std::size_t cols, const float* x,
-            float* y) {
-    const std::size_t w_row_bytes = weight_row_bytes(type, cols);
-    if (rows == 0 || cols == 0)
-        return;
-    check_args(W, x, y);
+void matmuls(std::span<const MatmulJob> jobs, std::size_t cols, const float* X, std::size_t n) {
     const SimdPath path = simd_path();
-    const std::byte* act = prepare_activations(type, x, 1, cols, path, activation_storage());
-    const detail::RowDot dot = detail::row_dot(type, path);
-    const auto* w = static_cast<const std::byte*>(W);
-    const int threads = rows * w_row_bytes >= kParallelMinBytes ? num_threads() : 1;
-    detail::parallel_for(rows, threads, detail::Schedule::Even, [&](std::size_t r, int) {
-        y[r] = dot(w + r * w_row_bytes, act, cols);
-    });
-}
-
-void matvecs(std::span<const MatvecJob> jobs, std::size_t cols, const float* x) {
     // Each activation format is prepared once for all the jobs that read it.
     thread_local std::vector<std::byte> storage[detail::kActFormats];
-    struct Prepared {
-        const std::byte* act;
-        detail::RowDot dot;
-        std::size_t row_bytes;
-        std::size_t first_row; // in the concatenation of all jobs' rows
-    };
-    const SimdPath path = simd_path();
-    // Reused: no allocation per token. The workers read it through this
+    // Reused: no allocation per call. The workers read it through this
     // reference: inside the lambda the bare name would be their own copy.
-    thread_local std::vector<Prepared> reused;
-    std::vector<Prepared>& prepared = reused;
+    thread_local std::vector<PreparedJob> reused;
+    std::vector<PreparedJob>& prepared = reused; // prepared[j] is jobs[j]'s
     prepared.clear();
     const std::byte* by_format[detail::kActFormats] = {};
-    std::size_t total_rows = 0, total_bytes = 0;
-    for (const MatvecJob& job : jobs) {
-        const std::size_t row_bytes = weight_row_bytes(job.type, cols);
-        check_args(job.W, x, job.y);
+    // A decode step (n = 1) streams its weights from memory: tiles of one
+    // row, split evenly, each thread one contiguous range that may cross
+    // from one matrix into the next. With more inputs, tiles of about
+    // kTileBytes of weights and of activations keep both in L2 while the
+    // rows are reused across the inputs.
+    std::size_t tile_inputs = std::max<std::size_t>(n, 1), tiles = 0, total_bytes = 0;
+    for (const MatmulJob& job : jobs) {
+        const std::size_t w_row_bytes = weight_row_bytes(job.type, cols); // throws for a bad cols
+        const std::size_t tile_rows = n == 1 ? 1 : std::clamp<std::size_t>(kTileBytes / w_row_bytes, 1, job.rows);
+        prepared.push_back({nullptr, nullptr, {}, w_row_bytes, 0, tile_rows, tiles});
+        if (job.rows == 0 || cols == 0 || n == 0)
+            continue;
+        check_args(job.W, X, job.Y);
+        PreparedJob& p = prepared.back();
         const auto format = static_cast<std::size_t>(detail::act_format(job.type, path));
         if (by_format[format] == nullptr)
-            by_format[format] = prepare_activations(job.type, x, 1, cols, path, storage[format]);
-        prepared.push_back({by_format[format], detail::row_dot(job.type, path), row_bytes, total_rows});
-        total_rows += job.rows;
-        total_bytes += job.rows * row_bytes;
+            by_format[format] = prepare_activations(job.type, X, n, cols, path, storage[format]);
+        p.act = by_format[format];
+        p.dot = detail::row_dot(job.type, path);
+        p.multi = detail::row_dot_multi(job.type, path);
+        p.a_row_bytes = detail::act_row_bytes(job.type, path, cols);
+        tile_inputs = std::min(tile_inputs, std::clamp<std::size_t>(kTileBytes / p.a_row_bytes, 1, n));
+        tiles += (job.rows + tile_rows - 1) / tile_rows;
+        total_bytes += job.rows * w_row_bytes;
     }
-    if (total_rows == 0 || cols == 0)
+    if (tiles == 0)
         return;
-    const int threads = total_bytes >= kParallelMinBytes ? num_threads() : 1;
-    // One even split of all rows: each thread streams one contiguous range,
-    // which may cross from one matrix into the next.
-    detail::parallel_for(total_rows, threads, detail::Schedule::Even, [&](std::size_t r, int) {
-        std::size_t j = prepared.size() - 1;
-        while (prepared[j].first_row > r)
+    const std::size_t input_tiles = (n + tile_inputs - 1) / tile_inputs;
+    const int threads = n * total_bytes >= kParallelMinBytes ? num_threads() : 1;
+    // With one tile of inputs the tiles cost about the same: contiguous
+    // ranges. With more, they are compute-bound and handed out as threads
+    // finish. Tiles are row-tile major: threads taking neighbouring tiles
+    // share the weight tile in the last-level cache.
+    const auto schedule = input_tiles == 1 ? detail::Schedule::Even : detail::Schedule::Dynamic;
+    detail::parallel_for(tiles * input_tiles, threads, schedule, [&](std::size_t t, int) {
+        const std::size_t row_tile = t / input_tiles;
+        std::size_t j = prepared.size() - 1; // the last job starting at or before row_tile
+        while (prepared[j].first_tile > row_tile)
             --j;
-        const Prepared& p = prepared[j];
-        const std::size_t row = r - p.first_row;
-        jobs[j].y[row] = p.dot(static_cast<const std::byte*>(jobs[j].W) + row * p.row_bytes, p.act, cols);
+        const PreparedJob& p = prepared[j];
+        const std::size_t r0 = (row_tile - p.first_tile) * p.tile_rows;
+        const std::size_t i0 = t % input_tiles * tile_inputs;
+        run_tile(jobs[j], p, cols, r0, std::min(jobs[j].rows, r0 + p.tile_rows), i0, std::min(n, i0 + tile_inputs));
     });
 }
 
 void matmul(WeightType type, const void* W, std::size_t rows, std::size_t cols, const float* X,
             std::size_t n, float* Y) {
-    if (n == 1) // a decode step: rows split exactly evenly, no tiles
-        return matvec(type, W, rows, cols, X, Y);
-    const std::size_t w_row_bytes = weight_row_bytes(type, cols);
-    if (rows == 0 || cols == 0 || n == 0)
-        return;
-    check_args(W, X, Y);
-    const SimdPath path = simd_path();
-    const std::byte* act = prepare_activations(type, X, n, cols, path, activation_storage());
-    const std::size_t a_row_bytes = detail::act_row_bytes(type, path, cols);
-    const detail::RowDot dot = detail::row_dot(type, path);
-    const detail::RowDotMultiFn multi = detail::row_dot_multi(type, path);
-    const auto* w = static_cast<const std::byte*>(W);
+    const MatmulJob job{type, W, rows, Y};
+    matmuls({&job, 1}, cols, X, n);
+}
 
-    // Tiles of rows x inputs, row-tile major: threads taking neighbouring
-    // tiles share the weight tile in the last-level cache.
-    const std::size_t tile_rows = std::clamp<std::size_t>(kTileBytes / w_row_bytes, 1, rows);
-    const std::size_t tile_inputs = std::clamp<std::size_t>(kTileBytes / a_row_bytes, 1, n);
-    const std::size_t input_tiles = (n + tile_inputs - 1) / tile_inputs;
-    const std::size_t tiles = (rows + tile_rows - 1) / tile_rows * input_tiles;
-    const int threads = n * rows * w_row_bytes >= kParallelMinBytes ? num_threads() : 1;
-    // With one tile of inputs (a small decode batch) the tiles cost the same
-    // and the weights stream from memory: contiguous ranges. With more, the
-    // tiles are compute-bound and handed out as threads finish.
-    const auto schedule = input_tiles == 1 ? detail::Schedule::Even : detail::Schedule::Dynamic;
-    detail::parallel_for(tiles, threads, schedule, [&](std::size_t t, int) {
-        const std::size_t r0 = t / input_tiles * tile_rows;
-        const std::size_t r1 = std::min(rows, r0 + tile_rows);
-        const std::size_t i0 = t % input_tiles * tile_inputs;
-        const std::size_t i1 = std::min(n, i0 + tile_inputs);
-        if (multi.fn == nullptr) {
-            for (std::size_t r = r0; r < r1; ++r)
-                for (std::size_t i = i0; i < i1; ++i)
-                    Y[i * rows + r] = dot(w + r * w_row_bytes, act + i * a_row_bytes, cols);
-            return;
-        }
-        // Each weight block decoded once per group of up to max_inputs
-        // inputs rather than once per input: decode, not memory, bounds a
-        // small batch (n = number of sequences decoding together).
-        float out[8];
-        for (std::size_t r = r0; r < r1; ++r)
-            for (std::size_t i = i0; i < i1; i += multi.max_inputs) {
-                const std::size_t count = std::min(multi.max_inputs, i1 - i);
-                multi.fn(w + r * w_row_bytes, act + i * a_row_bytes, a_row_bytes, count, cols, out);
-                for (std::size_t j = 0; j < count; ++j)
-                    Y[(i + j) * rows + r] = out[j];
-            }
-    });
+void matvec(WeightType type, const void* W, std::size_t rows, std::size_t cols, const float* x, float* y) {
+    matmul(type, W, rows, cols, x, 1, y);
 }
 
 } // namespace kvscope::kernels::cpu

@@ -31,26 +31,27 @@ namespace kvscope::kernels::cpu {
 void matvec(WeightType type, const void* W, std::size_t rows, std::size_t cols, const float* x,
             float* y);
 
-// One weight matrix of a group that multiplies the same input vector.
-struct MatvecJob {
-    WeightType type;
-    const void* W;
-    std::size_t rows;
-    float* y; // rows values
-};
-
-// y = W x for every job, all matrices having `cols` columns: a layer's Q, K
-// and V projections, or its FFN gate and up, in one hand-off to the
-// threads instead of one each (a decode step makes ~100 hand-offs, and
-// each costs a synchronisation and an uneven finish). Every y is
-// bit-identical to matvec's. Same errors as matvec.
-void matvecs(std::span<const MatvecJob> jobs, std::size_t cols, const float* x);
-
 // Y[i][r] = dot(W row r, X[i]) for i < n, r < rows. X is n x cols and Y is
 // n x rows, both row-major. Each weight row is reused across a tile of
 // inputs while it sits in cache, so prefill is bound by arithmetic rather
-// than memory. Same errors as matvec.
+// than memory. Same errors as matvec. Y of one input is bit-identical to
+// matvec's.
 void matmul(WeightType type, const void* W, std::size_t rows, std::size_t cols, const float* X,
             std::size_t n, float* Y);
+
+// One weight matrix of a group that multiplies the same inputs.
+struct MatmulJob {
+    WeightType type;
+    const void* W;
+    std::size_t rows;
+    float* Y; // n x rows values
+};
+
+// Y = X W^T for every job, all matrices having `cols` columns: a layer's Q,
+// K and V projections, or its FFN gate and up, in one hand-off to the
+// threads instead of one each (a step makes ~100 hand-offs, and each costs
+// a synchronisation and an uneven finish). Every Y is bit-identical to
+// matmul's. Same errors as matvec.
+void matmuls(std::span<const MatmulJob> jobs, std::size_t cols, const float* X, std::size_t n);
 
 } // namespace kvscope::kernels::cpu

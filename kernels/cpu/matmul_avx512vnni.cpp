@@ -29,8 +29,6 @@
 namespace kvscope::kernels::cpu::detail {
 namespace {
 
-constexpr std::size_t kMaxInputs = 8;
-
 // dpbusd multiplies the unsigned activations x + 128 by the signed codes w:
 // sum (x + 128) w = sum x w + 128 sum w, so the sums start from
 // -128 sum w, computed once per weight block for all inputs.
@@ -138,9 +136,9 @@ RowDot avx512vnni_row_dot(WeightType type) {
 
 RowDotMultiFn avx512vnni_row_dot_multi(WeightType type) {
     switch (type) {
-    case WeightType::Q8_0: return {multi_q8_0, kMaxInputs};
-    case WeightType::Q4_0: return {multi_q4_0, kMaxInputs};
-    case WeightType::Q5_0: return {multi_q5_0, kMaxInputs};
+    case WeightType::Q8_0: return {multi_q8_0, kMaxMultiInputs};
+    case WeightType::Q4_0: return {multi_q4_0, kMaxMultiInputs};
+    case WeightType::Q5_0: return {multi_q5_0, kMaxMultiInputs};
     default: return {};
     }
 }

@@ -55,6 +55,9 @@ RowDot row_dot(WeightType type, SimdPath path);
 using RowDotMulti = void (*)(const std::byte* w, const void* x, std::size_t x_stride,
                              std::size_t count, std::size_t cols, float* out);
 
+// No multi-input kernel takes more inputs at once than this.
+inline constexpr std::size_t kMaxMultiInputs = 8;
+
 struct RowDotMultiFn {
     RowDotMulti fn = nullptr; // null: the type has none on this path
     std::size_t max_inputs = 1;

@@ -240,7 +240,7 @@ private slots:
     void float_rows_of_any_length();
     void activation_codes_follow_definition();
     void threads_do_not_change_results();
-    void matvecs_equal_matvec();
+    void matmuls_equal_matmul();
     void concurrent_callers_get_the_same_results();
     void row_bytes_match_ggml();
     void rejects_bad_arguments();
@@ -505,11 +505,12 @@ void TestMatmul::activation_codes_follow_definition() {
     QVERIFY(std::memcmp(scalar32.data(), avx2_32.data(), sizeof(ActBlock32) * scalar32.size()) == 0);
 }
 
-void TestMatmul::matvecs_equal_matvec() {
-    // Matrices of different types and heights sharing one input, as a
+void TestMatmul::matmuls_equal_matmul() {
+    // Matrices of different types and heights sharing the inputs, as a
     // layer's Q/K/V do (a Q4_K_M file mixes Q4_K and Q6_K): each output must
-    // be bit-identical to its own matvec, on every path and thread count,
-    // whichever thread's range crosses from one matrix into the next.
+    // be bit-identical to its own matmul, for one input and for a batch, on
+    // every path and thread count, whichever thread's range crosses from one
+    // matrix into the next.
     std::mt19937 rng(600);
     const std::size_t cols = 512;
     const WeightType types[] = {WeightType::Q8_0, WeightType::Q6_K, WeightType::F16, WeightType::Q4_K};
@@ -517,25 +518,28 @@ void TestMatmul::matvecs_equal_matvec() {
     std::vector<Matrix> matrices;
     for (std::size_t j = 0; j < 4; ++j)
         matrices.push_back(random_matrix(types[j], heights[j], cols, rng));
-    const std::vector<float> x = random_activations(cols, rng);
-    for (const SimdPath path : kernel_test::available_paths())
-        for (const int threads : {1, 2, 3}) {
-            PathScope scope(path);
-            set_num_threads(threads);
-            std::vector<std::vector<float>> ys(4);
-            std::vector<MatvecJob> jobs;
-            for (std::size_t j = 0; j < 4; ++j) {
-                ys[j].assign(heights[j], std::nanf(""));
-                jobs.push_back({types[j], matrices[j].bytes.data(), heights[j], ys[j].data()});
+    for (const std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{9}}) {
+        const std::vector<float> X = random_activations(n * cols, rng);
+        for (const SimdPath path : kernel_test::available_paths())
+            for (const int threads : {1, 2, 3}) {
+                PathScope scope(path);
+                set_num_threads(threads);
+                std::vector<std::vector<float>> ys(4);
+                std::vector<MatmulJob> jobs;
+                for (std::size_t j = 0; j < 4; ++j) {
+                    ys[j].assign(n * heights[j], std::nanf(""));
+                    jobs.push_back({types[j], matrices[j].bytes.data(), heights[j], ys[j].data()});
+                }
+                matmuls(jobs, cols, X.data(), n);
+                for (std::size_t j = 0; j < 4; ++j) {
+                    std::vector<float> expected(n * heights[j]);
+                    matmul(types[j], matrices[j].bytes.data(), heights[j], cols, X.data(), n, expected.data());
+                    QVERIFY2(std::memcmp(ys[j].data(), expected.data(), expected.size() * sizeof(float)) == 0,
+                             qPrintable(QStringLiteral("%1, %2 inputs, path %3, %4 threads")
+                                            .arg(to_string(types[j]).data()).arg(n).arg(to_string(path)).arg(threads)));
+                }
             }
-            matvecs(jobs, cols, x.data());
-            for (std::size_t j = 0; j < 4; ++j) {
-                const std::vector<float> expected = run_matvec(matrices[j], x);
-                QVERIFY2(std::memcmp(ys[j].data(), expected.data(), heights[j] * sizeof(float)) == 0,
-                         qPrintable(QStringLiteral("%1, path %2, %3 threads")
-                                        .arg(to_string(types[j]).data()).arg(to_string(path)).arg(threads)));
-            }
-        }
+    }
     set_num_threads(0);
 }
 
