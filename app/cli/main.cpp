@@ -35,7 +35,8 @@ commands:
   perplexity   what each KV dtype costs in accuracy on a text: perplexity, KL divergence
                and top-1 agreement against f32 KV, with bytes per token and saving vs f16
                --model FILE --text-file F [--kv-dtype D[,D...]] [--ctx N] [--block-size B]
-               [--threads N] [--json]   (default: every KV dtype this build can run)
+               [--threads N] [--backend B] [--json]   (default: every KV dtype this build and
+               backend can run; the backend each ran on is listed)
   tokenize     token ids and pieces of a text; works on vocabulary-only GGUFs
                --model FILE --text TEXT|- [--json] [--no-bos] [--parse-special]
                (--text - reads stdin byte for byte; BOS as the file asks; special-

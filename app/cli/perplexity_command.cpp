@@ -28,19 +28,21 @@ nlohmann::ordered_json report_json(const KvAccuracyReport& r, const std::string&
                              {"perplexity", row.perplexity},
                              {"delta_pct", row.delta_pct},
                              {"kld", row.kld},
-                             {"top1_agreement", row.top1_agreement}});
+                             {"top1_agreement", row.top1_agreement},
+                             {"backend", std::string(to_string(row.backend))}});
     return j;
 }
 
 void print_table(const KvAccuracyReport& r, const std::string& model, const std::string& text) {
     std::printf("%s on %s: %zu tokens, %zu scored in %zu window(s) of up to %u tokens\n", model.c_str(),
                 text.c_str(), r.tokens, r.scored, r.windows, r.context);
-    std::printf("  %-10s %12s %14s %11s %9s %10s %12s\n", "KV dtype", "bytes/token", "saving vs f16", "perplexity",
-                "delta %", "mean KLD", "top-1 agree");
+    std::printf("  %-10s %12s %14s %11s %9s %10s %12s %8s\n", "KV dtype", "bytes/token", "saving vs f16",
+                "perplexity", "delta %", "mean KLD", "top-1 agree", "backend");
     for (const KvAccuracyRow& row : r.rows)
-        std::printf("  %-10s %12.1f %13.2fx %11.4f %+9.3f %10.6f %11.2f%%\n",
+        std::printf("  %-10s %12.1f %13.2fx %11.4f %+9.3f %10.6f %11.2f%% %8s\n",
                     std::string(to_string(row.kv_dtype)).c_str(), row.bytes_per_token, row.saving_vs_f16,
-                    row.perplexity, row.delta_pct, row.kld, 100 * row.top1_agreement);
+                    row.perplexity, row.delta_pct, row.kld, 100 * row.top1_agreement,
+                    std::string(to_string(row.backend)).c_str());
 }
 
 } // namespace
@@ -52,6 +54,7 @@ int run_perplexity(Args& args) {
     KvAccuracyOptions options;
     options.context = static_cast<std::uint32_t>(args.int_or("--ctx", 0, 2, 1 << 24));
     options.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
+    options.backend = read_backend(args);
     apply_threads(args);
     const bool json = args.flag("--json");
     args.finish();
@@ -61,7 +64,7 @@ int run_perplexity(Args& args) {
     const Model model(path);
     const Tokenizer tokenizer(read_vocabulary(model.file()));
     const std::vector<TokenId> tokens = tokenizer.encode(read_text_file(*text_file)); // BOS as the model asks
-    options.kv_dtypes = dtype_list ? parse_kv_dtype_list(*dtype_list) : runnable_kv_dtypes(model);
+    options.kv_dtypes = dtype_list ? parse_kv_dtype_list(*dtype_list) : runnable_kv_dtypes(model, options.backend);
     const KvAccuracyReport report = measure_kv_accuracy(model, tokens, options);
     if (json)
         std::printf("%s\n", report_json(report, path, *text_file).dump(2).c_str());

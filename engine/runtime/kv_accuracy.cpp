@@ -6,6 +6,7 @@
 
 #include "engine/core/error.h"
 #include "engine/kv/kv_cache_manager.h"
+#include "engine/runtime/forward_pass.h"
 #include "engine/runtime/perplexity.h"
 #include "engine/runtime/runner.h"
 
@@ -24,12 +25,16 @@ KvLayout layout_for(const Model& model, KvDtype dtype, std::uint32_t block_size)
 // is read back for every earlier token.
 class ForcedSequence {
 public:
-    ForcedSequence(const Model& model, KvDtype dtype, std::uint32_t block_size, std::size_t max_tokens)
-        : kv_({layout_for(model, dtype, block_size),
+    ForcedSequence(const Model& model, KvDtype dtype, std::uint32_t block_size, std::size_t max_tokens,
+                   Backend requested)
+        : backend_(choose_backend(requested, model.config(), layout_for(model, dtype, block_size))),
+          kv_({layout_for(model, dtype, block_size),
                static_cast<std::uint32_t>(layout_for(model, dtype, block_size).blocks_for_tokens(max_tokens)),
-               AllocationMode::Paged, false, 0, 0.0}),
-          runner_(model.config(), model.weights(), kv_.layout()),
+               AllocationMode::Paged, false, 0, 0.0, kv_memory(backend_)}),
+          runner_(make_forward_pass(backend_, model, kv_.layout())),
           max_tokens_(static_cast<std::uint32_t>(max_tokens)) {}
+
+    Backend backend() const { return backend_; }
 
     // Empties the cache for the next window.
     void restart() {
@@ -38,21 +43,24 @@ public:
     }
 
     // Writes `token` at the next position and returns the logits that
-    // predict the one after it.
-    std::vector<float> feed(TokenId token) {
+    // predict the one after it (valid until the next call).
+    const std::vector<float>& feed(TokenId token) {
         const std::span<const TokenId> one(&token, 1);
         if (!kv_.contains(kSeq))
             kv_.allocate(kSeq, one, max_tokens_ - 1);
         else
             kv_.append(kSeq, token);
         const SeqChunk chunk{kSeq, one, kv_.num_tokens(kSeq) - 1, true};
-        return runner_.forward({&chunk, 1}, kv_);
+        runner_->forward({&chunk, 1}, kv_, logits_);
+        return logits_;
     }
 
 private:
+    Backend backend_;
     KvCacheManager kv_;
-    Runner runner_;
+    std::unique_ptr<ForwardPass> runner_;
     std::uint32_t max_tokens_;
+    std::vector<float> logits_;
 };
 
 std::uint32_t window_length(const Model& model, std::size_t tokens, std::uint32_t requested) {
@@ -83,13 +91,19 @@ std::vector<KvDtype> with_f32_first(std::span<const KvDtype> requested) {
     return dtypes;
 }
 
-std::vector<NextTokenStats> score(const Model& model, std::span<const std::span<const TokenId>> windows,
-                                  std::span<const KvDtype> dtypes, std::uint32_t block_size) {
-    const std::size_t longest = windows.front().size(); // only the last window can be shorter
+// One run per dtype, in the order given.
+std::vector<std::unique_ptr<ForcedSequence>> forced_runs(const Model& model, std::span<const KvDtype> dtypes,
+                                                        std::uint32_t block_size, std::size_t max_tokens,
+                                                        Backend backend) {
     std::vector<std::unique_ptr<ForcedSequence>> runs;
     for (KvDtype d : dtypes)
-        runs.push_back(std::make_unique<ForcedSequence>(model, d, block_size, longest));
-    std::vector<NextTokenStats> stats(dtypes.size());
+        runs.push_back(std::make_unique<ForcedSequence>(model, d, block_size, max_tokens, backend));
+    return runs;
+}
+
+std::vector<NextTokenStats> score(std::span<const std::unique_ptr<ForcedSequence>> runs,
+                                  std::span<const std::span<const TokenId>> windows) {
+    std::vector<NextTokenStats> stats(runs.size());
     for (const auto& window : windows) {
         for (auto& run : runs)
             run->restart();
@@ -119,15 +133,18 @@ std::vector<std::span<const TokenId>> evaluation_windows(std::span<const TokenId
     return windows;
 }
 
-std::vector<KvDtype> runnable_kv_dtypes(const Model& model) {
+std::vector<KvDtype> runnable_kv_dtypes(const Model& model, Backend backend) {
     std::vector<KvDtype> dtypes{KvDtype::F32};
     for (KvDtype d : all_kv_dtypes()) {
         if (d == KvDtype::F32)
             continue;
-        // The forward pass is the authority on what it can run: it refuses
+        // The forward passes are the authority on what they can run:
+        // choose_backend refuses what CUDA cannot, the CPU runner refuses
         // an unsupported dtype when it is built.
         try {
-            const Runner probe(model.config(), model.weights(), layout_for(model, d, 16));
+            const KvLayout layout = layout_for(model, d, 16);
+            if (choose_backend(backend, model.config(), layout) == Backend::Cpu)
+                const Runner probe(model.config(), model.weights(), layout);
             dtypes.push_back(d);
         } catch (const Error&) {
         }
@@ -143,10 +160,11 @@ KvAccuracyReport measure_kv_accuracy(const Model& model, std::span<const TokenId
     const std::vector<std::span<const TokenId>> windows = evaluation_windows(tokens, report.context);
     report.windows = windows.size();
     const std::vector<KvDtype> dtypes = with_f32_first(options.kv_dtypes);
-    const std::vector<NextTokenStats> stats = score(model, windows, dtypes, options.block_size);
+    const std::size_t longest = windows.front().size(); // only the last window can be shorter
+    const auto runs = forced_runs(model, dtypes, options.block_size, longest, options.backend);
+    const std::vector<NextTokenStats> stats = score(runs, windows);
     report.scored = stats[0].positions();
 
-    const std::size_t longest = windows.front().size();
     const double f16_bytes = sequence_bytes_per_token(model, KvDtype::F16, options.block_size, longest);
     const double f32_perplexity = stats[0].perplexity();
     for (std::size_t d = 0; d < dtypes.size(); ++d) {
@@ -158,6 +176,7 @@ KvAccuracyReport measure_kv_accuracy(const Model& model, std::span<const TokenId
         row.delta_pct = 100.0 * (row.perplexity / f32_perplexity - 1.0);
         row.kld = stats[d].mean_kld();
         row.top1_agreement = stats[d].top1_agreement();
+        row.backend = runs[d]->backend();
         report.rows.push_back(row);
     }
     return report;

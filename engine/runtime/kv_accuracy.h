@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/core/backend.h"
 #include "engine/kv/kv_dtype.h"
 #include "engine/kv/kv_ids.h"
 #include "engine/runtime/model.h"
@@ -20,6 +21,9 @@ struct KvAccuracyOptions {
     std::vector<KvDtype> kv_dtypes;
     std::uint32_t context = 0; // window length in tokens; 0: the model's context (or the whole text)
     std::uint32_t block_size = 16;
+    // Per dtype as choose_backend decides: auto runs a dtype the CUDA pass
+    // cannot run yet on the CPU; cuda throws for it.
+    Backend backend = Backend::Cpu;
 };
 
 struct KvAccuracyRow {
@@ -33,6 +37,7 @@ struct KvAccuracyRow {
     double delta_pct = 0;      // perplexity change against f32 KV, percent
     double kld = 0;            // mean KL(f32 KV || this dtype), nats per position
     double top1_agreement = 0; // share of positions whose most likely token matches f32 KV's
+    Backend backend = Backend::Cpu; // where it ran
 };
 
 struct KvAccuracyReport {
@@ -51,9 +56,9 @@ struct KvAccuracyReport {
 // tokens are given or the context is below 2.
 std::vector<std::span<const TokenId>> evaluation_windows(std::span<const TokenId> tokens, std::uint32_t context);
 
-// The KV dtypes this model can run with on this build: those the forward
-// pass accepts. Always starts with f32.
-std::vector<KvDtype> runnable_kv_dtypes(const Model& model);
+// The KV dtypes this model can run with on this build and backend: those
+// the forward pass accepts. Always starts with f32.
+std::vector<KvDtype> runnable_kv_dtypes(const Model& model, Backend backend);
 
 // Teacher-forces `tokens` through the paged KV cache once per dtype, all
 // dtypes in lockstep one position at a time, so only one position's logits

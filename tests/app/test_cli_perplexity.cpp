@@ -30,7 +30,7 @@ void TestCliPerplexity::json_rows_for_the_requested_dtypes() {
     KVSCOPE_REQUIRE_MODEL(path, "stories260K-f32.gguf");
     // 96-token windows keep the run short and exercise windowing.
     const auto r = run_cli({"--log-level", "warn", "perplexity", "--model", path, "--text-file", kStory,
-                            "--kv-dtype", "f16", "--ctx", "96", "--json"});
+                            "--kv-dtype", "f16", "--ctx", "96", "--backend", "cpu", "--json"});
     QCOMPARE(r.exit_code, 0);
     const QJsonObject j = r.json();
     QCOMPARE(j["context"].toInt(), 96);
@@ -39,9 +39,12 @@ void TestCliPerplexity::json_rows_for_the_requested_dtypes() {
     const QJsonArray rows = j["rows"].toArray();
     QCOMPARE(rows.size(), 2); // the f32 baseline is always there
     for (const QJsonValue& v : rows)
+    {
         for (const char* key : {"kv_dtype", "bytes_per_token", "saving_vs_f16", "perplexity", "delta_pct", "kld",
-                                "top1_agreement"})
+                                "top1_agreement", "backend"})
             QVERIFY2(v.toObject().contains(key), key);
+        QCOMPARE(v.toObject()["backend"].toString(), QStringLiteral("cpu"));
+    }
     const QJsonObject f32 = rows[0].toObject(), f16 = rows[1].toObject();
     QCOMPARE(f32["kv_dtype"].toString(), QStringLiteral("f32"));
     QCOMPARE(f16["kv_dtype"].toString(), QStringLiteral("f16"));
@@ -79,6 +82,8 @@ void TestCliPerplexity::errors_are_clear_data() {
     QTest::newRow("window too small") << QStringList{"--text-file", kStory, "--ctx", "1"} << "--ctx";
     QTest::newRow("window above context") << QStringList{"--text-file", kStory, "--ctx", "4096"}
                                           << "exceeds the model's context";
+    QTest::newRow("unknown backend") << QStringList{"--text-file", kStory, "--backend", "tpu"}
+                                     << "unknown backend 'tpu'";
 }
 
 void TestCliPerplexity::errors_are_clear() {

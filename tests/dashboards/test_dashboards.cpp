@@ -480,7 +480,7 @@ void TestDashboards::measure_accuracy_fills_the_table() {
     panel.measureAccuracy(kStory, 300);
     QVERIFY(panel.isMeasuringAccuracy()); // on its worker thread: this one keeps processing events
     QTRY_VERIFY_WITH_TIMEOUT(!panel.isMeasuringAccuracy(), 240000);
-    const std::vector<KvDtype> dtypes = runnable_kv_dtypes(*model_);
+    const std::vector<KvDtype> dtypes = runnable_kv_dtypes(*model_, Backend::Cpu);
     QCOMPARE(panel.accuracyRowCount(), static_cast<int>(dtypes.size()));
     QCOMPARE(panel.accuracyCell(0, 0), QStringLiteral("f32"));
     QCOMPARE(panel.accuracyCell(0, 3), QStringLiteral("0.00%"));

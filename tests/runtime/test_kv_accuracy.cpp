@@ -104,7 +104,7 @@ void TestKvAccuracy::every_runnable_dtype_meets_its_target() {
     const std::map<std::string, double, std::less<>> max_delta_pct{
         {"f16", 0.1}, {"int8", 1.0}, {"fp8-e4m3", 3.0}, {"int4-kivi", 5.0}};
     KvAccuracyOptions o;
-    o.kv_dtypes = runnable_kv_dtypes(*model_);
+    o.kv_dtypes = runnable_kv_dtypes(*model_, o.backend);
     QVERIFY(o.kv_dtypes.size() >= 2); // f32 and f16 always run
     const KvAccuracyReport r = measure_kv_accuracy(*model_, tokens_, o);
     QCOMPARE(r.rows.size(), o.kv_dtypes.size());

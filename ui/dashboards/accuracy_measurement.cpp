@@ -100,7 +100,7 @@ void AccuracyMeasurement::start(std::shared_ptr<const Model> model, const QStrin
             const Tokenizer tokenizer(read_vocabulary(model->file()));
             const std::vector<TokenId> tokens = tokenizer.encode(readText(textFile)); // BOS as the model asks
             KvAccuracyOptions options;
-            options.kv_dtypes = runnable_kv_dtypes(*model);
+            options.kv_dtypes = runnable_kv_dtypes(*model, options.backend);
             options.block_size = blockSize;
             options.context = context > 0 ? context : model->config().context_length;
             const auto windows = evaluation_windows(tokens, options.context);
