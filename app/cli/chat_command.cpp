@@ -35,6 +35,7 @@ int run_chat(Args& args) {
     const Tokenizer tokenizer(read_vocabulary(model.file()));
     const ChatTemplate chat = ChatTemplate::for_model(model.file(), tokenizer);
     o.stop_tokens = tokenizer.stop_tokens();
+    Generator generator(model, o); // one forward pass (on CUDA: one weight upload) for the whole chat
     const std::size_t context = model.config().context_length;
     const bool interactive = isatty(STDIN_FILENO) != 0;
 
@@ -110,7 +111,7 @@ int run_chat(Args& args) {
             std::fflush(stdout);
             return true;
         };
-        const GenerateResult r = generate(model, prompt, o);
+        const GenerateResult r = generator.run(prompt, o);
         const std::string tail = decoder.flush();
         reply += tail;
         std::fputs(tail.c_str(), stdout);

@@ -40,12 +40,21 @@ void check_fits(const Model& model, std::size_t prompt, std::size_t max_new) {
 
 } // namespace
 
+Generator::Generator(const Model& model, const GenerateOptions& options)
+    : model_(model),
+      layout_(sequence_layout(model, options.kv_dtype, options.block_size)),
+      backend_(choose_backend(options.backend, model.config(), layout_)),
+      pass_(make_forward_pass(backend_, model, layout_)) {}
+
+Generator::~Generator() = default;
+
 GenerateResult generate(const Model& model, std::span<const TokenId> prompt, const GenerateOptions& options) {
-    check_fits(model, prompt.size(), options.max_new_tokens);
-    const KvLayout layout = sequence_layout(model, options.kv_dtype, options.block_size);
-    const Backend backend = choose_backend(options.backend, model.config(), layout);
-    KvCacheManager kv = sequence_cache(layout, prompt.size() + options.max_new_tokens, backend);
-    const std::unique_ptr<ForwardPass> runner = make_forward_pass(backend, model, layout);
+    return Generator(model, options).run(prompt, options);
+}
+
+GenerateResult Generator::run(std::span<const TokenId> prompt, const GenerateOptions& options) {
+    check_fits(model_, prompt.size(), options.max_new_tokens);
+    KvCacheManager kv = sequence_cache(layout_, prompt.size() + options.max_new_tokens, backend_);
     Sampler sampler(options.sampling);
     GenerateResult result;
     result.kv_bytes = kv.layout().bytes_for_tokens(prompt.size() + options.max_new_tokens); // blocks + KIVI tail
@@ -55,7 +64,7 @@ GenerateResult generate(const Model& model, std::span<const TokenId> prompt, con
     kv.allocate(kSeq, prompt, options.max_new_tokens);
     const SeqChunk first{kSeq, prompt, 0, true};
     std::vector<float> logits;
-    runner->forward({&first, 1}, kv, logits);
+    pass_->forward({&first, 1}, kv, logits);
     result.prefill_seconds = seconds_since(start);
     start = std::chrono::steady_clock::now();
     while (result.tokens.size() < options.max_new_tokens) {
@@ -72,7 +81,7 @@ GenerateResult generate(const Model& model, std::span<const TokenId> prompt, con
         const auto position = kv.num_tokens(kSeq);
         kv.append(kSeq, token);
         const SeqChunk next{kSeq, std::span<const TokenId>(&history.back(), 1), position, true};
-        runner->forward({&next, 1}, kv, logits);
+        pass_->forward({&next, 1}, kv, logits);
     }
     result.decode_seconds = seconds_since(start);
     return result;

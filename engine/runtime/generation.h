@@ -2,12 +2,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "engine/core/backend.h"
 #include "engine/kv/kv_dtype.h"
 #include "engine/kv/kv_ids.h"
+#include "engine/kv/kv_layout.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/sampler.h"
 
@@ -34,10 +36,36 @@ struct GenerateResult {
     std::size_t kv_bytes = 0;    // the pool this sequence ran in, and its KIVI tail
 };
 
-// One sequence through the paged KV cache: prefill the prompt in one chunk,
-// then decode token by token, each step appending a slot and running the
-// model. Throws kvscope::Error when the prompt is empty or the prompt plus
-// max_new_tokens exceeds the model's context.
+class ForwardPass;
+
+// Generates one sequence at a time through the paged KV cache, with one
+// forward pass kept across calls: a chat keeps it for the whole
+// conversation, so the CUDA pass uploads the weights once, not per turn.
+// Each call gets a KV pool of exactly its prompt + max_new_tokens.
+class Generator {
+public:
+    // The KV dtype, block size and backend come from `options` and stay;
+    // throws kvscope::Error as choose_backend and make_forward_pass do.
+    Generator(const Model& model, const GenerateOptions& options);
+    ~Generator();
+
+    // Prefill the prompt in one chunk, then decode token by token, each
+    // step appending a slot and running the model; max_new_tokens,
+    // sampling, stop tokens and callbacks from `options`. Throws
+    // kvscope::Error when the prompt is empty or the prompt plus
+    // max_new_tokens exceeds the model's context.
+    GenerateResult run(std::span<const TokenId> prompt, const GenerateOptions& options);
+
+    Backend backend() const { return backend_; }
+
+private:
+    const Model& model_;
+    KvLayout layout_;
+    Backend backend_;
+    std::unique_ptr<ForwardPass> pass_;
+};
+
+// One sequence: Generator(model, options).run(prompt, options).
 GenerateResult generate(const Model& model, std::span<const TokenId> prompt, const GenerateOptions& options);
 
 // Teacher forcing: feeds `tokens` one position at a time and returns the
