@@ -224,7 +224,8 @@ void Engine::sample(SeqId id, std::span<const float> logits) {
     s.last_token_time = t;
     ++s.generated;
     ++sampled_this_step_;
-    if (is_stop_token(r, token)) {
+    const bool drawn_end = r.params.end_after_tokens > 0 && s.generated > r.params.end_after_tokens;
+    if (is_stop_token(r, token) || drawn_end) {
         publish({s.request, s.index, s.decoder.flush(), {token}, FinishReason::Stop, {}});
         finish(id, FinishReason::Stop);
         return;

@@ -30,6 +30,10 @@ struct RequestParams {
     std::vector<std::string> stop_strings; // the text ends before the first match
     std::vector<TokenId> stop_tokens;      // in addition to EOS and end-of-turn tokens
     bool ignore_eos = false;               // ignore EOS and end-of-turn tokens (benchmarks)
+    // Benchmarks replaying drawn reply lengths: after this many tokens the
+    // next one sampled is taken as EOS (Stop, not part of the reply), as if
+    // the model had ended its reply there; 0: off.
+    std::uint32_t end_after_tokens = 0;
 };
 
 enum class FinishReason : std::uint8_t { Stop, Length, Abort, Error };

@@ -12,6 +12,7 @@
 #include "engine/model/synthetic_model.h"
 #include "engine/presets/model_presets.h"
 #include "engine/runtime/model.h"
+#include "engine/workload/serve_run.h"
 
 namespace kvscope::ui {
 namespace {
@@ -245,12 +246,8 @@ void EngineController::admitWorkloadArrivals() {
     const double elapsed = secondsBetween(w.start, Clock::now());
     for (; w.next < w.requests.size() && w.requests[w.next].arrival_s <= elapsed; ++w.next) {
         const WorkloadRequest& r = w.requests[w.next];
-        RequestParams p;
-        p.max_new_tokens = r.max_new_tokens;
-        p.n = w.n;
-        p.ignore_eos = true;
         rejection_.reset();
-        const RequestId id = engine_->add_request(r.prompt, p);
+        const RequestId id = engine_->add_request(r.prompt, request_params(r, w.n));
         if (rejection_ && rejection_->first == id) {
             ++w.finished;
             emit errorOccurred(tr("Workload request %1 was rejected: %2")

@@ -47,6 +47,7 @@ WorkloadSpec read_workload(Args& args, const Model& model) {
     w.n = static_cast<std::uint32_t>(args.int_or("--n", 1, 1, 64));
     w.seed = static_cast<std::uint64_t>(args.int_or("--seed", 1, 0, INT64_MAX));
     w.vocab = model.config().vocab_size;
+    w.oracle_lengths = args.flag("--oracle-lengths");
     return w;
 }
 
@@ -68,6 +69,7 @@ nlohmann::ordered_json run_json(const ServeRunResult& r) {
             {"reserved_waste_pct", 100 * r.reserved_waste},
             {"external_fragmentation_pct", 100 * r.external_fragmentation},
             {"preemptions", r.preemptions},
+            {"prefix_hit_tokens", r.prefix_hit_tokens},
             {"ttft_p50_ms", r.ttft.p50_ms},
             {"ttft_p95_ms", r.ttft.p95_ms}};
 }
@@ -149,6 +151,7 @@ void print_table(const std::vector<ServeRunResult>& runs) {
     row("reserved waste %", [&](const ServeRunResult& r) { return num(100 * r.reserved_waste, "%.1f"); });
     row("external fragmentation %", [&](const ServeRunResult& r) { return num(100 * r.external_fragmentation, "%.1f"); });
     row("preemptions", [&](const ServeRunResult& r) { return num(double(r.preemptions), "%.0f"); });
+    row("prefix cache hits, tokens", [&](const ServeRunResult& r) { return num(double(r.prefix_hit_tokens), "%.0f"); });
     row("TTFT p50 / p95 ms", [&](const ServeRunResult& r) {
         return num(r.ttft.p50_ms, "%.0f") + " / " + num(r.ttft.p95_ms, "%.0f");
     });
@@ -170,7 +173,7 @@ int run_bench_serve(Args& args) {
     base.backend = read_backend(args);
     base.max_num_seqs = static_cast<std::uint32_t>(args.int_or("--max-seqs", 256, 1, 1 << 20));
     base.max_num_batched_tokens = static_cast<std::uint32_t>(args.int_or("--max-batched-tokens", 512, 1, 1 << 20));
-    base.preemption = parse_preemption_mode(args.value_or("--preemption", "recompute"));
+    base.preemption = parse_preemption_mode(args.value_or("--preemption", std::string(to_string(EngineConfig{}.preemption))));
     const std::string mode = args.value_or("--mode", "both");
     const bool json = args.flag("--json");
     args.finish();
@@ -200,7 +203,8 @@ int run_bench_serve(Args& args) {
                                            {"arrival_rate", spec.arrival_rate},
                                            {"shared_prefix", spec.shared_prefix},
                                            {"n", spec.n},
-                                           {"seed", spec.seed}}},
+                                           {"seed", spec.seed},
+                                           {"oracle_lengths", spec.oracle_lengths}}},
                              {"runs", nlohmann::ordered_json::array()}};
     for (const ServeRunResult& r : runs)
         j["runs"].push_back(run_json(r));
@@ -221,6 +225,9 @@ int run_bench_serve(Args& args) {
     std::printf("%u requests (%s lengths, prompt + output <= %u), KV budget %.1f MiB, %s KV, block size %u\n",
                 spec.requests, std::string(to_string(spec.distribution)).c_str(), spec.max_total, base.kv_budget_mib,
                 dtype_names.c_str(), base.block_size);
+    std::printf("each request asks for %s; contiguous allocation reserves prompt + that\n",
+                spec.oracle_lengths ? "exactly its reply length (--oracle-lengths)"
+                                    : "up to the cap (max_total - prompt) new tokens, its reply ending at its drawn length");
     print_table(runs);
     if (j.contains("ratios"))
         std::printf("  paged / contiguous%s: throughput %.2fx, concurrency %.2fx\n",

@@ -48,9 +48,9 @@ commands:
                (--model FILE | --preset NAME [--type q8_0|f16|q4_0]) [--requests N]
                [--kv-budget-mib M] [--mode paged|contiguous|both] [--kv-dtype D[,D...]]
                [--block-size B] [--lengths sharegpt|uniform|fixed] [--prompt-len N]
-               [--output-len N] [--max-total N] [--rate R] [--shared-prefix K] [--n N]
-               [--seed S] [--max-seqs N] [--max-batched-tokens N]
-               [--preemption recompute|swap] [--threads N] [--backend B] [--json]
+               [--output-len N] [--max-total N] [--oracle-lengths] [--rate R]
+               [--shared-prefix K] [--n N] [--seed S] [--max-seqs N] [--max-batched-tokens N]
+               [--preemption swap|recompute] [--threads N] [--backend B] [--json]
   bench attention  the decode attention kernel alone per KV dtype and context, paged
                (shuffled blocks, block table) and contiguous (same data, no table)
                [--context N[,N...]] [--kv-dtype D[,D...]] [--heads H] [--kv-heads K]

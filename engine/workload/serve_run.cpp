@@ -25,6 +25,15 @@ struct Averages {
 
 } // namespace
 
+RequestParams request_params(const WorkloadRequest& w, std::uint32_t n) {
+    RequestParams p;
+    p.max_new_tokens = w.max_new_tokens;
+    p.end_after_tokens = w.output_len;
+    p.n = n;
+    p.ignore_eos = true; // random weights: the drawn length decides, not the model
+    return p;
+}
+
 ServeRunResult run_workload(const EngineConfig& config, std::shared_ptr<const Model> model,
                             const std::vector<WorkloadRequest>& workload, std::uint32_t n) {
     Engine engine(config, std::move(model));
@@ -43,11 +52,7 @@ ServeRunResult run_workload(const EngineConfig& config, std::shared_ptr<const Mo
     std::size_t next = 0;
     while (next < workload.size() || engine.has_work()) {
         for (; next < workload.size() && workload[next].arrival_s <= elapsed(); ++next) {
-            RequestParams p;
-            p.max_new_tokens = workload[next].max_new_tokens;
-            p.n = n;
-            p.ignore_eos = true;
-            engine.add_request(workload[next].prompt, p);
+            engine.add_request(workload[next].prompt, request_params(workload[next], n));
         }
         const double before = elapsed();
         engine.step();
@@ -59,6 +64,7 @@ ServeRunResult run_workload(const EngineConfig& config, std::shared_ptr<const Mo
     r.prompt_tokens = last->prompt_tokens;
     r.generated_tokens = last->generated_tokens;
     r.preemptions = last->preemptions;
+    r.prefix_hit_tokens = last->prefix_hit_tokens;
     r.ttft = last->ttft;
     r.mean_running = avg.mean(avg.running);
     r.token_occupancy = avg.mean(avg.occupancy);

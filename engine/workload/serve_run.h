@@ -26,6 +26,7 @@ struct ServeRunResult {
     double reserved_waste = 0;
     double external_fragmentation = 0;
     std::uint64_t preemptions = 0;
+    std::uint64_t prefix_hit_tokens = 0; // prompt tokens whose K/V came from the prefix cache
     Percentiles ttft;
     std::uint32_t kv_blocks = 0;
 
@@ -35,9 +36,13 @@ struct ServeRunResult {
     }
 };
 
-// Feeds the workload to a fresh Engine (requests arrive at their times,
-// each generating exactly max_new_tokens: EOS is ignored, as serving
-// benchmarks do) and steps until every request has ended.
+// How a workload request is sent: asking for its max_new_tokens, its reply
+// ending after output_len tokens (end_after_tokens), the model's own EOS
+// ignored, as serving benchmarks do; n samples.
+RequestParams request_params(const WorkloadRequest& w, std::uint32_t n);
+
+// Feeds the workload to a fresh Engine (requests arrive at their times, as
+// request_params says) and steps until every request has ended.
 ServeRunResult run_workload(const EngineConfig& config, std::shared_ptr<const Model> model,
                             const std::vector<WorkloadRequest>& workload, std::uint32_t n = 1);
 

@@ -84,7 +84,8 @@ std::vector<WorkloadRequest> make_workload(const WorkloadSpec& s) {
         w.prompt = prefix;
         for (std::uint32_t i = 0; i < l.prompt; ++i)
             w.prompt.push_back(token(rng));
-        w.max_new_tokens = l.output;
+        w.output_len = l.output;
+        w.max_new_tokens = s.oracle_lengths ? l.output : std::max(l.output, s.max_total - static_cast<std::uint32_t>(w.prompt.size()));
         if (s.arrival_rate > 0)
             t += gap(rng);
         w.arrival_s = t;

@@ -31,12 +31,20 @@ struct WorkloadSpec {
     std::uint32_t n = 1;            // samples per request
     std::uint32_t vocab = 32000;    // prompt ids are drawn from [3, vocab)
     std::uint64_t seed = 1;
+    // What a request asks for as max_new_tokens. false: the cap every
+    // client sends, max_total - prompt, since no client knows how long the
+    // reply will be; the reply then ends at its drawn length, as if the
+    // model sampled EOS there. true: exactly the drawn length (the
+    // PagedAttention paper's "Oracle" baseline, which a contiguous
+    // allocator can only dream of: it reserves no slot it will not use).
+    bool oracle_lengths = false;
 };
 
 struct WorkloadRequest {
     double arrival_s = 0;
-    std::vector<TokenId> prompt; // BOS (1), shared prefix, then random ids
-    std::uint32_t max_new_tokens = 0;
+    std::vector<TokenId> prompt;      // BOS (1), shared prefix, then random ids
+    std::uint32_t max_new_tokens = 0; // what the request asks for (see oracle_lengths)
+    std::uint32_t output_len = 0;     // where its reply ends (<= max_new_tokens)
 };
 
 // Deterministic for a given spec (seed included).

@@ -14,6 +14,7 @@ class TestCliBenchServe : public QObject {
     Q_OBJECT
 private slots:
     void both_modes_side_by_side();
+    void oracle_lengths_shrink_contiguous_reservations();
     void kv_dtypes_side_by_side();
 };
 
@@ -33,15 +34,38 @@ void TestCliBenchServe::both_modes_side_by_side() {
         QCOMPARE(run["completed"].toInt(), 12);
         for (const char* key : {"kv_dtype", "block_size", "generation_tokens_per_second", "total_tokens_per_second",
                                 "mean_running_seqs", "peak_running_seqs", "token_occupancy_pct", "internal_waste_pct",
-                                "reserved_waste_pct", "external_fragmentation_pct", "preemptions", "ttft_p50_ms",
-                                "ttft_p95_ms"})
+                                "reserved_waste_pct", "external_fragmentation_pct", "preemptions",
+                                "prefix_hit_tokens", "ttft_p50_ms", "ttft_p95_ms"})
             QVERIFY2(run.contains(key), key);
     }
+    QCOMPARE(j["workload"].toObject()["oracle_lengths"].toBool(), false);
     // Paging has no reservations, contiguous allocation does.
     QCOMPARE(runs[0].toObject()["reserved_waste_pct"].toDouble(), 0.0);
     QVERIFY(runs[1].toObject()["reserved_waste_pct"].toDouble() > 0.0);
     QVERIFY(j["ratios"].toObject().contains("throughput"));
     QVERIFY(j["ratios"].toObject()["concurrency"].toDouble() > 1.0);
+}
+
+void TestCliBenchServe::oracle_lengths_shrink_contiguous_reservations() {
+    KVSCOPE_REQUIRE_MODEL(path, "stories260K-f32.gguf");
+    // The same workload, requests asking for their exact reply length: a
+    // contiguous allocator then reserves less and wastes less than with
+    // the cap every real client sends; the replies are the same length.
+    auto run = [&](bool oracle) {
+        QStringList a{"--log-level", "warn", "bench", "serve", "--model", path, "--requests", "12", "--kv-budget-mib",
+                      "0.25", "--max-total", "128", "--mode", "contiguous", "--json"};
+        if (oracle)
+            a << "--oracle-lengths";
+        const auto r = run_cli(a);
+        return r.exit_code == 0 ? r.json() : QJsonObject();
+    };
+    const QJsonObject capped = run(false), oracle = run(true);
+    QVERIFY(!capped.isEmpty() && !oracle.isEmpty());
+    QCOMPARE(oracle["workload"].toObject()["oracle_lengths"].toBool(), true);
+    const QJsonObject c = capped["runs"].toArray()[0].toObject(), o = oracle["runs"].toArray()[0].toObject();
+    QCOMPARE(c["completed"].toInt(), 12);
+    QCOMPARE(o["completed"].toInt(), 12);
+    QVERIFY(c["reserved_waste_pct"].toDouble() > o["reserved_waste_pct"].toDouble());
 }
 
 void TestCliBenchServe::kv_dtypes_side_by_side() {

@@ -45,6 +45,7 @@ private slots:
     void impossible_requests_fail_alone();
     void abort_frees_blocks();
     void stop_strings_cut_the_text();
+    void a_drawn_reply_length_ends_the_request();
     void snapshot_counts();
 
 private:
@@ -192,6 +193,23 @@ void TestEngine::stop_strings_cut_the_text() {
     drain(engine);
     QCOMPARE(of(out, id, 0).finish, std::optional(FinishReason::Stop));
     QCOMPARE(QString::fromStdString(of(out, id, 0).text), QStringLiteral(", there was a little girl named "));
+}
+
+void TestEngine::a_drawn_reply_length_ends_the_request() {
+    // Benchmarks replay drawn reply lengths: the request asks for up to 40
+    // tokens and ends with Stop after 7 (the 8th sample plays EOS), the
+    // greedy tokens unchanged.
+    Engine engine(small_config(64, 8), model_);
+    Outputs out;
+    collect_into(engine, out);
+    const Reference ref = references().front();
+    RequestParams p = greedy(40);
+    p.end_after_tokens = 7;
+    const RequestId id = engine.add_request(ref.prompt, p);
+    drain(engine);
+    QCOMPARE(of(out, id, 0).finish, std::optional(FinishReason::Stop));
+    QCOMPARE(of(out, id, 0).tokens, std::vector<TokenId>(ref.generated.begin(), ref.generated.begin() + 7));
+    QCOMPARE(engine.kv().pool().num_free(), engine.kv().config().num_blocks);
 }
 
 void TestEngine::snapshot_counts() {

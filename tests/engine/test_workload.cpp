@@ -13,6 +13,7 @@ class TestWorkload : public QObject {
     Q_OBJECT
 private slots:
     void same_seed_same_workload();
+    void requests_ask_for_the_cap_unless_oracle();
     void sharegpt_is_long_tailed_and_capped();
     void fixed_and_uniform_lengths();
     void shared_prefix_and_poisson_arrivals();
@@ -38,7 +39,7 @@ void TestWorkload::sharegpt_is_long_tailed_and_capped() {
     std::vector<double> prompts, outputs;
     for (const auto& r : make_workload(s)) {
         prompts.push_back(double(r.prompt.size() - 1));
-        outputs.push_back(r.max_new_tokens);
+        outputs.push_back(r.output_len);
     }
     auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / double(v.size()); };
     auto median = [](std::vector<double> v) {
@@ -52,9 +53,27 @@ void TestWorkload::sharegpt_is_long_tailed_and_capped() {
     s.max_total = 512;
     s.requests = 500;
     for (const auto& r : make_workload(s)) {
-        QVERIFY(r.prompt.size() + r.max_new_tokens <= 512);
-        QVERIFY(r.max_new_tokens >= s.min_len && r.prompt.size() >= s.min_len);
+        QVERIFY(r.prompt.size() + r.output_len <= 512);
+        QVERIFY(r.output_len >= s.min_len && r.prompt.size() >= s.min_len);
     }
+}
+
+void TestWorkload::requests_ask_for_the_cap_unless_oracle() {
+    // A client cannot know the reply's length: it asks for up to the cap
+    // and the reply ends at its drawn length. The oracle asks for exactly
+    // that length.
+    WorkloadSpec s;
+    s.requests = 200;
+    bool shorter = false;
+    for (const auto& r : make_workload(s)) {
+        QCOMPARE(r.prompt.size() + r.max_new_tokens, std::size_t{s.max_total});
+        QVERIFY(r.output_len <= r.max_new_tokens);
+        shorter = shorter || r.output_len < r.max_new_tokens;
+    }
+    QVERIFY(shorter);
+    s.oracle_lengths = true;
+    for (const auto& r : make_workload(s))
+        QCOMPARE(r.max_new_tokens, r.output_len);
 }
 
 void TestWorkload::fixed_and_uniform_lengths() {
@@ -64,14 +83,14 @@ void TestWorkload::fixed_and_uniform_lengths() {
     s.output_len = 40;
     for (const auto& r : make_workload(s)) {
         QCOMPARE(r.prompt.size(), std::size_t{31}); // BOS + 30
-        QCOMPARE(r.max_new_tokens, 40u);
+        QCOMPARE(r.output_len, 40u);
     }
     s.distribution = LengthDistribution::Uniform;
     s.requests = 300;
     std::uint32_t lo = 1000, hi = 0;
     for (const auto& r : make_workload(s)) {
-        lo = std::min(lo, r.max_new_tokens);
-        hi = std::max(hi, r.max_new_tokens);
+        lo = std::min(lo, r.output_len);
+        hi = std::max(hi, r.output_len);
     }
     QVERIFY(lo >= 4 && lo < 10 && hi <= 40 && hi > 34);
 }
