@@ -23,11 +23,18 @@ struct EngineConfig {
     std::uint32_t num_blocks = 0; // KV pool size; 0: as many as kv_budget_mib holds
     double kv_budget_mib = 256;
     AllocationMode allocation = AllocationMode::Paged;
-    PreemptionMode preemption = PreemptionMode::Recompute;
+    // Swap by default: the swap pool is host memory, so preempting costs a
+    // copy of the sequence's blocks and resuming another, where recompute
+    // runs the model over all of its tokens again (minus prefix-cache hits)
+    // -- on a CPU, milliseconds against seconds. vLLM leans to recompute
+    // because a GPU recomputes fast and its swap crosses PCIe. A sequence
+    // the swap pool cannot take is preempted by recompute.
+    PreemptionMode preemption = PreemptionMode::Swap;
     bool prefix_caching = true;
     std::uint32_t max_num_seqs = 64;
     std::uint32_t max_num_batched_tokens = 512;
     std::uint32_t swap_blocks = 0; // host swap pool; 0: as large as the KV pool when preemption is swap
+                                   // (its pages are only backed by RAM once a block is swapped into them)
     double watermark = 0.01;       // fraction of blocks admission leaves free
 };
 

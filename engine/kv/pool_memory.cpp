@@ -1,6 +1,7 @@
 #include "engine/kv/pool_memory.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
 #include <string>
 
@@ -15,8 +16,15 @@ namespace kvscope {
 namespace {
 
 std::shared_ptr<std::byte> allocate(std::size_t bytes, MemoryPlace place) {
-    if (place == MemoryPlace::Host)
-        return std::shared_ptr<std::byte>(new std::byte[bytes](), std::default_delete<std::byte[]>());
+    if (place == MemoryPlace::Host) {
+        // calloc, not new[](): the same zeroes, but large pools come as
+        // fresh pages the OS backs only when written, so a swap pool costs
+        // RAM only for what is swapped out.
+        void* memory = std::calloc(bytes, 1);
+        if (memory == nullptr && bytes > 0)
+            throw Error("cannot allocate a host KV pool of " + std::to_string(bytes >> 20) + " MiB");
+        return std::shared_ptr<std::byte>(static_cast<std::byte*>(memory), [](std::byte* p) { std::free(p); });
+    }
 #ifdef KVSCOPE_HAVE_CUDA
     namespace cuda = kernels::cuda;
     try {

@@ -24,7 +24,7 @@ PreemptionMode parse_preemption_mode(std::string_view word);
 struct SchedulerConfig {
     std::uint32_t max_num_seqs = 64;            // running at once
     std::uint32_t max_num_batched_tokens = 512; // tokens per step: decodes + prefill chunks
-    PreemptionMode preemption = PreemptionMode::Recompute;
+    PreemptionMode preemption = PreemptionMode::Swap; // as EngineConfig's
 };
 
 enum class SeqStatus : std::uint8_t { Waiting, Running, Swapped };
