@@ -25,12 +25,10 @@ KvLayout layout_for(const Model& model, KvDtype dtype, std::uint32_t block_size)
 // is read back for every earlier token.
 class ForcedSequence {
 public:
-    ForcedSequence(const Model& model, KvDtype dtype, std::uint32_t block_size, std::size_t max_tokens,
-                   Backend requested)
-        : backend_(choose_backend(requested, model.config(), layout_for(model, dtype, block_size))),
-          kv_({layout_for(model, dtype, block_size),
-               static_cast<std::uint32_t>(layout_for(model, dtype, block_size).blocks_for_tokens(max_tokens)),
-               AllocationMode::Paged, false, 0, 0.0, kv_memory(backend_)}),
+    ForcedSequence(const Model& model, const KvLayout& layout, std::size_t max_tokens, Backend requested)
+        : backend_(choose_backend(requested, model.config(), layout)),
+          kv_({layout, static_cast<std::uint32_t>(layout.blocks_for_tokens(max_tokens)), AllocationMode::Paged, false,
+               0, 0.0, kv_memory(backend_)}),
           runner_(make_forward_pass(backend_, model, kv_.layout())),
           max_tokens_(static_cast<std::uint32_t>(max_tokens)) {}
 
@@ -97,7 +95,7 @@ std::vector<std::unique_ptr<ForcedSequence>> forced_runs(const Model& model, std
                                                         Backend backend) {
     std::vector<std::unique_ptr<ForcedSequence>> runs;
     for (KvDtype d : dtypes)
-        runs.push_back(std::make_unique<ForcedSequence>(model, d, block_size, max_tokens, backend));
+        runs.push_back(std::make_unique<ForcedSequence>(model, layout_for(model, d, block_size), max_tokens, backend));
     return runs;
 }
 

@@ -136,10 +136,6 @@ const std::byte* prepare_activations(WeightType type, const float* X, std::size_
     return out;
 }
 
-} // namespace
-
-namespace {
-
 // One job of a matmuls call, ready to run: its activations and kernels,
 // and where its tiles start in the call's list of all jobs' tiles.
 struct PreparedJob {
