@@ -29,7 +29,11 @@ KvCacheConfig kv_config(const EngineConfig& c, const Model& model, Backend backe
         throw Error("a KV budget of " + std::to_string(c.kv_budget_mib) + " MiB holds no block of " +
                     std::to_string(layout.bytes_per_block()) + " bytes (" + std::to_string(c.block_size) +
                     " tokens of this model)");
-    const std::uint32_t swap = c.swap_blocks ? c.swap_blocks : c.preemption == PreemptionMode::Swap ? blocks : 0;
+    // Four KV pools' worth (vLLM gives 4 GiB whatever the KV cache): a pool
+    // only as large as the KV cache fills up under a preemption storm, and
+    // whoever it cannot take is recomputed. Its pages cost RAM only once used.
+    const std::uint32_t swap =
+        c.swap_blocks ? c.swap_blocks : c.preemption == PreemptionMode::Swap ? kSwapPoolsPerKvPool * blocks : 0;
     return {layout, blocks, c.allocation, c.prefix_caching, swap, c.watermark, kv_memory(backend)};
 }
 

@@ -12,6 +12,9 @@
 
 namespace kvscope {
 
+// The default host swap pool, in KV pools (see Engine).
+inline constexpr std::uint32_t kSwapPoolsPerKvPool = 4;
+
 // Everything that configures an Engine, in one plain struct. The CLI, the
 // app and JSON files use the same words as these field names.
 struct EngineConfig {
@@ -33,8 +36,9 @@ struct EngineConfig {
     bool prefix_caching = true;
     std::uint32_t max_num_seqs = 64;
     std::uint32_t max_num_batched_tokens = 512;
-    std::uint32_t swap_blocks = 0; // host swap pool; 0: as large as the KV pool when preemption is swap
-                                   // (its pages are only backed by RAM once a block is swapped into them)
+    // Host swap pool; 0: kSwapPoolsPerKvPool times the KV pool when
+    // preemption is swap (its pages are backed by RAM only once used).
+    std::uint32_t swap_blocks = 0;
     double watermark = 0.01;       // fraction of blocks admission leaves free
 };
 

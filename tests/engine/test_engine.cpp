@@ -221,6 +221,8 @@ void TestEngine::snapshot_counts() {
     auto s1 = engine.snapshot();
     QCOMPARE(s1->running, std::size_t{3});
     QCOMPARE(s1->step, std::uint64_t{1});
+    // swap_blocks 0 with swap preemption: the default host swap pool
+    QCOMPARE(s1->pool->swap_blocks_total, kSwapPoolsPerKvPool * 64);
     for (const SeqSnapshot& seq : s1->seqs) // what a contiguous allocator would reserve
         QCOMPARE(seq.max_tokens, seq.prompt_tokens + 10);
     drain(engine);
