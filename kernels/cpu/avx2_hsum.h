@@ -4,7 +4,11 @@
 
 #include <immintrin.h>
 
+// Internal linkage (the unnamed namespace): these are compiled into the
+// SIMD files too, and a shared inline copy could hand the portable path an
+// instruction its CPU lacks.
 namespace kvscope::kernels::cpu::detail {
+namespace {
 
 inline float hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -13,4 +17,5 @@ inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+} // namespace
 } // namespace kvscope::kernels::cpu::detail

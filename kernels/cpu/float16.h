@@ -6,7 +6,11 @@
 #include <bit>
 #include <cstdint>
 
+// Internal linkage (the unnamed namespace): these are compiled into the
+// SIMD files too, and a shared inline copy could hand the portable path an
+// instruction its CPU lacks.
 namespace kvscope::kernels::cpu {
+namespace {
 
 inline float f16_to_f32(std::uint16_t h) {
     const std::uint32_t sign = (h & 0x8000u) << 16;
@@ -26,4 +30,5 @@ inline float bf16_to_f32(std::uint16_t h) {
     return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
 }
 
+} // namespace
 } // namespace kvscope::kernels::cpu

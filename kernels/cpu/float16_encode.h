@@ -7,7 +7,11 @@
 #include <bit>
 #include <cstdint>
 
+// Internal linkage (the unnamed namespace): these are compiled into the
+// SIMD files too, and a shared inline copy could hand the portable path an
+// instruction its CPU lacks.
 namespace kvscope::kernels::cpu {
+namespace {
 
 inline std::uint16_t f32_to_f16(float value) {
     const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
@@ -30,4 +34,5 @@ inline std::uint16_t f32_to_f16(float value) {
     return static_cast<std::uint16_t>(sign | (std::bit_cast<std::uint32_t>(aligned) - 0x3F000000u));
 }
 
+} // namespace
 } // namespace kvscope::kernels::cpu

@@ -7,7 +7,11 @@
 
 #include <cstdint>
 
+// Internal linkage (the unnamed namespace): these are compiled into the
+// SIMD files too, and a shared inline copy could hand the portable path an
+// instruction its CPU lacks.
 namespace kvscope::kernels::cpu::detail {
+namespace {
 
 struct KScales {
     std::uint8_t scale[8];
@@ -25,4 +29,5 @@ inline KScales unpack_k_scales(const std::uint8_t* q) {
     return s;
 }
 
+} // namespace
 } // namespace kvscope::kernels::cpu::detail

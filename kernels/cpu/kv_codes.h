@@ -22,6 +22,9 @@
 #include "kernels/cpu/float16.h"
 #include "kernels/cpu/float16_encode.h"
 
+// The functions have internal linkage (the unnamed namespace): they are
+// compiled into the SIMD files too, and a shared inline copy could hand the
+// portable path an instruction its CPU lacks.
 namespace kvscope::kernels::cpu::detail {
 
 constexpr std::size_t kKvGroup = 32; // values per int4/int2 group along head_dim
@@ -29,6 +32,8 @@ constexpr std::size_t kKvGroup = 32; // values per int4/int2 group along head_di
 // The per-row decodings the attention kernels tell apart: K and V of one
 // KvElem may differ (KIVI keys are per channel, its values per token).
 enum class RowCode : std::uint8_t { F32, F16, BF16, Fp8, Int8, Int4Groups, Int2Groups, Int4Channels, Int2Channels };
+
+namespace {
 
 inline float f16_at(const std::byte* p, std::size_t i) {
     std::uint16_t bits;
@@ -114,4 +119,5 @@ float decode_value(const std::byte* row, const std::byte* scales, std::size_t i,
     }
 }
 
+} // namespace
 } // namespace kvscope::kernels::cpu::detail
