@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -121,6 +122,17 @@ int num_threads() {
 }
 
 namespace detail {
+
+std::span<StealableRange> stealable_ranges(int threads) {
+    // Per calling thread: two engines' threads may run Even calls at once.
+    thread_local std::unique_ptr<StealableRange[]> ranges;
+    thread_local int size = 0;
+    if (threads > size) {
+        ranges = std::make_unique<StealableRange[]>(static_cast<std::size_t>(threads));
+        size = threads;
+    }
+    return {ranges.get(), static_cast<std::size_t>(threads)};
+}
 
 void run_on_threads(int threads, ThreadJob job) {
     static Pool pool;
