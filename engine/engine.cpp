@@ -148,6 +148,7 @@ void Engine::abort(RequestId request) {
 }
 
 void Engine::step() {
+    last_batch_ = {};
     const Schedule schedule = scheduler_.schedule();
     for (const auto& [seq, why] : schedule.rejected) {
         const RequestId request = seqs_.at(seq).request;
@@ -174,8 +175,13 @@ void Engine::run(const Schedule& schedule) {
     for (const ScheduledChunk& c : schedule.chunks) {
         const SchedSeq& s = scheduler_.seq(c.seq);
         batch.push_back({c.seq, std::span<const TokenId>(s.tokens).subspan(c.start, c.count), c.start, c.samples});
-        if (c.start < requests_.at(seqs_.at(c.seq).request).prompt_tokens)
+        const std::uint32_t prompt = requests_.at(seqs_.at(c.seq).request).prompt_tokens;
+        if (c.start < prompt)
             prompt_tokens += c.count;
+        if (c.count == 1 && c.start >= prompt)
+            ++last_batch_.decodes;
+        else
+            last_batch_.prefill_tokens += c.count;
     }
     runner_->forward(batch, kv_, logits_);
     const std::size_t vocab = model_->config().vocab_size;

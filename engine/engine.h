@@ -50,6 +50,13 @@ struct RequestOutput {
     std::string error; // with FinishReason::Error
 };
 
+// What the last step() computed: decode tokens (one per running sequence)
+// and the tokens of prompt chunks (and of recomputed sequences).
+struct StepBatch {
+    std::uint32_t decodes = 0;
+    std::uint32_t prefill_tokens = 0;
+};
+
 // The serving engine: requests in, streamed tokens out, a paged KV cache
 // shared by everything in flight. Single-threaded: call add_request, abort,
 // step and snapshot from one thread (the kernels parallelize inside step).
@@ -74,6 +81,7 @@ public:
     // failing request ends with FinishReason::Error.
     void step();
     bool has_work() const { return scheduler_.has_work(); }
+    const StepBatch& last_batch() const { return last_batch_; }
 
     std::shared_ptr<const EngineSnapshot> snapshot() const;
     const EngineConfig& config() const { return config_; }
@@ -131,6 +139,7 @@ private:
     std::uint64_t step_ = 0;
     std::uint64_t completed_ = 0;
     std::uint64_t sampled_this_step_ = 0;
+    StepBatch last_batch_;
     ServingMetrics metrics_;
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
     OutputCallback on_output_;

@@ -51,6 +51,22 @@ WorkloadSpec read_workload(Args& args, const Model& model) {
     return w;
 }
 
+double ms_per_step(const StepTime& t) { return t.steps ? 1000 * t.seconds / static_cast<double>(t.steps) : 0; }
+
+// Decode-only steps by the number of sequences they decoded: what one
+// more sequence in the batch costs on this machine, which is what paging's
+// extra concurrency is worth.
+nlohmann::ordered_json decode_steps_json(const ServeRunResult& r) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (std::size_t k = 1; k < r.decode_steps.size(); ++k)
+        if (r.decode_steps[k].steps > 0)
+            rows.push_back({{"seqs", k},
+                            {"steps", r.decode_steps[k].steps},
+                            {"seconds", r.decode_steps[k].seconds},
+                            {"ms_per_step", ms_per_step(r.decode_steps[k])}});
+    return rows;
+}
+
 nlohmann::ordered_json run_json(const ServeRunResult& r) {
     return {{"mode", std::string(to_string(r.config.allocation))},
             {"kv_dtype", std::string(to_string(r.config.kv_dtype))},
@@ -71,7 +87,9 @@ nlohmann::ordered_json run_json(const ServeRunResult& r) {
             {"preemptions", r.preemptions},
             {"prefix_hit_tokens", r.prefix_hit_tokens},
             {"ttft_p50_ms", r.ttft.p50_ms},
-            {"ttft_p95_ms", r.ttft.p95_ms}};
+            {"ttft_p95_ms", r.ttft.p95_ms},
+            {"decode_steps", decode_steps_json(r)},
+            {"prefill_steps", {{"steps", r.prefill_steps.steps}, {"seconds", r.prefill_steps.seconds}}}};
 }
 
 // --kv-dtype D[,D...]: one dtype, or several with f16 first as the reference.
@@ -158,6 +176,34 @@ void print_table(const std::vector<ServeRunResult>& runs) {
     row("seconds", [&](const ServeRunResult& r) { return num(r.seconds, "%.1f"); });
 }
 
+// Where each run's time went: decode-only steps by batch size (ms per
+// step and share of the run), then the steps that carried prompt tokens.
+void print_step_times(const std::vector<ServeRunResult>& runs) {
+    std::size_t most = 0;
+    for (const ServeRunResult& r : runs)
+        most = std::max(most, r.decode_steps.size());
+    std::printf("\n  decode-only steps by sequences decoding: ms per step (share of the run)\n");
+    auto share = [](const StepTime& t, const ServeRunResult& r) { return r.seconds > 0 ? 100 * t.seconds / r.seconds : 0; };
+    for (std::size_t k = 1; k < most; ++k) {
+        std::printf("  %-28zu", k);
+        for (const ServeRunResult& r : runs) {
+            char cell[32] = "-";
+            if (k < r.decode_steps.size() && r.decode_steps[k].steps > 0)
+                std::snprintf(cell, sizeof cell, "%.2f (%4.1f%%)", ms_per_step(r.decode_steps[k]),
+                              share(r.decode_steps[k], r));
+            std::printf(" %14s", cell);
+        }
+        std::printf("\n");
+    }
+    std::printf("  %-28s", "steps with prompt tokens, s");
+    for (const ServeRunResult& r : runs) {
+        char cell[32];
+        std::snprintf(cell, sizeof cell, "%.1f (%4.1f%%)", r.prefill_steps.seconds, share(r.prefill_steps, r));
+        std::printf(" %14s", cell);
+    }
+    std::printf("\n");
+}
+
 } // namespace
 
 int run_bench_serve(Args& args) {
@@ -233,6 +279,7 @@ int run_bench_serve(Args& args) {
         std::printf("  paged / contiguous%s: throughput %.2fx, concurrency %.2fx\n",
                     dtypes.size() > 1 ? " (f16)" : "", j["ratios"]["throughput"].get<double>(),
                     j["ratios"]["concurrency"].get<double>());
+    print_step_times(runs);
     if (j.contains("kv_dtypes"))
         print_dtype_comparison(j["kv_dtypes"], spec.max_total);
     return 0;

@@ -23,6 +23,19 @@ struct Averages {
     double mean(double sum) const { return weight > 0 ? sum / weight : 0; }
 };
 
+void add_step_time(ServeRunResult& r, const StepBatch& batch, double seconds) {
+    if (batch.decodes == 0 && batch.prefill_tokens == 0)
+        return; // nothing ran (everyone waiting on the pool)
+    StepTime* t = &r.prefill_steps;
+    if (batch.prefill_tokens == 0) {
+        if (r.decode_steps.size() <= batch.decodes)
+            r.decode_steps.resize(batch.decodes + 1);
+        t = &r.decode_steps[batch.decodes];
+    }
+    ++t->steps;
+    t->seconds += seconds;
+}
+
 } // namespace
 
 RequestParams request_params(const WorkloadRequest& w, std::uint32_t n) {
@@ -56,7 +69,9 @@ ServeRunResult run_workload(const EngineConfig& config, std::shared_ptr<const Mo
         }
         const double before = elapsed();
         engine.step();
-        avg.add(engine, elapsed() - before);
+        const double dt = elapsed() - before;
+        avg.add(engine, dt);
+        add_step_time(r, engine.last_batch(), dt);
         r.peak_running = std::max(r.peak_running, engine.scheduler().num_running());
     }
     r.seconds = elapsed();

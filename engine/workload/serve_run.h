@@ -9,6 +9,12 @@
 
 namespace kvscope {
 
+// Steps of one kind and the time they took.
+struct StepTime {
+    std::uint64_t steps = 0;
+    double seconds = 0;
+};
+
 // What one engine configuration did with one workload. Means are weighted
 // by the time each step took; fractions are of the whole KV pool.
 struct ServeRunResult {
@@ -29,6 +35,11 @@ struct ServeRunResult {
     std::uint64_t prefix_hit_tokens = 0; // prompt tokens whose K/V came from the prefix cache
     Percentiles ttft;
     std::uint32_t kv_blocks = 0;
+    // Where the time went: steps that only decoded, by how many sequences
+    // they decoded ([k] for k sequences), and steps with prompt (or
+    // recomputed) tokens. Together they are the run's stepping time.
+    std::vector<StepTime> decode_steps;
+    StepTime prefill_steps;
 
     double generation_tokens_per_s() const { return seconds > 0 ? static_cast<double>(generated_tokens) / seconds : 0; }
     double total_tokens_per_s() const {

@@ -5,6 +5,8 @@
 
 #include <QJsonArray>
 
+#include <algorithm>
+
 #include "cli_runner.h"
 #include "support/test_models.h"
 
@@ -51,6 +53,23 @@ void TestCliBenchServe::both_modes_side_by_side() {
     };
     QVERIFY(qFuzzyCompare(ratios["throughput"].toDouble(), ratio("generation_tokens_per_second")));
     QVERIFY(qFuzzyCompare(ratios["concurrency"].toDouble(), ratio("mean_running_seqs")));
+    // Where the time went: decode-only steps by batch size, which never
+    // exceeds the peak, and steps with prompt tokens; all within the run.
+    int largest[2] = {};
+    for (int i = 0; i < 2; ++i) {
+        const QJsonObject run = runs[i].toObject();
+        double seconds = run["prefill_steps"].toObject()["seconds"].toDouble();
+        QVERIFY(run["prefill_steps"].toObject()["steps"].toInt() >= 1);
+        for (const QJsonValue& v : run["decode_steps"].toArray()) {
+            const QJsonObject d = v.toObject();
+            QVERIFY(d["steps"].toInt() >= 1);
+            QVERIFY(d["seqs"].toInt() >= 1 && d["seqs"].toInt() <= run["peak_running_seqs"].toInt());
+            largest[i] = std::max(largest[i], d["seqs"].toInt());
+            seconds += d["seconds"].toDouble();
+        }
+        QVERIFY(seconds <= run["seconds"].toDouble());
+    }
+    QVERIFY(largest[0] > largest[1]); // paging decodes more sequences at once
 }
 
 void TestCliBenchServe::oracle_lengths_shrink_contiguous_reservations() {

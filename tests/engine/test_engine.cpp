@@ -215,9 +215,14 @@ void TestEngine::a_drawn_reply_length_ends_the_request() {
 void TestEngine::snapshot_counts() {
     Engine engine(small_config(64, 8), model_);
     const auto refs = references();
-    for (int i = 0; i < 3; ++i)
+    std::uint32_t prompt_tokens = 0;
+    for (int i = 0; i < 3; ++i) {
         engine.add_request(refs[static_cast<std::size_t>(i)].prompt, greedy(10));
-    engine.step();
+        prompt_tokens += static_cast<std::uint32_t>(refs[static_cast<std::size_t>(i)].prompt.size());
+    }
+    engine.step(); // the three prompts, whole
+    QCOMPARE(engine.last_batch().prefill_tokens, prompt_tokens);
+    QCOMPARE(engine.last_batch().decodes, 0u);
     auto s1 = engine.snapshot();
     QCOMPARE(s1->running, std::size_t{3});
     QCOMPARE(s1->step, std::uint64_t{1});
@@ -225,6 +230,9 @@ void TestEngine::snapshot_counts() {
     QCOMPARE(s1->pool->swap_blocks_total, kSwapPoolsPerKvPool * 64);
     for (const SeqSnapshot& seq : s1->seqs) // what a contiguous allocator would reserve
         QCOMPARE(seq.max_tokens, seq.prompt_tokens + 10);
+    engine.step(); // one token each
+    QCOMPARE(engine.last_batch().prefill_tokens, 0u);
+    QCOMPARE(engine.last_batch().decodes, 3u);
     drain(engine);
     auto s2 = engine.snapshot();
     QVERIFY(s2->step > s1->step && s2->time_s >= s1->time_s);
