@@ -27,15 +27,7 @@ void dot(const float* q, const KvRows& rows, std::size_t n, float* out, std::siz
 
 template <RowCode Code, std::size_t H>
 void axpy(const float* w, std::size_t w_stride, const KvRows& rows, float* acc, std::size_t n) {
-    for (std::size_t r = 0; r < rows.count; ++r) {
-        const std::byte* row = rows.first + r * rows.stride;
-        const std::byte* scales = rows.scales + r * rows.scale_stride;
-        for (std::size_t i = 0; i < n; ++i) {
-            const float x = decode_value<Code>(row, scales, i, n);
-            for (std::size_t h = 0; h < H; ++h)
-                acc[h * n + i] += w[h * w_stride + r] * x;
-        }
-    }
+    axpy_values<Code, H>(w, w_stride, rows, 0, acc, n);
 }
 
 template <RowCode Code, std::size_t... H>

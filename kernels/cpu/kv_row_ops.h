@@ -57,4 +57,24 @@ RowCode v_row_code(KvElem elem);
 
 KvRowOps kv_row_ops(RowCode code, SimdPath path);
 
+namespace { // internal linkage: compiled into the AVX2 file too (kv_codes.h)
+
+// acc_h += w[h * w_stride + r] * row_r over values [from, n) of each row,
+// one value at a time, rows in order: the portable axpy (from 0) and the
+// AVX2 one's last n % 8 values.
+template <RowCode Code, std::size_t H>
+void axpy_values(const float* w, std::size_t w_stride, const KvRows& rows, std::size_t from, float* acc,
+                 std::size_t n) {
+    for (std::size_t r = 0; r < rows.count; ++r) {
+        const std::byte* row = rows.first + r * rows.stride;
+        const std::byte* scales = rows.scales + r * rows.scale_stride;
+        for (std::size_t i = from; i < n; ++i) {
+            const float x = decode_value<Code>(row, scales, i, n);
+            for (std::size_t h = 0; h < H; ++h)
+                acc[h * n + i] += w[h * w_stride + r] * x;
+        }
+    }
+}
+
+} // namespace
 } // namespace kvscope::kernels::cpu::detail

@@ -259,15 +259,7 @@ void axpy(const float* w, std::size_t w_stride, const KvRows& rows, float* acc, 
     constexpr std::size_t kVectors = H == 1 ? 8 : H == 2 ? 4 : 2;
     const std::size_t whole = n / 8 * 8;
     axpy_from<Code, H, kVectors>(w, w_stride, rows, 0, whole / 8, acc, n);
-    for (std::size_t r = 0; r < rows.count; ++r) {
-        const std::byte* row = rows.first + r * rows.stride;
-        const std::byte* scales = rows.scales + r * rows.scale_stride;
-        for (std::size_t i = whole; i < n; ++i) {
-            const float x = decode_value<Code>(row, scales, i, n);
-            for (std::size_t h = 0; h < H; ++h)
-                acc[h * n + i] += w[h * w_stride + r] * x;
-        }
-    }
+    axpy_values<Code, H>(w, w_stride, rows, whole, acc, n);
 }
 
 template <RowCode Code, std::size_t... H>
