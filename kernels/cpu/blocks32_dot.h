@@ -1,9 +1,9 @@
 // Internal to matmul_avx2.cpp and matmul_avxvnni.cpp, the two files built
 // with AVX2 code generation: the row dot products of the blocks-of-32 weight
 // types (Q8_0, Q4_0, Q5_0) against 8-bit activations, written once and
-// compiled twice. (matmul_avx512vnni.cpp reuses the weight decoding.) They differ only in how 32 unsigned x signed byte
-// products become 8 int32 sums (`IntDot`): AVX2's maddubs + madd, or
-// AVX-VNNI's single dpbusd. Both sums are exact (|w| <= 128 and activations
+// compiled twice (matmul_avx512vnni.cpp reuses the weight decoding). They
+// differ only in how 32 unsigned x signed byte products become 8 int32
+// sums (`IntDot`): AVX2's maddubs + madd, or AVX-VNNI's single dpbusd. Both sums are exact (|w| <= 128 and activations
 // avoid -128, so maddubs never saturates), so both builds give bit-identical
 // results and the choice is invisible except in speed.
 //
