@@ -12,7 +12,6 @@
 #include "engine/model/synthetic_model.h"
 #include "engine/presets/model_presets.h"
 #include "engine/runtime/model.h"
-#include "engine/workload/serve_run.h"
 
 namespace kvscope::ui {
 namespace {
@@ -168,12 +167,12 @@ void EngineController::startWorkload(const WorkloadSpec& spec) {
     if (const std::uint32_t context = model_->config().context_length; context > 0)
         fitted.max_total = std::min(fitted.max_total, context);
     try {
-        workload_ = Workload{make_workload(fitted), 0, std::max<std::uint32_t>(spec.n, 1), 0, Clock::now(), {}};
+        workload_.emplace(*engine_, make_workload(fitted), spec.n);
     } catch (const std::exception& e) {
         emit errorOccurred(tr("The workload was not started: %1").arg(errorText(e)));
         return;
     }
-    emit workloadProgress(0, 0, static_cast<quint32>(workload_->requests.size()));
+    emitWorkloadProgress();
     scheduleStep();
 }
 
@@ -181,11 +180,9 @@ void EngineController::stopWorkload() {
     if (!workload_)
         return;
     arrivalTimer_->stop();
-    const std::set<RequestId> open = std::exchange(workload_->open, {});
-    workload_.reset(); // first, so that the aborts below are not counted as a workload's progress
-    for (RequestId id : open)
-        engine_->abort(id);
-    emit workloadStopped();
+    const std::size_t aborted = workload_->stop(); // the aborts reach onOutput while the feeder still counts them
+    workload_.reset();
+    emit workloadStopped(static_cast<quint32>(aborted));
     publishSnapshot();
 }
 
@@ -211,13 +208,8 @@ void EngineController::onOutput(const RequestOutput& out) {
             finishChat(it->first, out);
         return;
     }
-    if (workload_ && workload_->open.contains(out.request)) {
-        if (out.finish && out.index == 0) {
-            workload_->open.erase(out.request);
-            ++workload_->finished;
-        }
+    if (workload_ && workload_->on_output(out))
         return;
-    }
     // Neither a chat nor a workload request yet: add_request is rejecting it.
     if (out.finish == FinishReason::Error)
         rejection_ = {out.request, out.error};
@@ -242,21 +234,14 @@ void EngineController::finishChat(RequestId request, const RequestOutput& out) {
 void EngineController::admitWorkloadArrivals() {
     if (!workload_)
         return;
-    Workload& w = *workload_;
-    const double elapsed = secondsBetween(w.start, Clock::now());
-    for (; w.next < w.requests.size() && w.requests[w.next].arrival_s <= elapsed; ++w.next) {
-        const WorkloadRequest& r = w.requests[w.next];
-        rejection_.reset();
-        const RequestId id = engine_->add_request(r.prompt, request_params(r, w.n));
-        if (rejection_ && rejection_->first == id) {
-            ++w.finished;
-            emit errorOccurred(tr("Workload request %1 was rejected: %2")
-                                   .arg(w.next + 1)
-                                   .arg(QString::fromStdString(rejection_->second)));
-        } else {
-            w.open.insert(id);
-        }
-    }
+    for (const WorkloadRejection& r : workload_->admit_arrivals())
+        emit errorOccurred(
+            tr("Workload request %1 was rejected: %2").arg(r.index + 1).arg(QString::fromStdString(r.error)));
+}
+
+void EngineController::emitWorkloadProgress() {
+    emit workloadProgress(static_cast<quint32>(workload_->submitted()), static_cast<quint32>(workload_->ended()),
+                          static_cast<quint32>(workload_->total()));
 }
 
 void EngineController::scheduleStep() {
@@ -281,11 +266,10 @@ void EngineController::stepOnce() {
         }
     }
     if (workload_) {
-        const Workload& w = *workload_;
-        emit workloadProgress(static_cast<quint32>(w.next), w.finished, static_cast<quint32>(w.requests.size()));
-        if (w.next == w.requests.size() && w.open.empty()) {
+        emitWorkloadProgress();
+        if (workload_->done()) {
             workload_.reset();
-            emit workloadStopped();
+            emit workloadStopped(0);
         }
     }
     if (engine_->has_work()) {
@@ -294,12 +278,8 @@ void EngineController::stepOnce() {
         return;
     }
     publishSnapshot(); // the idle state, once
-    if (workload_ && workload_->next < workload_->requests.size()) {
-        // Nothing to run until the next request arrives.
-        const double wait = workload_->requests[workload_->next].arrival_s -
-                            secondsBetween(workload_->start, Clock::now());
-        arrivalTimer_->start(std::max(0, static_cast<int>(wait * 1000)));
-    }
+    if (const auto wait = workload_ ? workload_->seconds_to_next_arrival() : std::nullopt)
+        arrivalTimer_->start(static_cast<int>(*wait * 1000)); // nothing to run until the next request arrives
 }
 
 void EngineController::flushText() {

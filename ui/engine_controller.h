@@ -4,7 +4,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "engine/engine_snapshot.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/workload/workload.h"
+#include "engine/workload/workload_feeder.h"
 #include "ui/chat_turn.h"
 #include "ui/dashboards/snapshot_metatype.h"
 #include "ui/model_source.h"
@@ -58,7 +58,7 @@ public slots:
     void submitChat(const kvscope::ui::ChatTurn& turn);
     void abortChat(int chat);
     // Requests arrive at the spec's times (Poisson rate, or all at once) and
-    // generate exactly their lengths, as `bench serve` runs them.
+    // generate exactly their lengths: the WorkloadFeeder `bench serve` uses.
     void startWorkload(const kvscope::WorkloadSpec& spec);
     void stopWorkload();
 
@@ -73,7 +73,9 @@ signals:
     void chatFinished(const kvscope::ui::TurnStats& stats);
     // submitted / total requests of the running workload; finished when it ends.
     void workloadProgress(quint32 submitted, quint32 finished, quint32 total);
-    void workloadStopped();
+    // The workload ended or was stopped; `aborted`: its requests the stop
+    // aborted in the engine (0 when it ran to its end).
+    void workloadStopped(quint32 aborted);
     void snapshotReady(std::shared_ptr<const kvscope::EngineSnapshot> snapshot);
 
 private:
@@ -86,16 +88,6 @@ private:
         std::optional<Clock::time_point> first_token;
         QString pending_text; // not yet sent
     };
-    struct Workload {
-        std::vector<WorkloadRequest> requests;
-        std::size_t next = 0;
-        std::uint32_t n = 1;
-        std::uint32_t finished = 0;
-        Clock::time_point start;
-        std::set<RequestId> open; // submitted, not finished
-    };
-
-    void buildEngine(const EngineConfig& config);
     void abortEverything();
     void onOutput(const RequestOutput& out);
     void finishChat(RequestId request, const RequestOutput& out);
@@ -105,7 +97,7 @@ private:
     void flushText();
     void publishSnapshot();
     void maybePublish();
-    bool hasWork() const;
+    void emitWorkloadProgress();
 
     EngineConfig config_;
     std::shared_ptr<const Model> model_;
@@ -116,7 +108,7 @@ private:
     std::map<RequestId, ChatRequest> chats_;
     // add_request rejects a request synchronously, before its id is known here.
     std::optional<std::pair<RequestId, std::string>> rejection_;
-    std::optional<Workload> workload_;
+    std::optional<WorkloadFeeder> workload_;
     QTimer* arrivalTimer_;
     bool stepQueued_ = false;
     Clock::time_point lastSnapshot_{};

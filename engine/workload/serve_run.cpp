@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "engine/workload/workload_feeder.h"
+
 namespace kvscope {
 namespace {
 
@@ -38,15 +40,6 @@ void add_step_time(ServeRunResult& r, const StepBatch& batch, double seconds) {
 
 } // namespace
 
-RequestParams request_params(const WorkloadRequest& w, std::uint32_t n) {
-    RequestParams p;
-    p.max_new_tokens = w.max_new_tokens;
-    p.end_after_tokens = w.output_len;
-    p.n = n;
-    p.ignore_eos = true; // random weights: the drawn length decides, not the model
-    return p;
-}
-
 ServeRunResult run_workload(const EngineConfig& config, std::shared_ptr<const Model> model,
                             const std::vector<WorkloadRequest>& workload, std::uint32_t n) {
     Engine engine(config, std::move(model));
@@ -54,19 +47,14 @@ ServeRunResult run_workload(const EngineConfig& config, std::shared_ptr<const Mo
     r.config = config;
     r.requests = static_cast<std::uint32_t>(workload.size());
     r.kv_blocks = engine.kv().config().num_blocks;
-    engine.set_output_callback([&](const RequestOutput& o) {
-        if (o.finish && o.index == 0)
-            (*o.finish == FinishReason::Error ? r.failed : r.completed) += 1;
-    });
+    WorkloadFeeder feeder(engine, workload, n);
+    engine.set_output_callback([&](const RequestOutput& o) { feeder.on_output(o); });
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
     Averages avg;
-    std::size_t next = 0;
-    while (next < workload.size() || engine.has_work()) {
-        for (; next < workload.size() && workload[next].arrival_s <= elapsed(); ++next) {
-            engine.add_request(workload[next].prompt, request_params(workload[next], n));
-        }
+    while (!feeder.all_submitted() || engine.has_work()) {
+        feeder.admit_arrivals(); // refusals are counted as failed
         const double before = elapsed();
         engine.step();
         const double dt = elapsed() - before;
@@ -75,6 +63,8 @@ ServeRunResult run_workload(const EngineConfig& config, std::shared_ptr<const Mo
         r.peak_running = std::max(r.peak_running, engine.scheduler().num_running());
     }
     r.seconds = elapsed();
+    r.completed = static_cast<std::uint32_t>(feeder.completed());
+    r.failed = static_cast<std::uint32_t>(feeder.failed());
     const auto last = engine.snapshot();
     r.prompt_tokens = last->prompt_tokens;
     r.generated_tokens = last->generated_tokens;

@@ -47,13 +47,8 @@ struct ServeRunResult {
     }
 };
 
-// How a workload request is sent: asking for its max_new_tokens, its reply
-// ending after output_len tokens (end_after_tokens), the model's own EOS
-// ignored, as serving benchmarks do; n samples.
-RequestParams request_params(const WorkloadRequest& w, std::uint32_t n);
-
-// Feeds the workload to a fresh Engine (requests arrive at their times, as
-// request_params says) and steps until every request has ended.
+// Feeds the workload to a fresh Engine through a WorkloadFeeder (requests
+// arrive at their times) and steps until every request has ended.
 ServeRunResult run_workload(const EngineConfig& config, std::shared_ptr<const Model> model,
                             const std::vector<WorkloadRequest>& workload, std::uint32_t n = 1);
 

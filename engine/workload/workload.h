@@ -1,6 +1,8 @@
 // engine/workload: synthetic serving workloads — request lengths drawn from a
-// distribution, arrival times — for `bench serve` and the app's load
-// generator. Depends on engine/kv (token ids) only.
+// distribution, arrival times (this file, depends on engine/kv's token ids
+// only) — and running them: workload_feeder.h paces one into an Engine for
+// `bench serve`, the app's load generator and the server's load tests;
+// serve_run.h is `bench serve`'s measured run on a fresh Engine.
 #pragma once
 
 #include <cstdint>

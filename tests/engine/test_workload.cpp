@@ -1,24 +1,147 @@
 // Workload generation: deterministic, within its caps, with the documented
-// length distributions and arrival process.
+// length distributions and arrival process. And WorkloadFeeder pacing a
+// workload into an engine over a tiny synthetic model: arrivals wait for
+// their time, every end is counted, refusals fail, stop aborts.
 #include <QtTest>
 
+#include <QTemporaryDir>
+
+#include <memory>
 #include <numeric>
 
 #include "engine/core/error.h"
+#include "engine/model/synthetic_model.h"
+#include "engine/presets/model_presets.h"
 #include "engine/workload/workload.h"
+#include "engine/workload/workload_feeder.h"
 
 using namespace kvscope;
+
+namespace {
+
+// Two layers of 64 dims over a 256-token vocabulary: fast enough to run
+// whole workloads in a unit test.
+const ModelGeometry kTiny{"tiny", "llama", 64, 2, 4, 2, 128, 256, 256, true, false};
+
+WorkloadRequest request_at(double arrival_s, std::uint32_t prompt_len = 8, std::uint32_t output_len = 4) {
+    WorkloadRequest r;
+    r.arrival_s = arrival_s;
+    r.prompt.assign(prompt_len, 5);
+    r.prompt[0] = 1;
+    r.max_new_tokens = output_len;
+    r.output_len = output_len;
+    return r;
+}
+
+} // namespace
 
 class TestWorkload : public QObject {
     Q_OBJECT
 private slots:
+    void initTestCase();
+    void feeder_runs_a_workload_to_its_end();
+    void feeder_waits_for_arrival_times();
+    void feeder_counts_refusals_as_failed();
+    void feeder_stop_aborts_what_it_submitted();
     void same_seed_same_workload();
     void requests_ask_for_the_cap_unless_oracle();
     void sharegpt_is_long_tailed_and_capped();
     void fixed_and_uniform_lengths();
     void shared_prefix_and_poisson_arrivals();
     void impossible_specs_are_errors();
+
+private:
+    std::unique_ptr<Engine> engine(); // fresh, over the tiny model
+
+    QTemporaryDir dir_;
+    std::shared_ptr<const Model> model_;
 };
+
+void TestWorkload::initTestCase() {
+    QVERIFY(dir_.isValid());
+    const std::string path = dir_.filePath("tiny.gguf").toStdString();
+    write_synthetic_model(kTiny, GgmlType::F32, 1, path);
+    model_ = std::make_shared<const Model>(path);
+}
+
+std::unique_ptr<Engine> TestWorkload::engine() {
+    EngineConfig c;
+    c.num_blocks = 64;
+    return std::make_unique<Engine>(c, model_);
+}
+
+void TestWorkload::feeder_runs_a_workload_to_its_end() {
+    auto e = engine();
+    WorkloadSpec spec;
+    spec.requests = 6;
+    spec.distribution = LengthDistribution::Fixed;
+    spec.prompt_len = 12;
+    spec.output_len = 5;
+    spec.max_total = 64;
+    spec.vocab = kTiny.vocab;
+    spec.n = 2;
+    WorkloadFeeder feeder(*e, make_workload(spec), spec.n);
+    std::size_t others = 0;
+    e->set_output_callback([&](const RequestOutput& o) { others += !feeder.on_output(o); });
+    const RequestId chat = e->add_request(std::vector<TokenId>{1, 7, 8}, RequestParams{}); // not the feeder's
+    while (!feeder.done()) {
+        QVERIFY(feeder.admit_arrivals().empty());
+        e->step();
+    }
+    QCOMPARE(feeder.submitted(), std::size_t{6});
+    QCOMPARE(feeder.completed(), std::size_t{6});
+    QCOMPARE(feeder.ended(), std::size_t{6});
+    QCOMPARE(feeder.failed(), std::size_t{0});
+    QVERIFY(!feeder.seconds_to_next_arrival());
+    QVERIFY(chat > 0 && others > 0); // the chat's outputs were left to their owner
+}
+
+void TestWorkload::feeder_waits_for_arrival_times() {
+    auto e = engine();
+    WorkloadFeeder feeder(*e, {request_at(0), request_at(3600)});
+    e->set_output_callback([&](const RequestOutput& o) { feeder.on_output(o); });
+    QVERIFY(feeder.admit_arrivals().empty());
+    QCOMPARE(feeder.submitted(), std::size_t{1});
+    QVERIFY(!feeder.all_submitted());
+    QVERIFY(*feeder.seconds_to_next_arrival() > 3000); // an hour away
+    while (e->has_work())
+        e->step();
+    QCOMPARE(feeder.ended(), std::size_t{1});
+    QVERIFY(!feeder.done()); // the second request is still to come
+}
+
+void TestWorkload::feeder_counts_refusals_as_failed() {
+    auto e = engine();
+    // Longer than the tiny model's 256-token context: add_request refuses it.
+    WorkloadFeeder feeder(*e, {request_at(0, 300), request_at(0)});
+    e->set_output_callback([&](const RequestOutput& o) { feeder.on_output(o); });
+    const std::vector<WorkloadRejection> refused = feeder.admit_arrivals();
+    QCOMPARE(refused.size(), std::size_t{1});
+    QCOMPARE(refused[0].index, std::size_t{0});
+    QVERIFY(!refused[0].error.empty());
+    QCOMPARE(feeder.failed(), std::size_t{1});
+    while (e->has_work())
+        e->step();
+    QVERIFY(feeder.done());
+    QCOMPARE(feeder.completed(), std::size_t{1});
+    QCOMPARE(feeder.ended(), std::size_t{2});
+}
+
+void TestWorkload::feeder_stop_aborts_what_it_submitted() {
+    auto e = engine();
+    WorkloadFeeder feeder(*e, {request_at(0, 8, 50), request_at(0, 8, 50), request_at(0, 8, 50), request_at(3600)});
+    e->set_output_callback([&](const RequestOutput& o) { feeder.on_output(o); });
+    QVERIFY(feeder.admit_arrivals().empty());
+    e->step();
+    QVERIFY(e->has_work());
+    QCOMPARE(feeder.stop(), std::size_t{3});
+    QVERIFY(!e->has_work()); // aborted in the engine
+    QCOMPARE(feeder.ended(), std::size_t{3});
+    QCOMPARE(feeder.completed(), std::size_t{0});
+    QVERIFY(feeder.done()); // stopped: the last request will never be added
+    QVERIFY(feeder.admit_arrivals().empty());
+    QCOMPARE(feeder.submitted(), std::size_t{3});
+}
 
 void TestWorkload::same_seed_same_workload() {
     WorkloadSpec s;

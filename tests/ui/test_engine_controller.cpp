@@ -213,6 +213,7 @@ private slots:
         QCOMPARE(progress.last().at(0).toUInt(), 12u); // submitted
         QCOMPARE(progress.last().at(1).toUInt(), 12u); // finished
         QCOMPARE(progress.last().at(2).toUInt(), 12u);
+        QCOMPARE(stopped.last().at(0).toUInt(), 0u); // ran to its end: nothing aborted
     }
 
     void stopWorkloadAbortsItsRequests() {
@@ -227,11 +228,19 @@ private slots:
         spec.prompt_len = 100;
         spec.output_len = 300;
         engine->startWorkload(spec);
+        // Stop only once the engine holds workload requests, so that the
+        // stop has something to abort every time (200 requests of 400
+        // tokens keep it busy far longer than a snapshot interval).
+        auto inFlight = [&snapshots] {
+            const auto s = snapshots.last().at(0).value<std::shared_ptr<const EngineSnapshot>>();
+            return s->running + s->waiting + s->swapped;
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(!snapshots.isEmpty() && inFlight() > 0, kWaitMs);
         engine->stopWorkload();
         QVERIFY(arrives(stopped, 1));
-        QTRY_VERIFY_WITH_TIMEOUT(!snapshots.isEmpty(), kWaitMs);
-        const auto last = snapshots.last().at(0).value<std::shared_ptr<const EngineSnapshot>>();
-        QCOMPARE(last->running + last->waiting + last->swapped, std::size_t{0});
+        QVERIFY(stopped.last().at(0).toUInt() > 0); // aborted in the engine
+        QCOMPARE(stopped.size(), 1);
+        QTRY_VERIFY_WITH_TIMEOUT(inFlight() == 0, kWaitMs);
     }
 
     // The figure the issue asks for: the engine generates at full speed with
