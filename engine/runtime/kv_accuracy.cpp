@@ -4,7 +4,6 @@
 #include <memory>
 #include <string>
 
-#include "engine/core/error.h"
 #include "engine/kv/kv_cache_manager.h"
 #include "engine/runtime/forward_pass.h"
 #include "engine/runtime/perplexity.h"
@@ -100,17 +99,22 @@ std::vector<std::unique_ptr<ForcedSequence>> forced_runs(const Model& model, std
 }
 
 std::vector<NextTokenStats> score(std::span<const std::unique_ptr<ForcedSequence>> runs,
-                                  std::span<const std::span<const TokenId>> windows) {
+                                  std::span<const std::span<const TokenId>> windows, const KvAccuracyOptions& options) {
     std::vector<NextTokenStats> stats(runs.size());
-    for (const auto& window : windows) {
+    for (std::size_t w = 0; w < windows.size(); ++w) {
+        const std::span<const TokenId> window = windows[w];
         for (auto& run : runs)
             run->restart();
         for (std::size_t p = 0; p + 1 < window.size(); ++p) {
+            if (options.cancel && options.cancel->load())
+                throw KvAccuracyCancelled();
             const std::vector<double> reference = log_softmax(runs[0]->feed(window[p]));
             stats[0].add(reference, reference, window[p + 1]);
             for (std::size_t d = 1; d < runs.size(); ++d)
                 stats[d].add(reference, log_softmax(runs[d]->feed(window[p])), window[p + 1]);
         }
+        if (options.on_window)
+            options.on_window(w + 1, windows.size());
     }
     return stats;
 }
@@ -160,7 +164,7 @@ KvAccuracyReport measure_kv_accuracy(const Model& model, std::span<const TokenId
     const std::vector<KvDtype> dtypes = with_f32_first(options.kv_dtypes);
     const std::size_t longest = windows.front().size(); // only the last window can be shorter
     const auto runs = forced_runs(model, dtypes, options.block_size, longest, options.backend);
-    const std::vector<NextTokenStats> stats = score(runs, windows);
+    const std::vector<NextTokenStats> stats = score(runs, windows, options);
     report.scored = stats[0].positions();
 
     const double f16_bytes = sequence_bytes_per_token(model, KvDtype::F16, options.block_size, longest);

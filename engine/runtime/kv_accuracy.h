@@ -3,12 +3,15 @@
 // what it saves in bytes (from KvLayout).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
 #include "engine/core/backend.h"
+#include "engine/core/error.h"
 #include "engine/kv/kv_dtype.h"
 #include "engine/kv/kv_ids.h"
 #include "engine/runtime/model.h"
@@ -24,6 +27,19 @@ struct KvAccuracyOptions {
     // Per dtype as choose_backend decides: auto runs a dtype the CUDA pass
     // cannot run yet on the CPU; cuda throws for it.
     Backend backend = Backend::Cpu;
+    // Called on the measuring thread after each evaluation window with the
+    // windows scored so far and in all, so a front end can show progress.
+    std::function<void(std::size_t windows_done, std::size_t windows)> on_window;
+    // Polled before every position: once it reads true the measurement
+    // stops and throws KvAccuracyCancelled. Another thread may set it; it
+    // must outlive the call.
+    const std::atomic<bool>* cancel = nullptr;
+};
+
+// What measure_kv_accuracy throws when KvAccuracyOptions::cancel asked it to stop.
+class KvAccuracyCancelled : public Error {
+public:
+    KvAccuracyCancelled() : Error("the KV accuracy measurement was cancelled") {}
 };
 
 struct KvAccuracyRow {
@@ -64,7 +80,8 @@ std::vector<KvDtype> runnable_kv_dtypes(const Model& model, Backend backend);
 // dtypes in lockstep one position at a time, so only one position's logits
 // per dtype are held at once whatever the vocabulary and text size. Throws
 // kvscope::Error on a dtype the forward pass does not support, a context
-// above the model's, or fewer than 2 tokens.
+// above the model's, or fewer than 2 tokens; KvAccuracyCancelled when
+// cancelled.
 KvAccuracyReport measure_kv_accuracy(const Model& model, std::span<const TokenId> tokens,
                                      const KvAccuracyOptions& options);
 

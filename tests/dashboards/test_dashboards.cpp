@@ -7,16 +7,16 @@
 
 #include <QBuffer>
 #include <QImage>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "engine/engine.h"
-#include "engine/tokenizer/tokenizer.h"
-#include "engine/tokenizer/vocabulary.h"
 #include "support/test_models.h"
 #include "ui/dashboards/accuracy_measurement.h"
 #include "ui/dashboards/contiguous_counterfactual.h"
@@ -113,8 +113,8 @@ private slots:
     void throughput_series_equal_the_snapshots();
     void kv_quant_bars_come_from_kv_layout();
     void accuracy_rows_fill_the_table();
-    void accuracy_windows_combine_to_one_measurement();
     void measure_accuracy_fills_the_table();
+    void cancel_stops_the_accuracy_measurement();
     void workload_dock_emits_the_spec();
     void workload_dock_refuses_an_impossible_spec();
 
@@ -428,49 +428,7 @@ namespace {
 
 const QString kStory = QStringLiteral(KVSCOPE_TEST_DATA "/tiny_story.txt");
 
-std::vector<TokenId> storyTokens(const Model& model) {
-    QFile file(kStory);
-    if (!file.open(QIODevice::ReadOnly))
-        return {};
-    const Tokenizer tokenizer(read_vocabulary(model.file()));
-    return tokenizer.encode(file.readAll().toStdString());
-}
-
-bool close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
-
 } // namespace
-
-void TestDashboards::accuracy_windows_combine_to_one_measurement() {
-    // Measuring window by window (for progress) must give what one
-    // measure_kv_accuracy call over the whole text gives.
-    const std::vector<TokenId> tokens = storyTokens(*model_);
-    QVERIFY(tokens.size() > 600);
-    KvAccuracyOptions options;
-    options.kv_dtypes = {KvDtype::F16, KvDtype::Int4};
-    options.context = 300;
-    const KvAccuracyReport whole = measure_kv_accuracy(*model_, tokens, options);
-    std::vector<KvAccuracyReport> parts;
-    for (const auto& window : evaluation_windows(tokens, options.context)) {
-        KvAccuracyOptions one = options;
-        one.context = static_cast<std::uint32_t>(window.size());
-        parts.push_back(measure_kv_accuracy(*model_, window, one));
-    }
-    QVERIFY(parts.size() >= 3);
-    const KvAccuracyReport combined = combine_window_reports(parts, tokens.size());
-    QCOMPARE(combined.scored, whole.scored);
-    QCOMPARE(combined.windows, whole.windows);
-    QCOMPARE(combined.rows.size(), whole.rows.size());
-    for (std::size_t d = 0; d < whole.rows.size(); ++d) {
-        const KvAccuracyRow& a = combined.rows[d];
-        const KvAccuracyRow& b = whole.rows[d];
-        QCOMPARE(a.kv_dtype, b.kv_dtype);
-        QCOMPARE(a.bytes_per_token, b.bytes_per_token);
-        QVERIFY2(close(a.perplexity, b.perplexity), qPrintable(QString::number(a.perplexity - b.perplexity)));
-        QVERIFY(close(a.delta_pct, b.delta_pct));
-        QVERIFY(close(a.kld, b.kld));
-        QVERIFY(close(a.top1_agreement, b.top1_agreement));
-    }
-}
 
 void TestDashboards::measure_accuracy_fills_the_table() {
     KvQuantPanel panel;
@@ -487,11 +445,30 @@ void TestDashboards::measure_accuracy_fills_the_table() {
     for (int row = 0; row < panel.accuracyRowCount(); ++row)
         QVERIFY(panel.accuracyCell(row, 2).toDouble() > 1.0); // a perplexity
     QVERIFY2(panel.accuracyNoteText().contains(QStringLiteral("3 window")), qPrintable(panel.accuracyNoteText()));
+    const auto* progress = panel.findChild<QProgressBar*>();
+    QVERIFY(progress);
+    QCOMPARE(progress->maximum(), 3); // the engine's windows, each reported
+    QCOMPARE(progress->value(), 3);
 
     panel.measureAccuracy(QStringLiteral("/no/such/file.txt"), 300);
     QTRY_VERIFY_WITH_TIMEOUT(!panel.isMeasuringAccuracy(), 60000);
     QVERIFY2(panel.accuracyNoteText().contains(QStringLiteral("/no/such/file.txt")), qPrintable(panel.accuracyNoteText()));
     QCOMPARE(panel.accuracyRowCount(), static_cast<int>(dtypes.size())); // the last result stays
+}
+
+void TestDashboards::cancel_stops_the_accuracy_measurement() {
+    KvQuantPanel panel;
+    panel.setModel(model_);
+    panel.measureAccuracy(kStory, 300);
+    QVERIFY(panel.isMeasuringAccuracy());
+    const auto buttons = panel.findChildren<QPushButton*>();
+    const auto cancel = std::find_if(buttons.begin(), buttons.end(),
+                                     [](const QPushButton* b) { return b->text() == QStringLiteral("Cancel"); });
+    QVERIFY(cancel != buttons.end());
+    (*cancel)->click(); // long before the measurement's ~second of work is done
+    QTRY_VERIFY_WITH_TIMEOUT(!panel.isMeasuringAccuracy(), 60000);
+    QCOMPARE(panel.accuracyRowCount(), 0); // no result
+    QCOMPARE(panel.accuracyNoteText(), QStringLiteral("Cancelled."));
 }
 
 void TestDashboards::workload_dock_emits_the_spec() {

@@ -1,14 +1,16 @@
 // What each KV dtype costs in accuracy on stories260K and a fixed text
 // (tests/data/tiny_story.txt): the perplexity targets, and the f32
 // baseline checked against perplexity computed here from the plain
-// teacher-forcing path (generation.h).
+// teacher-forcing path (generation.h); progress per window and cancel.
 #include <QtTest>
 
 #include <QFile>
 
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "engine/core/error.h"
 #include "engine/runtime/generation.h"
@@ -63,6 +65,8 @@ private slots:
     void f32_baseline_matches_plain_teacher_forcing();
     void every_runnable_dtype_meets_its_target();
     void windows_restart_the_cache();
+    void progress_is_reported_per_window();
+    void cancel_stops_within_a_window();
     void bad_requests_are_errors();
 
 private:
@@ -150,6 +154,41 @@ void TestKvAccuracy::windows_restart_the_cache() {
     QCOMPARE(b.scored, a.scored);
     QVERIFY2(b.rows[0].perplexity > a.rows[0].perplexity,
              qPrintable(QStringLiteral("%1 vs %2").arg(b.rows[0].perplexity).arg(a.rows[0].perplexity)));
+}
+
+void TestKvAccuracy::progress_is_reported_per_window() {
+    const std::span<const TokenId> head = std::span(tokens_).first(160);
+    KvAccuracyOptions o;
+    o.kv_dtypes = {KvDtype::F16};
+    o.context = 32;
+    std::vector<std::pair<std::size_t, std::size_t>> calls;
+    o.on_window = [&](std::size_t done, std::size_t total) { calls.emplace_back(done, total); };
+    const KvAccuracyReport r = measure_kv_accuracy(*model_, head, o);
+    QCOMPARE(calls.size(), r.windows);
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+        QCOMPARE(calls[i].first, i + 1);
+        QCOMPARE(calls[i].second, std::size_t{6});
+    }
+}
+
+void TestKvAccuracy::cancel_stops_within_a_window() {
+    const std::span<const TokenId> head = std::span(tokens_).first(160);
+    std::atomic<bool> cancel{false};
+    KvAccuracyOptions o;
+    o.context = 32;
+    o.cancel = &cancel;
+    std::size_t windows_done = 0;
+    o.on_window = [&](std::size_t done, std::size_t) {
+        windows_done = done;
+        if (done == 2)
+            cancel = true; // as another thread would: seen at the next position
+    };
+    QVERIFY_THROWS_EXCEPTION(KvAccuracyCancelled, measure_kv_accuracy(*model_, head, o));
+    QCOMPARE(windows_done, std::size_t{2});
+    // Already set when it starts: no window is reported.
+    windows_done = 0;
+    QVERIFY_THROWS_EXCEPTION(KvAccuracyCancelled, measure_kv_accuracy(*model_, head, o));
+    QCOMPARE(windows_done, std::size_t{0});
 }
 
 void TestKvAccuracy::bad_requests_are_errors() {

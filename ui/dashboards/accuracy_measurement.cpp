@@ -1,6 +1,5 @@
 #include "ui/dashboards/accuracy_measurement.h"
 
-#include <cmath>
 #include <exception>
 #include <fstream>
 #include <sstream>
@@ -38,36 +37,6 @@ std::vector<AccuracyRow> accuracy_rows(const KvAccuracyReport& report) {
     return rows;
 }
 
-KvAccuracyReport combine_window_reports(const std::vector<KvAccuracyReport>& windows, std::size_t tokens) {
-    KvAccuracyReport all;
-    if (windows.empty())
-        return all;
-    all.tokens = tokens;
-    all.windows = windows.size();
-    all.context = windows.front().context;
-    all.rows = windows.front().rows; // dtypes, bytes per token and saving from the longest window
-    for (std::size_t d = 0; d < all.rows.size(); ++d) {
-        double nll = 0, kld = 0, top1 = 0;
-        std::size_t scored = 0;
-        for (const KvAccuracyReport& w : windows) {
-            const KvAccuracyRow& r = w.rows.at(d);
-            const double n = static_cast<double>(w.scored);
-            nll += n * std::log(r.perplexity);
-            kld += n * r.kld;
-            top1 += n * r.top1_agreement;
-            scored += w.scored;
-        }
-        const double n = static_cast<double>(scored);
-        all.rows[d].perplexity = std::exp(nll / n);
-        all.rows[d].kld = kld / n;
-        all.rows[d].top1_agreement = top1 / n;
-        all.scored = scored;
-    }
-    for (KvAccuracyRow& r : all.rows) // against f32, listed first
-        r.delta_pct = 100.0 * (r.perplexity / all.rows.front().perplexity - 1.0);
-    return all;
-}
-
 AccuracyMeasurement::AccuracyMeasurement(QObject* parent) : QObject(parent) {}
 
 AccuracyMeasurement::~AccuracyMeasurement() {
@@ -102,19 +71,14 @@ void AccuracyMeasurement::start(std::shared_ptr<const Model> model, const QStrin
             KvAccuracyOptions options;
             options.kv_dtypes = runnable_kv_dtypes(*model, options.backend);
             options.block_size = blockSize;
-            options.context = context > 0 ? context : model->config().context_length;
-            const auto windows = evaluation_windows(tokens, options.context);
-            std::vector<KvAccuracyReport> reports;
-            for (std::size_t i = 0; i < windows.size(); ++i) {
-                if (cancelled->load())
-                    return;
-                KvAccuracyOptions one = options;
-                one.context = static_cast<std::uint32_t>(windows[i].size());
-                reports.push_back(measure_kv_accuracy(*model, windows[i], one));
-                const int done = static_cast<int>(i + 1), total = static_cast<int>(windows.size());
-                post([done, total](AccuracyMeasurement* m) { emit m->progress(done, total); });
-            }
-            const KvAccuracyReport report = combine_window_reports(reports, tokens.size());
+            options.context = context;
+            options.cancel = cancelled.get();
+            options.on_window = [post](std::size_t done, std::size_t total) {
+                post([done = static_cast<int>(done), total = static_cast<int>(total)](AccuracyMeasurement* m) {
+                    emit m->progress(done, total);
+                });
+            };
+            const KvAccuracyReport report = measure_kv_accuracy(*model, tokens, options);
             const QString note = QObject::tr("%1: %2 tokens, %3 scored in %4 window(s) of %5 tokens, each KV dtype "
                                              "against f32 KV.")
                                      .arg(QFileInfo(textFile).fileName())
@@ -123,6 +87,8 @@ void AccuracyMeasurement::start(std::shared_ptr<const Model> model, const QStrin
                                      .arg(report.windows)
                                      .arg(report.context);
             post([rows = accuracy_rows(report), note](AccuracyMeasurement* m) { emit m->finished(rows, note); });
+        } catch (const KvAccuracyCancelled&) {
+            // Asked for: stopped() says it is over.
         } catch (const std::exception& e) {
             post([message = QString::fromStdString(e.what())](AccuracyMeasurement* m) { emit m->failed(message); });
         }

@@ -26,23 +26,16 @@ struct AccuracyRow {
 
 std::vector<AccuracyRow> accuracy_rows(const KvAccuracyReport& report);
 
-// measure_kv_accuracy's report over all windows from its reports on each
-// window alone (same dtypes, each run with context = its window's length):
-// perplexities combine through their summed log-likelihoods, KL divergence
-// and top-1 agreement as means over the scored positions; bytes per token
-// are the longest (first) window's, as measure_kv_accuracy counts them.
-// Measuring window by window is what lets the app report progress.
-KvAccuracyReport combine_window_reports(const std::vector<KvAccuracyReport>& windows, std::size_t tokens);
-
 // Runs the KV accuracy measurement (engine/runtime/kv_accuracy.h) of a text
-// file on a worker thread, window by window, so that the UI thread never
-// waits and can show progress. The model is shared read-only with the
-// engine; the measurement builds its own KV caches.
+// file on a worker thread, so that the UI thread never waits; the engine
+// reports each evaluation window as progress and polls the cancel flag.
+// The model is shared read-only with the engine; the measurement builds
+// its own KV caches.
 class AccuracyMeasurement : public QObject {
     Q_OBJECT
 public:
     explicit AccuracyMeasurement(QObject* parent = nullptr);
-    // Cancels a running measurement and waits for its current window.
+    // Cancels a running measurement and waits for it to stop (within a position).
     ~AccuracyMeasurement() override;
 
     bool isRunning() const { return thread_ != nullptr; }

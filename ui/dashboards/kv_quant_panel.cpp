@@ -125,7 +125,7 @@ QWidget* KvQuantPanel::buildAccuracySection() {
     connect(measurement_, &AccuracyMeasurement::failed, this, [this](const QString& message) {
         accuracyNote_->setText(tr("The measurement failed: %1").arg(message));
     });
-    // A cancelled run stops after its current window, without a result.
+    // A cancelled run stops at its next scored position, without a result.
     connect(cancel_, &QPushButton::clicked, this, [this] { accuracyNote_->setText(tr("Cancelled.")); });
     connect(measurement_, &AccuracyMeasurement::stopped, this, [this] { showMeasuring(false); });
 
