@@ -25,6 +25,11 @@ std::size_t blocks_in_short_runs(std::span<const BlockInfo> blocks, std::size_t 
 
 } // namespace
 
+SequenceWaste sequence_waste(const KvLayout& layout, std::size_t tokens, std::size_t held_blocks) {
+    const std::size_t written = layout.blocks_for_tokens(tokens);
+    return {written * layout.block_size() - tokens, (held_blocks - written) * layout.block_size()};
+}
+
 FragmentationStats compute_fragmentation(std::span<const BlockInfo> blocks, std::uint32_t block_size,
                                          AllocationMode mode, std::size_t pending_request_blocks) {
     FragmentationStats s;

@@ -5,6 +5,7 @@
 #include <span>
 
 #include "engine/kv/allocation_mode.h"
+#include "engine/kv/kv_layout.h"
 #include "engine/kv/pool_snapshot_types.h"
 
 namespace kvscope {
@@ -45,6 +46,14 @@ struct FragmentationStats {
 private:
     static double ratio(std::size_t a, std::size_t b) { return b ? static_cast<double>(a) / static_cast<double>(b) : 0.0; }
 };
+
+// One sequence's share of the internal and reserved waste when it holds
+// `held_blocks` blocks for `tokens` tokens (at least the blocks they fill).
+struct SequenceWaste {
+    std::size_t internal_slots = 0;
+    std::size_t reserved_slots = 0;
+};
+SequenceWaste sequence_waste(const KvLayout& layout, std::size_t tokens, std::size_t held_blocks);
 
 FragmentationStats compute_fragmentation(std::span<const BlockInfo> blocks, std::uint32_t block_size,
                                          AllocationMode mode, std::size_t pending_request_blocks);

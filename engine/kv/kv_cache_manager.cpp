@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "engine/kv/contiguous_reservation.h"
 #include "engine/kv/prefix_hash.h"
 
 namespace kvscope {
@@ -73,7 +74,7 @@ std::size_t KvCacheManager::blocks_needed(std::span<const TokenId> prompt, std::
                                           std::span<const BlockId> hits) const {
     const KvLayout& layout = config_.layout;
     if (config_.mode == AllocationMode::Contiguous)
-        return layout.blocks_for_tokens(prompt.size() + max_new_tokens);
+        return contiguous_reservation_blocks(layout, prompt.size() + max_new_tokens);
     // A hit on a cached-free block takes it off the free lists too.
     const auto revived = std::count_if(hits.begin(), hits.end(),
                                        [&](BlockId b) { return pool_.ref_count(b) == 0; });
@@ -148,8 +149,9 @@ std::uint32_t KvCacheManager::allocate(SeqId seq, std::span<const TokenId> promp
     Sequence s;
     s.tokens.assign(prompt.begin(), prompt.end());
     s.tail.resize(config_.layout.tail_bytes());
+    s.max_tokens = static_cast<std::uint32_t>(prompt.size()) + max_new_tokens;
     if (config_.mode == AllocationMode::Contiguous) {
-        s.capacity_blocks = static_cast<std::uint32_t>(config_.layout.blocks_for_tokens(prompt.size() + max_new_tokens));
+        s.capacity_blocks = static_cast<std::uint32_t>(contiguous_reservation_blocks(config_.layout, s.max_tokens));
         s.table = take_run(s.capacity_blocks, "contiguous allocation");
     } else {
         s.table = prefix_hits(prompt);
@@ -383,13 +385,14 @@ SequenceInfo KvCacheManager::sequence_info(SeqId id, const Sequence& s) const {
     info.num_tokens = static_cast<std::uint32_t>(s.tokens.size());
     info.capacity_tokens = static_cast<std::uint32_t>(
         (config_.mode == AllocationMode::Contiguous ? s.capacity_blocks : s.table.size()) * block_size());
+    info.max_tokens = s.max_tokens;
     info.cached_prefix_tokens = s.cached_prefix_tokens;
     info.swapped = s.swapped;
     info.blocks = s.table;
     if (!s.swapped) {
-        const std::size_t written = config_.layout.blocks_for_tokens(s.tokens.size());
-        info.internal_waste_slots = written * block_size() - s.tokens.size();
-        info.reserved_waste_slots = (s.table.size() - written) * block_size();
+        const SequenceWaste waste = sequence_waste(config_.layout, s.tokens.size(), s.table.size());
+        info.internal_waste_slots = waste.internal_slots;
+        info.reserved_waste_slots = waste.reserved_slots;
     }
     return info;
 }

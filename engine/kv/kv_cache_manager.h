@@ -124,6 +124,7 @@ private:
         std::vector<BlockId> swap_table;  // swap pool blocks while swapped
         std::vector<std::uint64_t> hashes; // chained hash of each full block, in order
         std::uint32_t capacity_blocks = 0; // contiguous reservation size
+        std::uint32_t max_tokens = 0;      // prompt + max_new_tokens, as allocate was asked
         std::uint32_t cached_prefix_tokens = 0;
         bool swapped = false;
         std::vector<std::byte> tail; // KIVI: the partial last block in f16

@@ -17,6 +17,7 @@ struct SequenceInfo {
     SeqId id = 0;
     std::uint32_t num_tokens = 0;
     std::uint32_t capacity_tokens = 0;      // contiguous: prompt + max_new_tokens; paged: blocks * block_size
+    std::uint32_t max_tokens = 0;           // prompt + max_new_tokens, as admitted (either mode)
     std::uint32_t cached_prefix_tokens = 0; // taken from the prefix cache at allocation
     bool swapped = false;                   // its blocks are in the host swap pool
     std::vector<BlockId> blocks;            // block table (empty while swapped)

@@ -19,7 +19,7 @@
 #include "engine/engine.h"
 #include "support/test_models.h"
 #include "ui/dashboards/accuracy_measurement.h"
-#include "ui/dashboards/contiguous_counterfactual.h"
+#include "engine/kv/contiguous_reservation.h"
 #include "ui/dashboards/fragmentation_panel.h"
 #include "ui/dashboards/kv_quant_panel.h"
 #include "ui/dashboards/snapshot_history.h"
@@ -271,7 +271,7 @@ void TestDashboards::counterfactual_is_at_least_paged_waste() {
         QVERIFY(contInternal[i] >= internal[i] - 1e-9);
         reservesMore |= contReserved[i] > 0;
         // And equal to the counterfactual computed from the snapshot.
-        const ContiguousCounterfactual c = contiguous_counterfactual(*paged_[i]);
+        const ContiguousCounterfactual c = contiguous_counterfactual(*paged_[i]->pool);
         QVERIFY(std::abs(contReserved[i] - 100 * c.reserved_waste()) < 1e-9);
     }
     QVERIFY2(reservesMore, "sequences still generating have reservations a contiguous allocator would hold");
@@ -284,7 +284,7 @@ void TestDashboards::counterfactual_of_a_contiguous_pool_is_its_own_waste() {
     // assumes, so on its snapshots both must agree slot for slot.
     int checked = 0;
     for (const auto& s : contiguous_) {
-        const ContiguousCounterfactual c = contiguous_counterfactual(*s);
+        const ContiguousCounterfactual c = contiguous_counterfactual(*s->pool);
         const FragmentationStats& f = s->pool->fragmentation;
         QCOMPARE(c.internal_waste_slots, f.internal_waste_slots);
         QCOMPARE(c.reserved_waste_slots, f.reserved_waste_slots);

@@ -1,6 +1,9 @@
 // KvCacheManager, case by case: the classic fragmentation example, fork and
-// copy-on-write, prefix caching, swapping, refusals and the figures.
+// copy-on-write, prefix caching, swapping, refusals and the figures, and
+// the contiguous counterfactual of its pools.
 #include <QtTest>
+
+#include "engine/kv/contiguous_reservation.h"
 
 #include "kv_test_support.h"
 
@@ -24,6 +27,8 @@ private slots:
     void watermark_keeps_blocks_free();
     void snapshot_describes_blocks();
     void fragmentation_figures();
+    void contiguous_counterfactual_of_a_paged_pool();
+    void contiguous_counterfactual_of_a_contiguous_pool_is_its_waste();
 };
 
 // A pool of 6 blocks; A takes 2, B takes 1, A is freed, C needs 4.
@@ -303,6 +308,43 @@ void TestKvCacheManager::fragmentation_figures() {
     // Without a pending request: the single free block outside the largest run.
     QCOMPARE(compute_fragmentation(blocks, 4, AllocationMode::Contiguous, 0).external_blocks, std::size_t{1});
     QCOMPARE(compute_fragmentation(blocks, 4, AllocationMode::Paged, 3).external_blocks, std::size_t{0});
+}
+
+void TestKvCacheManager::contiguous_counterfactual_of_a_paged_pool() {
+    // Block size 4: A (5 prompt + 6 new) holds 2 blocks paged, a contiguous
+    // allocator would reserve 3; B (4 + 0) fills its one block; C is swapped
+    // out and holds no pool memory.
+    KvCacheManager kv(config(8, 4, AllocationMode::Paged, false, 4));
+    kv.allocate(1, tokens(5, 10), 6);
+    kv.allocate(2, tokens(4, 20), 0);
+    kv.allocate(3, tokens(3, 30), 9);
+    kv.swap_out(3);
+    const ContiguousCounterfactual c = contiguous_counterfactual(*kv.snapshot());
+    QCOMPARE(c.sequences, std::size_t{2});
+    QCOMPARE(c.token_slots, std::size_t{9});
+    QCOMPARE(c.internal_waste_slots, std::size_t{3}); // A's second block
+    QCOMPARE(c.reserved_waste_slots, std::size_t{4}); // A's third block
+    QCOMPARE(c.reserved_blocks, std::size_t{4});
+    QCOMPARE(c.pool_blocks, std::size_t{8});
+    QCOMPARE(c.reserved_waste(), 4.0 / 32);
+    QVERIFY(c.fits());
+    // Paged, the same sequences reserve nothing.
+    QCOMPARE(kv.fragmentation().reserved_waste_slots, std::size_t{0});
+}
+
+void TestKvCacheManager::contiguous_counterfactual_of_a_contiguous_pool_is_its_waste() {
+    // The allocator and the counterfactual follow one policy: on a
+    // contiguous pool they agree slot for slot.
+    KvCacheManager kv(config(16, 4, AllocationMode::Contiguous));
+    kv.allocate(1, tokens(5, 10), 6);
+    kv.allocate(2, tokens(9, 20), 13);
+    kv.append(1, 99);
+    const auto s = kv.snapshot();
+    const ContiguousCounterfactual c = contiguous_counterfactual(*s);
+    QCOMPARE(c.internal_waste_slots, s->fragmentation.internal_waste_slots);
+    QCOMPARE(c.reserved_waste_slots, s->fragmentation.reserved_waste_slots);
+    QCOMPARE(c.reserved_blocks, s->fragmentation.used_blocks);
+    QCOMPARE(c.reserved_blocks, std::size_t{3 + 6});
 }
 
 QTEST_APPLESS_MAIN(TestKvCacheManager)

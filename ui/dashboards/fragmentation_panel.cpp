@@ -11,7 +11,7 @@
 #include <QToolTip>
 #include <QVBoxLayout>
 
-#include "ui/dashboards/contiguous_counterfactual.h"
+#include "engine/kv/contiguous_reservation.h"
 #include "ui/dashboards/dashboard_plot.h"
 
 namespace kvscope::ui {
@@ -235,7 +235,7 @@ void FragmentationPanel::updateSummary(const EngineSnapshot& snapshot) {
     QString text = tr("Now (%1): internal %2, reserved %3, external %4 of KV memory.")
                        .arg(modeName(snapshot.pool->mode), pct(f.internal_waste()),
                             pct(f.reserved_waste()), pct(f.external_fragmentation()));
-    const ContiguousCounterfactual c = contiguous_counterfactual(snapshot);
+    const ContiguousCounterfactual c = contiguous_counterfactual(*snapshot.pool);
     if (c.sequences > 0) {
         text += QLatin1Char(' ') + tr("Contiguous allocation of the same %n sequence(s) would waste %1 internal + "
                                       "%2 reserved, reserving %3 of the pool's %4 blocks%5.",

@@ -24,7 +24,7 @@ namespace kvscope::ui {
 // colour = fill fraction. Right: internal, reserved and external waste as a
 // share of KV memory per step, and, behind a toggle, what a contiguous
 // allocator reserving prompt + max_new_tokens per sequence would waste
-// holding the same sequences (contiguous_counterfactual.h).
+// holding the same sequences (engine/kv/contiguous_reservation.h).
 class FragmentationPanel : public QWidget {
     Q_OBJECT
 public:

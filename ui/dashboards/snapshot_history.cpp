@@ -7,7 +7,7 @@
 #include <QString>
 #include <QStringList>
 
-#include "ui/dashboards/contiguous_counterfactual.h"
+#include "engine/kv/contiguous_reservation.h"
 
 namespace kvscope::ui {
 namespace {
@@ -77,7 +77,7 @@ SnapshotFigures figures_of(const EngineSnapshot& s) {
         f.internal_waste = frag.internal_waste();
         f.reserved_waste = frag.reserved_waste();
         f.external_fragmentation = frag.external_fragmentation();
-        const ContiguousCounterfactual c = contiguous_counterfactual(s);
+        const ContiguousCounterfactual c = contiguous_counterfactual(*s.pool);
         f.contiguous_internal_waste = c.internal_waste();
         f.contiguous_reserved_waste = c.reserved_waste();
     }

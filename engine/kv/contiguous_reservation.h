@@ -2,14 +2,21 @@
 
 #include <cstddef>
 
-#include "engine/engine_snapshot.h"
+#include "engine/kv/kv_layout.h"
+#include "engine/kv/pool_snapshot.h"
 
-namespace kvscope::ui {
+namespace kvscope {
 
-// What a pre-vLLM allocator would waste holding the same sequences: each one
-// reserves prompt + max_new_tokens slots (whole blocks, as the engine's own
-// contiguous mode does) the moment it is admitted, and shares nothing. Waste
-// is counted with fragmentation.h's definitions:
+// Contiguous allocation's policy, in one place: a sequence that may grow
+// to `max_tokens` tokens (prompt + max_new_tokens) reserves them as whole
+// blocks the moment it is admitted. KvCacheManager allocates by it and
+// contiguous_counterfactual replays it.
+std::size_t contiguous_reservation_blocks(const KvLayout& layout, std::size_t max_tokens);
+
+// What a pre-vLLM allocator would waste holding the same sequences as a
+// pool: each reserves contiguous_reservation_blocks for its max_tokens and
+// shares nothing. Waste is counted with fragmentation.h's definitions
+// (sequence_waste):
 //   internal  empty slots of the blocks that hold the sequence's tokens
 //   reserved  blocks reserved for tokens not generated yet
 // External fragmentation depends on where earlier requests were placed,
@@ -35,6 +42,6 @@ private:
     }
 };
 
-ContiguousCounterfactual contiguous_counterfactual(const EngineSnapshot& snapshot);
+ContiguousCounterfactual contiguous_counterfactual(const PoolSnapshot& pool);
 
-} // namespace kvscope::ui
+} // namespace kvscope
