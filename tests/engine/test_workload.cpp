@@ -72,14 +72,13 @@ std::unique_ptr<Engine> TestWorkload::engine() {
 
 void TestWorkload::feeder_runs_a_workload_to_its_end() {
     auto e = engine();
-    WorkloadSpec spec;
-    spec.requests = 6;
-    spec.distribution = LengthDistribution::Fixed;
-    spec.prompt_len = 12;
-    spec.output_len = 5;
-    spec.max_total = 64;
-    spec.vocab = kTiny.vocab;
-    spec.n = 2;
+    const WorkloadSpec spec{.requests = 6,
+                            .distribution = LengthDistribution::Fixed,
+                            .prompt_len = 12,
+                            .output_len = 5,
+                            .max_total = 64,
+                            .n = 2,
+                            .vocab = kTiny.vocab};
     WorkloadFeeder feeder(*e, make_workload(spec), spec.n);
     std::size_t others = 0;
     e->set_output_callback([&](const RequestOutput& o) { others += !feeder.on_output(o); });
