@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -38,8 +39,10 @@ RequestParams greedy(std::uint32_t n_tokens) {
     return p;
 }
 
-// The real forward pass, except that a kernel refuses (as the CPU kernels
-// do, with std::invalid_argument) every batch holding the poison token.
+// The real forward pass, except that once a chunk has held the poison
+// token, every later batch with a chunk of that sequence is refused with
+// std::invalid_argument, as the CPU kernels refuse -- after running, as a
+// kernel of a late layer would, when the batch's K/V are written.
 class RefusingPass : public ForwardPass {
 public:
     RefusingPass(std::unique_ptr<ForwardPass> inner, TokenId poison) : inner_(std::move(inner)), poison_(poison) {}
@@ -47,15 +50,19 @@ public:
 
 protected:
     void forward_batch(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) override {
-        for (const SeqChunk& c : batch)
-            if (std::find(c.tokens.begin(), c.tokens.end(), poison_) != c.tokens.end())
-                throw std::invalid_argument("paged_attention: refused by the test");
         inner_->forward(batch, kv, logits);
+        for (const SeqChunk& c : batch) {
+            if (poisoned_ == c.seq)
+                throw std::invalid_argument("paged_attention: refused by the test");
+            if (!poisoned_ && std::find(c.tokens.begin(), c.tokens.end(), poison_) != c.tokens.end())
+                poisoned_ = c.seq;
+        }
     }
 
 private:
     std::unique_ptr<ForwardPass> inner_;
     TokenId poison_;
+    std::optional<SeqId> poisoned_;
 };
 
 // A token none of the references' prompts or generations holds.
@@ -215,8 +222,9 @@ void TestEngine::impossible_requests_fail_alone() {
 void TestEngine::a_kernel_refusal_ends_only_its_request_data() {
     QTest::addColumn<KvDtype>("dtype");
     QTest::newRow("f32") << KvDtype::F32;
-    // KIVI: the rerun after the failed batch starts each chunk at its
-    // block's start, so the f16 tail the failed run overwrote is whole again.
+    // KIVI: the failed batch sealed a block of the long prompt's chunk and
+    // wrote the next block's rows over its f16 tail; the rerun starts that
+    // chunk at its block's start, so the tail is whole again.
     QTest::newRow("int4-kivi") << KvDtype::Int4Kivi;
 }
 
@@ -226,12 +234,18 @@ void TestEngine::a_kernel_refusal_ends_only_its_request() {
     const TokenId poison = unused_token(refs);
     EngineConfig c = small_config(64, 8);
     c.kv_dtype = dtype;
-    c.max_num_batched_tokens = 24; // prompts in chunks that start inside blocks
+    c.max_num_batched_tokens = 12;
+    // Step 1: the poisoned prompt (10 tokens) and 2 tokens of `longer`;
+    // step 2: the poisoned decode (refused) with longer's chunk [2, 13),
+    // which starts inside block 0 and seals it.
+    std::vector<TokenId> longer = refs[0].prompt;
+    longer.insert(longer.end(), refs[0].generated.begin(), refs[0].generated.begin() + 15);
+    const std::vector<TokenId> poisoned{1, 403, poison, 407, 261, 378, 300, 301, 302, 303};
     const auto alone = [&](const std::vector<TokenId>& prompt) {
         Engine engine(c, model_);
         Outputs out;
         collect_into(engine, out);
-        const RequestId id = engine.add_request(prompt, greedy(40));
+        const RequestId id = engine.add_request(prompt, greedy(30));
         drain(engine);
         return of(out, id, 0).tokens;
     };
@@ -240,16 +254,16 @@ void TestEngine::a_kernel_refusal_ends_only_its_request() {
     });
     Outputs out;
     collect_into(engine, out);
-    const RequestId first = engine.add_request(refs[0].prompt, greedy(40));
-    const RequestId refused = engine.add_request(std::vector<TokenId>{1, 403, poison, 407}, greedy(40));
-    const RequestId last = engine.add_request(refs[1].prompt, greedy(40));
+    const RequestId refused = engine.add_request(poisoned, greedy(30));
+    const RequestId first = engine.add_request(longer, greedy(30));
+    const RequestId last = engine.add_request(refs[1].prompt, greedy(30));
     drain(engine);
     QCOMPARE(of(out, refused, 0).finish, std::optional(FinishReason::Error));
     QVERIFY2(QString::fromStdString(of(out, refused, 0).error).contains("refused by the test"),
              of(out, refused, 0).error.c_str());
-    for (const auto& [id, ref] : {std::pair{first, refs[0]}, std::pair{last, refs[1]}}) {
+    for (const auto& [id, prompt] : {std::pair{first, longer}, std::pair{last, refs[1].prompt}}) {
         QCOMPARE(of(out, id, 0).finish, std::optional(FinishReason::Length));
-        QCOMPARE(of(out, id, 0).tokens, alone(ref.prompt));
+        QCOMPARE(of(out, id, 0).tokens, alone(prompt));
     }
     QCOMPARE(engine.kv().fragmentation().used_blocks, std::size_t{0});
 }
