@@ -59,22 +59,20 @@ std::string_view to_string(FinishReason reason) {
     return "?";
 }
 
-Engine::Engine(const EngineConfig& config, std::shared_ptr<const Model> model)
+Engine::Engine(const EngineConfig& config, std::shared_ptr<const Model> model, const ForwardPassFactory& make_pass)
     : config_(config),
       model_(checked(std::move(model))),
       tokenizer_(std::make_unique<Tokenizer>(read_vocabulary(model_->file()))),
       backend_(choose_backend(config.backend, model_->config(), kv_layout(config, *model_))),
+      threads_(kernels::cpu::resolve_threads(config.threads)),
       kv_(kv_config(config, *model_, backend_)),
       scheduler_(scheduler_config(config), kv_),
-      runner_(make_forward_pass(backend_, *model_, kv_.layout())) {
-    kernels::cpu::set_num_threads(config.threads);
+      runner_(make_pass(backend_, *model_, kv_.layout(), threads_)) {
     logger("engine")->info("engine: {} backend, {} KV, {} blocks of {} tokens ({:.1f} MiB), {} allocation, {} preemption",
                            to_string(backend_), to_string(config.kv_dtype), kv_.config().num_blocks, config.block_size,
                            static_cast<double>(kv_.config().num_blocks * kv_.layout().bytes_per_block()) / (1 << 20),
                            to_string(config.allocation), to_string(config.preemption));
 }
-
-int Engine::threads() const { return kernels::cpu::num_threads(); }
 
 double Engine::now() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -90,11 +88,15 @@ RequestId Engine::add_request(std::vector<TokenId> prompt, const RequestParams& 
     r.params = params;
     r.prompt_tokens = static_cast<std::uint32_t>(prompt.size());
     r.arrival = now();
-    r.open = std::max<std::uint32_t>(params.n, 1);
+    // One error output, not n, for an n beyond the cap.
+    r.open = params.n > kMaxSamplesPerRequest ? 1 : std::max<std::uint32_t>(params.n, 1);
     const std::size_t context = model_->config().context_length;
     std::string problem;
     if (prompt.empty())
         problem = "the prompt is empty";
+    else if (params.n > kMaxSamplesPerRequest)
+        problem = "n = " + std::to_string(params.n) + " samples; a request may ask for at most " +
+                  std::to_string(kMaxSamplesPerRequest);
     else if (params.n == 0 || params.max_new_tokens == 0)
         problem = "n and max_new_tokens must be at least 1";
     else if (context > 0 && prompt.size() + params.max_new_tokens > context)
@@ -155,26 +157,65 @@ void Engine::step() {
         seqs_.erase(seq);
         reject(request, why);
     }
-    if (!schedule.chunks.empty()) {
-        try {
-            run(schedule);
-        } catch (const Error& e) {
-            // A failure inside the forward pass cannot be pinned on one
-            // request: end everything in this batch, keep the engine usable.
-            for (const ScheduledChunk& c : schedule.chunks)
-                if (seqs_.contains(c.seq))
-                    finish(c.seq, FinishReason::Error, e.what());
-        }
-    }
+    if (!schedule.chunks.empty())
+        run(schedule.chunks);
     ++step_;
 }
 
-void Engine::run(const Schedule& schedule) {
-    std::vector<SeqChunk> batch;
+// A failed forward pass cannot say whose chunk made it fail, so each chunk
+// runs again alone and only those that fail alone end with the error.
+// Running a chunk again is safe: its K/V go to the same slots (see
+// forward() for KIVI's tails).
+void Engine::run(std::span<const ScheduledChunk> chunks) {
+    sampled_this_step_ = 0;
     std::uint64_t prompt_tokens = 0;
-    for (const ScheduledChunk& c : schedule.chunks) {
-        const SchedSeq& s = scheduler_.seq(c.seq);
-        batch.push_back({c.seq, std::span<const TokenId>(s.tokens).subspan(c.start, c.count), c.start, c.samples});
+    if (const std::string error = forward(chunks, false); error.empty()) {
+        prompt_tokens = use_logits(chunks);
+    } else if (chunks.size() == 1) {
+        finish(chunks.front().seq, FinishReason::Error, error);
+    } else {
+        logger("engine")->warn("a batch of {} sequences failed ({}); running them one at a time", chunks.size(),
+                               error);
+        for (const ScheduledChunk& c : chunks) {
+            if (const std::string alone = forward({&c, 1}, true); alone.empty())
+                prompt_tokens += use_logits({&c, 1});
+            else
+                finish(c.seq, FinishReason::Error, alone);
+        }
+    }
+    metrics_.on_step(now(), prompt_tokens, sampled_this_step_);
+}
+
+// Runs the chunks' forward pass into logits_; returns the error, empty when
+// it ran. from_block_start (a rerun after a failure): with a KIVI dtype a
+// chunk starts again at its first block's start, because the failed run
+// may have sealed that block and then written the next block's tokens over
+// the f16 tail rows holding the block's earlier tokens; recomputing those
+// tokens (same inputs, same results) fills the tail rows again.
+std::string Engine::forward(std::span<const ScheduledChunk> chunks, bool from_block_start) {
+    const bool restart_blocks = from_block_start && seals_blocks(kv_.layout().dtype());
+    std::vector<SeqChunk> batch;
+    for (const ScheduledChunk& c : chunks) {
+        const std::uint32_t start = restart_blocks ? c.start - c.start % kv_.layout().block_size() : c.start;
+        const auto tokens = std::span<const TokenId>(scheduler_.seq(c.seq).tokens);
+        batch.push_back({c.seq, tokens.subspan(start, c.start + c.count - start), start, c.samples});
+    }
+    try {
+        runner_->forward(batch, kv_, logits_);
+        return {};
+    } catch (const Error& e) {
+        return e.what();
+    }
+}
+
+// After the chunks ran: their K/V are computed, and each chunk that reaches
+// the end of its tokens samples one from its row of logits_. Returns the
+// prompt tokens among them.
+std::uint64_t Engine::use_logits(std::span<const ScheduledChunk> chunks) {
+    const std::size_t vocab = model_->config().vocab_size;
+    std::size_t row = 0;
+    std::uint64_t prompt_tokens = 0;
+    for (const ScheduledChunk& c : chunks) {
         const std::uint32_t prompt = requests_.at(seqs_.at(c.seq).request).prompt_tokens;
         if (c.start < prompt)
             prompt_tokens += c.count;
@@ -182,12 +223,6 @@ void Engine::run(const Schedule& schedule) {
             ++last_batch_.decodes;
         else
             last_batch_.prefill_tokens += c.count;
-    }
-    runner_->forward(batch, kv_, logits_);
-    const std::size_t vocab = model_->config().vocab_size;
-    std::size_t row = 0;
-    sampled_this_step_ = 0;
-    for (const ScheduledChunk& c : schedule.chunks) {
         scheduler_.mark_computed(c.seq, c.start + c.count);
         if (!c.samples)
             continue;
@@ -195,7 +230,7 @@ void Engine::run(const Schedule& schedule) {
         fork_samples(c.seq, l);
         sample(c.seq, l);
     }
-    metrics_.on_step(now(), prompt_tokens, sampled_this_step_);
+    return prompt_tokens;
 }
 
 // The first token of a request with n > 1: the other samples start here,

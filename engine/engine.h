@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,9 +24,15 @@
 
 namespace kvscope {
 
+// The most parallel samples one request may ask for (OpenAI's API allows
+// 128 too). Each is a sequence the scheduler holds, and a rejected request
+// emits an output per sample: without a cap, n = UINT32_MAX would hang the
+// engine in reject().
+inline constexpr std::uint32_t kMaxSamplesPerRequest = 128;
+
 struct RequestParams {
     SamplingParams sampling;           // sample i of n uses seed + i
-    std::uint32_t n = 1;               // parallel samples sharing the prompt's blocks
+    std::uint32_t n = 1;               // parallel samples sharing the prompt's blocks, 1..kMaxSamplesPerRequest
     std::uint32_t max_new_tokens = 128;
     std::vector<std::string> stop_strings; // the text ends before the first match
     std::vector<TokenId> stop_tokens;      // in addition to EOS and end-of-turn tokens
@@ -63,22 +70,31 @@ struct StepBatch {
 class Engine {
 public:
     using OutputCallback = std::function<void(const RequestOutput&)>;
+    // Builds the forward pass the engine runs: make_forward_pass, or in
+    // tests one wrapping it (to make a kernel refuse one request's chunk).
+    using ForwardPassFactory = std::function<std::unique_ptr<ForwardPass>(
+        Backend resolved, const Model& model, const KvLayout& layout, int threads)>;
 
     // Throws kvscope::Error when the configuration cannot work with the
     // model (no KV block fits the budget, an unsupported KV dtype, ...).
-    Engine(const EngineConfig& config, std::shared_ptr<const Model> model);
+    Engine(const EngineConfig& config, std::shared_ptr<const Model> model,
+           const ForwardPassFactory& make_pass = make_forward_pass);
 
     void set_output_callback(OutputCallback callback) { on_output_ = std::move(callback); }
 
     // Always returns an id. A request that can never run (empty prompt,
     // longer than the model's context, larger than the whole KV pool) ends
-    // with FinishReason::Error and a message saying why; others are unaffected.
+    // with FinishReason::Error and a message saying why, one output per
+    // sample; others are unaffected. n beyond kMaxSamplesPerRequest is
+    // refused with one output (index 0).
     RequestId add_request(std::string_view prompt, const RequestParams& params);
     RequestId add_request(std::vector<TokenId> prompt, const RequestParams& params);
     void abort(RequestId request);
 
     // Schedules and runs one batch. Never throws for a request's sake: a
-    // failing request ends with FinishReason::Error.
+    // failing request ends with FinishReason::Error and the others go on
+    // (when a batch's forward pass fails, its chunks run again one at a
+    // time and only those that fail alone end).
     void step();
     bool has_work() const { return scheduler_.has_work(); }
     const StepBatch& last_batch() const { return last_batch_; }
@@ -86,7 +102,7 @@ public:
     std::shared_ptr<const EngineSnapshot> snapshot() const;
     const EngineConfig& config() const { return config_; }
     const Model& model() const { return *model_; }
-    int threads() const; // kernel threads in use (config.threads resolved)
+    int threads() const { return threads_; } // this engine's kernel threads (config.threads resolved)
     const Tokenizer& tokenizer() const { return *tokenizer_; }
     const KvCacheManager& kv() const { return kv_; }
     const Scheduler& scheduler() const { return scheduler_; }
@@ -116,7 +132,9 @@ private:
     double now() const;
     SeqId new_seq(RequestId request, std::uint32_t index);
     void reject(RequestId request, const std::string& why);
-    void run(const Schedule& schedule);
+    void run(std::span<const ScheduledChunk> chunks);
+    std::string forward(std::span<const ScheduledChunk> chunks, bool from_block_start);
+    std::uint64_t use_logits(std::span<const ScheduledChunk> chunks);
     void fork_samples(SeqId parent, std::span<const float> logits);
     void sample(SeqId id, std::span<const float> logits);
     bool is_stop_token(const Request& r, TokenId token) const;
@@ -127,6 +145,7 @@ private:
     std::shared_ptr<const Model> model_;
     std::unique_ptr<Tokenizer> tokenizer_;
     Backend backend_;
+    int threads_;
     KvCacheManager kv_;
     Scheduler scheduler_;
     std::unique_ptr<ForwardPass> runner_;

@@ -2,17 +2,16 @@
 // speed, and decode as a fraction of this machine's memory bandwidth.
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
-#include "app/cli/memory_bandwidth.h"
 #include "app/cli/model_options.h"
-#include "engine/runtime/forward_pass.h"
-#include "engine/runtime/generation.h"
-#include "kernels/cpu/parallel.h"
+#include "engine/bench/memory_bandwidth.h"
+#include "engine/completion.h"
 
 namespace kvscope::cli {
 namespace {
@@ -33,11 +32,11 @@ double median(std::vector<double> v) {
 
 // Median rates of `repeats` runs: one run on a shared machine can stray by
 // 20%, and a single slow or lucky run should not decide the figure.
-Rates measure_rates(const Model& model, const std::vector<TokenId>& prompt, const GenerateOptions& o,
+Rates measure_rates(Engine& engine, const std::vector<TokenId>& prompt, const RequestParams& params,
                     int repeats) {
     std::vector<double> prefill, decode;
     for (int i = 0; i < repeats; ++i) {
-        const GenerateResult r = generate(model, prompt, o);
+        const Completion r = run_to_completion(engine, prompt, params);
         prefill.push_back(static_cast<double>(prompt.size()) / r.prefill_seconds);
         // The first new token comes out of the prefill; the rest are decode steps.
         decode.push_back(static_cast<double>(r.tokens.size() - 1) / r.decode_seconds);
@@ -75,32 +74,35 @@ void print_rates(const std::string& path, const char* backend, KvDtype kv_dtype,
 
 int run_bench_decode(Args& args) {
     const std::string path = required_model_path(args);
-    const Backend requested = read_backend(args);
-    apply_threads(args);
-    const KvDtype kv_dtype = parse_kv_dtype(args.value_or("--kv-dtype", "f16"));
+    EngineConfig config;
+    config.backend = read_backend(args);
+    config.threads = read_threads(args);
+    config.kv_dtype = parse_kv_dtype(args.value_or("--kv-dtype", "f16"));
+    config.prefix_caching = false; // each run prefills the whole prompt
+    const KvDtype kv_dtype = config.kv_dtype;
     const bool json = args.flag("--json");
     const auto repeats = static_cast<int>(args.int_or("--repeats", 3, 1, 100));
     args.finish();
 
-    const Model model(path);
-    const auto prompt = bench_prompt(model);
-    GenerateOptions o;
-    o.max_new_tokens = kDecodeTokens;
-    o.kv_dtype = kv_dtype;
-    const ModelConfig& m = model.config();
-    o.backend = choose_backend(requested, m, KvLayout({m.n_layers, m.n_kv_heads, m.head_dim}, kv_dtype, o.block_size));
-    GenerateOptions warm_up;
-    warm_up.backend = o.backend;
-    generate(model, std::vector<TokenId>(prompt.begin(), prompt.begin() + 8), warm_up);
-    const auto [prefill, decode] = measure_rates(model, prompt, o, repeats);
-    if (o.backend == Backend::Cuda) {
+    const auto model = std::make_shared<const Model>(path);
+    const auto prompt = bench_prompt(*model);
+    Engine engine(config_for_one_request(config, kPromptTokens + kDecodeTokens), model);
+    RequestParams params;
+    params.max_new_tokens = kDecodeTokens;
+    params.ignore_eos = true; // always kDecodeTokens decode steps
+    RequestParams warm_up;
+    warm_up.max_new_tokens = 64;
+    warm_up.ignore_eos = true;
+    run_to_completion(engine, std::vector<TokenId>(prompt.begin(), prompt.begin() + 8), warm_up);
+    const auto [prefill, decode] = measure_rates(engine, prompt, params, repeats);
+    if (engine.backend() == Backend::Cuda) {
         // The host's copy bandwidth says nothing about a GPU, and the weights
         // there are f16/f32 copies: only the rates are reported.
         print_rates(path, "cuda", kv_dtype, prefill, decode, json);
         return 0;
     }
-    const double weight_bytes = static_cast<double>(model.weights().bytes_read_per_token());
-    const int threads = kernels::cpu::num_threads();
+    const double weight_bytes = static_cast<double>(model->weights().bytes_read_per_token());
+    const int threads = engine.threads();
     const double copy_gb_s = measure_copy_bandwidth_gb_per_s(threads);
     const double decode_gb_s = weight_bytes * decode / 1e9;
     if (json) {

@@ -1,10 +1,12 @@
 // kvscope-cli chat: a terminal conversation with a model through its chat
 // template. Each line read from standard input is a user message; the reply
 // streams to standard output. The whole conversation is kept and rendered
-// again for every turn (oldest turns are dropped when it no longer fits the
-// context). End of input ends the chat.
+// again for every turn (engine/chat: oldest turns are dropped when it no
+// longer fits the context), on one Engine whose prefix cache keeps the
+// earlier turns' blocks. End of input ends the chat.
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,10 +14,10 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/model_options.h"
+#include "engine/chat/conversation.h"
+#include "engine/completion.h"
 #include "engine/core/error.h"
-#include "engine/runtime/generation.h"
 #include "engine/tokenizer/chat_template.h"
-#include "engine/tokenizer/stream_decoder.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace kvscope::cli {
@@ -23,20 +25,43 @@ namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
+// The reply as it streams, leading whitespace held back under a template
+// (its text starts after the assistant header).
+class ReplyPrinter {
+public:
+    explicit ReplyPrinter(bool started) : started_(started) {}
+    void print(std::string piece) {
+        if (!started_) {
+            std::size_t skip = 0;
+            while (skip < piece.size() && is_space(piece[skip]))
+                ++skip;
+            piece.erase(0, skip);
+            started_ = !piece.empty();
+        }
+        std::fputs(piece.c_str(), stdout);
+        std::fflush(stdout);
+    }
+
+private:
+    bool started_;
+};
+
 } // namespace
 
 int run_chat(Args& args) {
     const std::string path = required_model_path(args);
     const auto system = args.value("--system");
-    GenerateOptions o = read_generate_options(args, 256);
+    const GenerateSettings g = read_generate_settings(args, 256);
     args.finish();
 
-    const Model model(path);
-    const Tokenizer tokenizer(read_vocabulary(model.file()));
-    const ChatTemplate chat = ChatTemplate::for_model(model.file(), tokenizer);
-    o.stop_tokens = tokenizer.stop_tokens();
-    Generator generator(model, o); // one forward pass (on CUDA: one weight upload) for the whole chat
-    const std::size_t context = model.config().context_length;
+    const auto model = std::make_shared<const Model>(path);
+    const std::size_t context = model->config().context_length;
+    // One engine (on CUDA: one weight upload) for the whole chat, its pool
+    // as large as the context (host pages cost memory only once used).
+    const EngineConfig config = context > 0 ? config_for_one_request(g.engine, context) : g.engine;
+    Engine engine(config, model);
+    const Tokenizer& tokenizer = engine.tokenizer();
+    const ChatTemplate chat = ChatTemplate::for_model(model->file(), tokenizer);
     const bool interactive = isatty(STDIN_FILENO) != 0;
 
     std::fprintf(stderr, "[chat template: %s]\n", chat.description().c_str());
@@ -48,11 +73,8 @@ int run_chat(Args& args) {
         std::fprintf(stderr, "[type a message and press Enter; /reset forgets the conversation; "
                              "Ctrl-D ends]\n");
 
-    std::vector<ChatMessage> messages;
-    if (system)
-        messages.push_back({"system", *system});
-    const std::size_t kept = messages.size(); // never dropped
-
+    Conversation conversation(system);
+    const Conversation::Encode encode = Conversation::through(chat, tokenizer);
     std::string line;
     while (true) {
         if (interactive) {
@@ -66,64 +88,33 @@ int run_chat(Args& args) {
         if (line.empty())
             continue;
         if (line == "/reset") {
-            messages.resize(kept);
+            conversation.reset();
             std::fprintf(stderr, "[conversation forgotten]\n");
             continue;
         }
-        messages.push_back({"user", line});
-
-        // Render; while the prompt and the reply do not fit the context,
-        // forget the oldest exchange (a user message and its reply; the
-        // system message stays).
-        std::vector<TokenId> prompt;
-        while (true) {
-            prompt = chat.encode(tokenizer, chat.render(messages));
-            if (context == 0 || prompt.size() + o.max_new_tokens <= context || messages.size() < kept + 3)
-                break;
-            const auto first = messages.begin() + static_cast<std::ptrdiff_t>(kept);
-            messages.erase(first, first + 2);
-        }
-        if (context > 0 && prompt.size() + o.max_new_tokens > context) {
+        conversation.add({"user", line});
+        const std::uint32_t max_new = g.request.max_new_tokens;
+        const std::vector<TokenId> prompt = conversation.prompt_within(context, max_new, encode);
+        if (context > 0 && prompt.size() + max_new > context) {
             std::fprintf(stderr,
                          "kvscope-cli chat: the message takes %zu tokens; with -n %u that exceeds the "
                          "context of %zu tokens\n",
-                         prompt.size(), o.max_new_tokens, context);
-            messages.pop_back();
+                         prompt.size(), max_new, context);
+            conversation.drop_last();
             continue;
         }
 
-        StreamDecoder decoder(tokenizer);
-        std::string reply;
-        bool started = !chat.supported(); // templates: no leading spaces on screen
-        o.on_token = [&](TokenId id) {
-            if (tokenizer.is_stop_token(id))
-                return true;
-            std::string piece = decoder.push(id);
-            reply += piece;
-            if (!started) {
-                std::size_t skip = 0;
-                while (skip < piece.size() && is_space(piece[skip]))
-                    ++skip;
-                piece.erase(0, skip);
-                started = !piece.empty();
-            }
-            std::fputs(piece.c_str(), stdout);
-            std::fflush(stdout);
-            return true;
-        };
-        const GenerateResult r = generator.run(prompt, o);
-        const std::string tail = decoder.flush();
-        reply += tail;
-        std::fputs(tail.c_str(), stdout);
+        ReplyPrinter printer(!chat.supported()); // templates: no leading spaces on screen
+        const Completion r =
+            run_to_completion(engine, prompt, g.request, [&](const RequestOutput& out) { printer.print(out.text); });
         std::fputs("\n", stdout);
         std::fflush(stdout);
         const double decode_tps = r.decode_seconds > 0 && r.tokens.size() > 1
                                       ? static_cast<double>(r.tokens.size() - 1) / r.decode_seconds
                                       : 0.0;
         std::fprintf(stderr, "[%zu prompt tokens, %zu generated at %.1f tok/s%s]\n", prompt.size(), r.tokens.size(),
-                     decode_tps,
-                     !r.tokens.empty() && tokenizer.is_stop_token(r.tokens.back()) ? "" : ", length limit");
-        messages.push_back({"assistant", chat.supported() ? strip_whitespace(reply) : reply});
+                     decode_tps, r.finish == FinishReason::Stop ? "" : ", length limit");
+        conversation.add({"assistant", chat.supported() ? strip_whitespace(r.text) : r.text});
     }
     if (interactive)
         std::fputs("\n", stdout);

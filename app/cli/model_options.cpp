@@ -4,7 +4,6 @@
 #include <cstdint>
 
 #include "engine/core/error.h"
-#include "kernels/cpu/parallel.h"
 
 namespace kvscope::cli {
 
@@ -17,9 +16,7 @@ std::string required_model_path(Args& args) {
 
 Backend read_backend(Args& args) { return parse_backend(args.value_or("--backend", "auto")); }
 
-void apply_threads(Args& args) {
-    kernels::cpu::set_num_threads(static_cast<int>(args.int_or("--threads", 0, 0, 1024)));
-}
+int read_threads(Args& args) { return static_cast<int>(args.int_or("--threads", 0, 0, 1024)); }
 
 SamplingParams read_sampling(Args& args) {
     SamplingParams p;
@@ -32,15 +29,15 @@ SamplingParams read_sampling(Args& args) {
     return p;
 }
 
-GenerateOptions read_generate_options(Args& args, std::uint32_t default_new_tokens) {
-    GenerateOptions o;
-    o.max_new_tokens = static_cast<std::uint32_t>(args.int_or("-n", default_new_tokens, 1, 1 << 20));
-    o.sampling = read_sampling(args);
-    o.kv_dtype = parse_kv_dtype(args.value_or("--kv-dtype", "f16"));
-    o.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
-    o.backend = read_backend(args);
-    apply_threads(args);
-    return o;
+GenerateSettings read_generate_settings(Args& args, std::uint32_t default_new_tokens) {
+    GenerateSettings s;
+    s.request.max_new_tokens = static_cast<std::uint32_t>(args.int_or("-n", default_new_tokens, 1, 1 << 20));
+    s.request.sampling = read_sampling(args);
+    s.engine.kv_dtype = parse_kv_dtype(args.value_or("--kv-dtype", "f16"));
+    s.engine.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
+    s.engine.backend = read_backend(args);
+    s.engine.threads = read_threads(args);
+    return s;
 }
 
 std::vector<TokenId> parse_token_ids(const std::string& text) {

@@ -6,7 +6,7 @@
 #include "app/cli/args.h"
 #include "engine/core/backend.h"
 #include "engine/kv/kv_ids.h"
-#include "engine/runtime/generation.h"
+#include "engine/engine.h"
 #include "engine/runtime/sampler.h"
 
 namespace kvscope::cli {
@@ -16,13 +16,18 @@ std::string required_model_path(Args& args);
 // --backend auto|cpu|cuda (default auto: CUDA when built with it and a
 // device answers). Resolved later, where the model's shape is known.
 Backend read_backend(Args& args);
-// --threads N: the kernels' thread count (default: one per core).
-void apply_threads(Args& args);
+// --threads N: the kernels' thread count (default 0: one per core).
+int read_threads(Args& args);
 // --temp, --top-k, --top-p, --min-p, --repeat-penalty, --seed.
 SamplingParams read_sampling(Args& args);
-// What generate and chat share: -n (default `default_new_tokens`), the
-// sampling options, --kv-dtype, --block-size, --backend; applies --threads.
-GenerateOptions read_generate_options(Args& args, std::uint32_t default_new_tokens);
+// What generate and chat share: the engine's --kv-dtype, --block-size,
+// --backend and --threads, and the request's -n (default
+// `default_new_tokens`) and sampling options.
+struct GenerateSettings {
+    EngineConfig engine;
+    RequestParams request;
+};
+GenerateSettings read_generate_settings(Args& args, std::uint32_t default_new_tokens);
 // "1,403,407" -> {1, 403, 407}; throws kvscope::Error on anything else.
 std::vector<TokenId> parse_token_ids(const std::string& text);
 

@@ -59,7 +59,7 @@ const ModelConfig& CudaRunner::checked(const ModelConfig& config, const KvLayout
     return config;
 }
 
-void CudaRunner::forward(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) {
+void CudaRunner::forward_batch(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) {
     if (kv.pool().place() != MemoryPlace::Cuda)
         throw Error("the CUDA forward pass needs the KV pool in device memory");
     try {

@@ -24,12 +24,13 @@ public:
     // why or the device cannot hold them.
     CudaRunner(const ModelConfig& config, const ModelWeights& weights, const KvLayout& layout);
 
-    // The KV pool must be device memory (MemoryPlace::Cuda). Throws
-    // kvscope::Error for a bad batch and for a CUDA failure.
-    using ForwardPass::forward;
-    void forward(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) override;
     const ModelConfig& config() const override { return config_; }
     std::size_t weight_bytes() const { return weights_.bytes(); }
+
+protected:
+    // The KV pool must be device memory (MemoryPlace::Cuda). Throws
+    // kvscope::Error for a bad batch and for a CUDA failure.
+    void forward_batch(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) override;
 
 private:
     // The step's host-side metadata, checked, then uploaded in one copy.

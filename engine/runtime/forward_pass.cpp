@@ -19,6 +19,16 @@ void check_chunk(const SeqChunk& c, const KvCacheManager& kv) {
                     std::to_string(c.start + c.tokens.size()) + " are not allocated in the KV cache");
 }
 
+void ForwardPass::forward(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) {
+    try {
+        forward_batch(batch, kv, logits);
+    } catch (const Error&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw Error("the forward pass over " + std::to_string(batch.size()) + " sequence(s) failed: " + e.what());
+    }
+}
+
 MemoryPlace kv_memory(Backend resolved) { return resolved == Backend::Cuda ? MemoryPlace::Cuda : MemoryPlace::Host; }
 
 Backend choose_backend(Backend requested, const ModelConfig& config, const KvLayout& layout) {
@@ -40,7 +50,8 @@ Backend choose_backend(Backend requested, const ModelConfig& config, const KvLay
     return resolved;
 }
 
-std::unique_ptr<ForwardPass> make_forward_pass(Backend resolved, const Model& model, const KvLayout& layout) {
+std::unique_ptr<ForwardPass> make_forward_pass(Backend resolved, const Model& model, const KvLayout& layout,
+                                               int threads) {
     if (resolved == Backend::Cuda) {
 #ifdef KVSCOPE_HAVE_CUDA
         auto pass = std::make_unique<CudaRunner>(model.config(), model.weights(), layout);
@@ -53,7 +64,7 @@ std::unique_ptr<ForwardPass> make_forward_pass(Backend resolved, const Model& mo
     }
     if (resolved != Backend::Cpu)
         throw Error("make_forward_pass needs a resolved backend (cpu or cuda), got " + std::string(to_string(resolved)));
-    return std::make_unique<Runner>(model.config(), model.weights(), layout);
+    return std::make_unique<Runner>(model.config(), model.weights(), layout, threads);
 }
 
 } // namespace kvscope

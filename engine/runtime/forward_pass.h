@@ -40,7 +40,10 @@ public:
     // live where this pass computes (kv_memory(backend)). A caller that
     // steps repeatedly passes the same vector: a fresh one per step costs
     // an allocation, and page faults, of vocab_size floats per sequence.
-    virtual void forward(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) = 0;
+    // Throws kvscope::Error only: a kernel's refusal (std::invalid_argument)
+    // or any other std::exception of a backend arrives translated, so that
+    // the engine can pin it on the request whose chunk caused it.
+    void forward(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits);
     // The same, into a new vector.
     std::vector<float> forward(std::span<const SeqChunk> batch, KvCacheManager& kv) {
         std::vector<float> logits;
@@ -48,6 +51,10 @@ public:
         return logits;
     }
     virtual const ModelConfig& config() const = 0;
+
+protected:
+    // The backend's pass; may throw anything forward() translates.
+    virtual void forward_batch(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) = 0;
 };
 
 // Where a backend keeps the KV pool.
@@ -60,6 +67,9 @@ MemoryPlace kv_memory(Backend resolved);
 Backend choose_backend(Backend requested, const ModelConfig& config, const KvLayout& layout);
 
 // The forward pass of `resolved` (Cpu or Cuda). The model must outlive it.
-std::unique_ptr<ForwardPass> make_forward_pass(Backend resolved, const Model& model, const KvLayout& layout);
+// `threads`: the CPU kernels' thread count for each of this pass's calls
+// (0: one per core); the CUDA pass ignores it.
+std::unique_ptr<ForwardPass> make_forward_pass(Backend resolved, const Model& model, const KvLayout& layout,
+                                               int threads = 0);
 
 } // namespace kvscope

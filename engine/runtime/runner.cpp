@@ -12,15 +12,17 @@
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/norm.h"
 #include "kernels/cpu/paged_attention.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/cpu/rope.h"
 
 namespace kvscope {
 namespace cpu = kernels::cpu;
 namespace {
 
-void matmul(const WeightMatrix& w, const std::vector<float>& in, std::size_t n, std::vector<float>& out) {
+void matmul(const WeightMatrix& w, const std::vector<float>& in, std::size_t n, std::vector<float>& out,
+            int threads) {
     out.resize(n * w.rows);
-    cpu::matmul(w.type, w.data, w.rows, w.cols, in.data(), n, out.data());
+    cpu::matmul(w.type, w.data, w.rows, w.cols, in.data(), n, out.data(), threads);
 }
 
 struct Projection {
@@ -31,13 +33,14 @@ struct Projection {
 // out = in x W for several matrices reading the same input (Q, K and V; FFN
 // gate and up), handed to the kernel threads in one go: fewer
 // synchronisations per step, same results.
-void project(const std::vector<float>& in, std::size_t n, std::initializer_list<Projection> projections) {
+void project(const std::vector<float>& in, std::size_t n, int threads,
+             std::initializer_list<Projection> projections) {
     std::vector<cpu::MatmulJob> jobs;
     for (const Projection& p : projections) {
         p.out.resize(n * p.w.rows);
         jobs.push_back({p.w.type, p.w.data, p.w.rows, p.out.data()});
     }
-    cpu::matmuls(jobs, projections.begin()->w.cols, in.data(), n);
+    cpu::matmuls(jobs, projections.begin()->w.cols, in.data(), n, threads);
 }
 
 void add_bias(std::vector<float>& rows, const float* bias, std::size_t width) {
@@ -56,8 +59,8 @@ void rms_norm_rows(const std::vector<float>& in, const float* weight, std::size_
 
 } // namespace
 
-Runner::Runner(const ModelConfig& config, const ModelWeights& weights, const KvLayout& layout)
-    : config_(config), weights_(weights), layout_(layout) {
+Runner::Runner(const ModelConfig& config, const ModelWeights& weights, const KvLayout& layout, int threads)
+    : config_(config), weights_(weights), layout_(layout), threads_(cpu::resolve_threads(threads)) {
     if (config.rope_scaling && config.rope_scaling->factor != 1.0)
         throw Error("RoPE scaling '" + config.rope_scaling->type + "' is not supported yet");
     if (config.rope_freq_factors)
@@ -67,7 +70,7 @@ Runner::Runner(const ModelConfig& config, const ModelWeights& weights, const KvL
         throw Error("the KV layout does not match the model's layers, KV heads or head dim");
 }
 
-void Runner::forward(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) {
+void Runner::forward_batch(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) {
     n_ = 0;
     positions_.clear();
     if (kv.pool().place() != MemoryPlace::Host)
@@ -106,7 +109,7 @@ void Runner::attention_block(const LayerWeights& w, std::uint32_t layer, std::sp
     const std::size_t dim = config_.embedding_dim, hd = config_.head_dim;
     const std::size_t q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
     rms_norm_rows(x_, w.attn_norm, dim, static_cast<float>(config_.norm_eps), xn_);
-    project(xn_, n_, {{w.q, q_}, {w.k, k_}, {w.v, v_}});
+    project(xn_, n_, threads_, {{w.q, q_}, {w.k, k_}, {w.v, v_}});
     add_bias(q_, w.q_bias, q_dim);
     add_bias(k_, w.k_bias, kv_dim);
     add_bias(v_, w.v_bias, kv_dim);
@@ -128,22 +131,22 @@ void Runner::attention_block(const LayerWeights& w, std::uint32_t layer, std::sp
                           tail);
         }
         const auto ctx = static_cast<std::uint32_t>(c.start + c.tokens.size());
-        scratch_.resize(cpu::paged_attention_scratch_floats(ctx, config_.head_dim));
+        scratch_.resize(cpu::paged_attention_scratch_floats(ctx, config_.head_dim, threads_));
         cpu::paged_attention(pkv, kv.block_table(c.seq), ctx, q_.data() + row * q_dim,
                              static_cast<std::uint32_t>(c.tokens.size()), config_.n_heads,
-                             att_.data() + row * q_dim, scratch_, tail);
+                             att_.data() + row * q_dim, scratch_, threads_, tail);
         row += c.tokens.size();
     }
-    matmul(w.o, att_, n_, proj_);
+    matmul(w.o, att_, n_, proj_, threads_);
     for (std::size_t i = 0; i < x_.size(); ++i)
         x_[i] += proj_[i];
 }
 
 void Runner::ffn_block(const LayerWeights& w) {
     rms_norm_rows(x_, w.ffn_norm, config_.embedding_dim, static_cast<float>(config_.norm_eps), xn_);
-    project(xn_, n_, {{w.gate, gate_}, {w.up, up_}});
+    project(xn_, n_, threads_, {{w.gate, gate_}, {w.up, up_}});
     cpu::silu_mul(gate_.data(), up_.data(), gate_.data(), gate_.size());
-    matmul(w.down, gate_, n_, proj_);
+    matmul(w.down, gate_, n_, proj_, threads_);
     for (std::size_t i = 0; i < x_.size(); ++i)
         x_[i] += proj_[i];
 }
@@ -163,7 +166,7 @@ void Runner::logits(std::span<const SeqChunk> batch, std::vector<float>& out) {
         return;
     }
     rms_norm_rows(last_rows_, weights_.output_norm, dim, static_cast<float>(config_.norm_eps), xn_);
-    matmul(weights_.output, xn_, last_rows_.size() / dim, out);
+    matmul(weights_.output, xn_, last_rows_.size() / dim, out, threads_);
 }
 
 } // namespace kvscope

@@ -20,13 +20,15 @@ class Runner : public ForwardPass {
 public:
     // Throws kvscope::Error when the model needs something this runner does
     // not do yet (RoPE scaling, frequency factors) or the KV layout does not
-    // match the model.
-    Runner(const ModelConfig& config, const ModelWeights& weights, const KvLayout& layout);
-
-    using ForwardPass::forward;
-    void forward(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) override;
+    // match the model. `threads`: each kernel call's thread count (0: one
+    // per core), this runner's own whatever other runners use.
+    Runner(const ModelConfig& config, const ModelWeights& weights, const KvLayout& layout, int threads = 0);
 
     const ModelConfig& config() const override { return config_; }
+    int threads() const { return threads_; } // resolved: at least 1
+
+protected:
+    void forward_batch(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) override;
 
 private:
     void embed(std::span<const SeqChunk> batch);
@@ -38,6 +40,7 @@ private:
     const ModelConfig& config_;
     const ModelWeights& weights_;
     KvLayout layout_;
+    int threads_;
     std::size_t n_ = 0; // tokens in the current step
     // Activations, n_ rows each: residual stream, normed input, q, k, v,
     // attention output, FFN gate/up, projection output.

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "kernels/cpu/activation_quant.h"
-#include "kernels/cpu/parallel.h"
 #include "kernels/cpu/parallel_for.h"
 #include "kernels/cpu/row_dot.h"
 
@@ -107,7 +106,7 @@ void check_args(const void* W, const float* X, const float* Y) {
 // The activations in the form the weight type's dot product reads. For
 // float formats that is X itself; quantized rows go into `storage`.
 const std::byte* prepare_activations(WeightType type, const float* X, std::size_t n,
-                                     std::size_t cols, SimdPath path,
+                                     std::size_t cols, SimdPath path, int threads,
                                      std::vector<std::byte>& storage) {
     const ActFormat format = detail::act_format(type, path);
     if (format == ActFormat::F32)
@@ -115,8 +114,8 @@ const std::byte* prepare_activations(WeightType type, const float* X, std::size_
     const std::size_t row_bytes = detail::act_row_bytes(type, path, cols);
     storage.resize(n * row_bytes);
     std::byte* out = storage.data();
-    const int threads = n * cols >= kParallelMinActivations ? num_threads() : 1;
-    detail::parallel_for(n, threads, detail::Schedule::Even, [&](std::size_t i, int) {
+    const int used = n * cols >= kParallelMinActivations ? threads : 1;
+    detail::parallel_for(n, used, detail::Schedule::Even, [&](std::size_t i, int) {
         std::byte* row = out + i * row_bytes;
         switch (format) {
         case ActFormat::Q8x32:
@@ -174,7 +173,7 @@ void run_tile(const MatmulJob& job, const PreparedJob& p, std::size_t cols, std:
 
 } // namespace
 
-void matmuls(std::span<const MatmulJob> jobs, std::size_t cols, const float* X, std::size_t n) {
+void matmuls(std::span<const MatmulJob> jobs, std::size_t cols, const float* X, std::size_t n, int threads) {
     const SimdPath path = simd_path();
     // Each activation format is prepared once for all the jobs that read it.
     thread_local std::vector<std::byte> storage[detail::kActFormats];
@@ -200,7 +199,7 @@ void matmuls(std::span<const MatmulJob> jobs, std::size_t cols, const float* X, 
         PreparedJob& p = prepared.back();
         const auto format = static_cast<std::size_t>(detail::act_format(job.type, path));
         if (by_format[format] == nullptr)
-            by_format[format] = prepare_activations(job.type, X, n, cols, path, storage[format]);
+            by_format[format] = prepare_activations(job.type, X, n, cols, path, threads, storage[format]);
         p.act = by_format[format];
         p.dot = detail::row_dot(job.type, path);
         p.multi = detail::row_dot_multi(job.type, path);
@@ -212,13 +211,13 @@ void matmuls(std::span<const MatmulJob> jobs, std::size_t cols, const float* X, 
     if (tiles == 0)
         return;
     const std::size_t input_tiles = (n + tile_inputs - 1) / tile_inputs;
-    const int threads = n * total_bytes >= kParallelMinBytes ? num_threads() : 1;
     // With one tile of inputs the tiles cost about the same: contiguous
     // ranges. With more, they are compute-bound and handed out as threads
     // finish. Tiles are row-tile major: threads taking neighbouring tiles
     // share the weight tile in the last-level cache.
     const auto schedule = input_tiles == 1 ? detail::Schedule::Even : detail::Schedule::Dynamic;
-    detail::parallel_for(tiles * input_tiles, threads, schedule, [&](std::size_t t, int) {
+    const int used = n * total_bytes >= kParallelMinBytes ? threads : 1;
+    detail::parallel_for(tiles * input_tiles, used, schedule, [&](std::size_t t, int) {
         const std::size_t row_tile = t / input_tiles;
         std::size_t j = prepared.size() - 1; // the last job starting at or before row_tile
         while (prepared[j].first_tile > row_tile)
@@ -231,13 +230,14 @@ void matmuls(std::span<const MatmulJob> jobs, std::size_t cols, const float* X, 
 }
 
 void matmul(WeightType type, const void* W, std::size_t rows, std::size_t cols, const float* X,
-            std::size_t n, float* Y) {
+            std::size_t n, float* Y, int threads) {
     const MatmulJob job{type, W, rows, Y};
-    matmuls({&job, 1}, cols, X, n);
+    matmuls({&job, 1}, cols, X, n, threads);
 }
 
-void matvec(WeightType type, const void* W, std::size_t rows, std::size_t cols, const float* x, float* y) {
-    matmul(type, W, rows, cols, x, 1, y);
+void matvec(WeightType type, const void* W, std::size_t rows, std::size_t cols, const float* x, float* y,
+            int threads) {
+    matmul(type, W, rows, cols, x, 1, y, threads);
 }
 
 } // namespace kvscope::kernels::cpu

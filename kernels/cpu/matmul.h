@@ -14,7 +14,8 @@
 // weights' own quantization error. F32/F16/BF16 weights multiply float
 // activations directly. Results accumulate in float.
 //
-// Threads: rows are split across num_threads() (parallel.h). SIMD: the
+// Threads: rows are split across the call's `threads` (at least 1; the
+// caller's own count, see parallel.h). SIMD: the
 // AVX2 path when simd_path() says so (simd_path.h), else portable code.
 #pragma once
 
@@ -29,7 +30,7 @@ namespace kvscope::kernels::cpu {
 // Throws std::invalid_argument when cols is not a whole number of blocks
 // or a pointer is null.
 void matvec(WeightType type, const void* W, std::size_t rows, std::size_t cols, const float* x,
-            float* y);
+            float* y, int threads);
 
 // Y[i][r] = dot(W row r, X[i]) for i < n, r < rows. X is n x cols and Y is
 // n x rows, both row-major. Each weight row is reused across a tile of
@@ -37,7 +38,7 @@ void matvec(WeightType type, const void* W, std::size_t rows, std::size_t cols, 
 // than memory. Same errors as matvec. Y of one input is bit-identical to
 // matvec's.
 void matmul(WeightType type, const void* W, std::size_t rows, std::size_t cols, const float* X,
-            std::size_t n, float* Y);
+            std::size_t n, float* Y, int threads);
 
 // One weight matrix of a group that multiplies the same inputs.
 struct MatmulJob {
@@ -52,6 +53,6 @@ struct MatmulJob {
 // threads instead of one each (a step makes ~100 hand-offs, and each costs
 // a synchronisation and an uneven finish). Every Y is bit-identical to
 // matmul's. Same errors as matvec.
-void matmuls(std::span<const MatmulJob> jobs, std::size_t cols, const float* X, std::size_t n);
+void matmuls(std::span<const MatmulJob> jobs, std::size_t cols, const float* X, std::size_t n, int threads);
 
 } // namespace kvscope::kernels::cpu

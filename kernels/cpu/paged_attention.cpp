@@ -7,7 +7,6 @@
 #include <string>
 
 #include "kernels/cpu/kv_row_ops.h"
-#include "kernels/cpu/parallel.h"
 #include "kernels/cpu/parallel_for.h"
 
 namespace kvscope::kernels::cpu {
@@ -31,7 +30,7 @@ std::size_t blocks_for(const PagedKv& kv, std::uint32_t ctx_len) {
 }
 
 void check_args(const PagedKv& kv, std::uint32_t ctx_len, const float* q, std::uint32_t n_q, std::uint32_t n_heads,
-                const float* out, std::span<float> scratch, const std::byte* tail) {
+                const float* out, std::span<float> scratch, int threads, const std::byte* tail) {
     check_paged_kv(kv);
     if (n_heads == 0 || n_heads % kv.n_kv_heads != 0)
         fail(std::to_string(n_heads) + " query heads are not a multiple of " +
@@ -40,7 +39,7 @@ void check_args(const PagedKv& kv, std::uint32_t ctx_len, const float* q, std::u
         fail(std::to_string(n_q) + " queries but a context of only " + std::to_string(ctx_len));
     if (n_q > 0 && (q == nullptr || out == nullptr))
         fail("null query or output");
-    const std::size_t needed = paged_attention_scratch_floats(ctx_len, kv.head_dim);
+    const std::size_t needed = paged_attention_scratch_floats(ctx_len, kv.head_dim, threads);
     if (scratch.size() < needed)
         fail("scratch of " + std::to_string(scratch.size()) + " floats, needs " +
              std::to_string(needed));
@@ -174,7 +173,7 @@ void attend(const Source<Blocks>& src, std::uint32_t kv_head, std::uint32_t coun
 
 template <typename Blocks>
 void run(const PagedKv& kv, Blocks blocks, std::uint32_t ctx_len, const float* q, std::uint32_t n_q,
-         std::uint32_t n_heads, float* out, std::span<float> scratch, const std::byte* tail) {
+         std::uint32_t n_heads, float* out, std::span<float> scratch, int threads, const std::byte* tail) {
     if (n_q == 0)
         return;
     const SimdPath path = simd_path();
@@ -196,11 +195,11 @@ void run(const PagedKv& kv, Blocks blocks, std::uint32_t ctx_len, const float* q
     const std::size_t per_thread = per_thread_floats(ctx_len, kv.head_dim);
     const std::size_t stride = round_to_line(ctx_len);
     const std::size_t items = std::size_t{n_q} * kv.n_kv_heads * parts;
-    const int threads = std::size_t{n_q} * n_heads * ctx_len * dim >= kParallelMinWork ? num_threads() : 1;
+    const int used = std::size_t{n_q} * n_heads * ctx_len * dim >= kParallelMinWork ? threads : 1;
     // Items are (query, KV head, up to kSharedHeads of its query heads),
     // query-major; later queries of a prefill chunk see more context, which
     // parallel_for's chunked hand-out evens out.
-    detail::parallel_for(items, threads, detail::Schedule::Dynamic, [&](std::size_t item, int thread) {
+    detail::parallel_for(items, used, detail::Schedule::Dynamic, [&](std::size_t item, int thread) {
         float* scores = scratch.data() + thread * per_thread;
         float* acc = scores + detail::kSharedHeads * stride;
         const auto i = static_cast<std::uint32_t>(item / (kv.n_kv_heads * parts));
@@ -215,25 +214,27 @@ void run(const PagedKv& kv, Blocks blocks, std::uint32_t ctx_len, const float* q
 
 } // namespace
 
-std::size_t paged_attention_scratch_floats(std::uint32_t ctx_len, std::uint32_t head_dim) {
-    return static_cast<std::size_t>(num_threads()) * per_thread_floats(ctx_len, head_dim);
+std::size_t paged_attention_scratch_floats(std::uint32_t ctx_len, std::uint32_t head_dim, int threads) {
+    return static_cast<std::size_t>(std::max(threads, 1)) * per_thread_floats(ctx_len, head_dim);
 }
 
 void paged_attention(const PagedKv& kv, std::span<const std::uint32_t> block_table,
                      std::uint32_t ctx_len, const float* q, std::uint32_t n_q,
-                     std::uint32_t n_heads, float* out, std::span<float> scratch, const std::byte* tail) {
-    check_args(kv, ctx_len, q, n_q, n_heads, out, scratch, tail);
+                     std::uint32_t n_heads, float* out, std::span<float> scratch, int threads,
+                     const std::byte* tail) {
+    check_args(kv, ctx_len, q, n_q, n_heads, out, scratch, threads, tail);
     check_table(kv, block_table, ctx_len);
-    run(kv, TableBlocks{block_table.data()}, ctx_len, q, n_q, n_heads, out, scratch, tail);
+    run(kv, TableBlocks{block_table.data()}, ctx_len, q, n_q, n_heads, out, scratch, threads, tail);
 }
 
 void contiguous_attention(const PagedKv& kv, std::uint32_t ctx_len, const float* q, std::uint32_t n_q,
-                          std::uint32_t n_heads, float* out, std::span<float> scratch, const std::byte* tail) {
-    check_args(kv, ctx_len, q, n_q, n_heads, out, scratch, tail);
+                          std::uint32_t n_heads, float* out, std::span<float> scratch, int threads,
+                          const std::byte* tail) {
+    check_args(kv, ctx_len, q, n_q, n_heads, out, scratch, threads, tail);
     if (blocks_for(kv, ctx_len) > kv.n_blocks)
         fail("a context of " + std::to_string(ctx_len) + " tokens needs " + std::to_string(blocks_for(kv, ctx_len)) +
              " consecutive blocks, the pool has " + std::to_string(kv.n_blocks));
-    run(kv, ConsecutiveBlocks{}, ctx_len, q, n_q, n_heads, out, scratch, tail);
+    run(kv, ConsecutiveBlocks{}, ctx_len, q, n_q, n_heads, out, scratch, threads, tail);
 }
 
 } // namespace kvscope::kernels::cpu

@@ -12,11 +12,11 @@
 
 namespace kvscope::kernels::cpu {
 
-// Floats of scratch paged_attention needs for a context of ctx_len tokens:
-// per thread (num_threads() at the time of the call, parallel.h), a score
-// row and an accumulator for each of up to 4 query heads that share a KV
-// head's decoded rows.
-std::size_t paged_attention_scratch_floats(std::uint32_t ctx_len, std::uint32_t head_dim);
+// Floats of scratch paged_attention needs for a context of ctx_len tokens
+// on `threads` threads (the count the call will be given): per thread, a
+// score row and an accumulator for each of up to 4 query heads that share a
+// KV head's decoded rows.
+std::size_t paged_attention_scratch_floats(std::uint32_t ctx_len, std::uint32_t head_dim, int threads);
 
 // Causal attention of one sequence, one layer.
 //
@@ -32,17 +32,17 @@ std::size_t paged_attention_scratch_floats(std::uint32_t ctx_len, std::uint32_t 
 // q). Query head h reads KV head h / (n_heads / n_kv_heads) (grouped-query
 // attention). Scores are scaled by 1 / sqrt(head_dim).
 //
-// Work is split across num_threads() threads over (query, KV head, up to 4
-// of its query heads): grouped-query heads read and decode each K/V row
-// once between them.
+// Work is split across `threads` threads (at least 1; the caller's own
+// count, see parallel.h) over (query, KV head, up to 4 of its query heads):
+// grouped-query heads read and decode each K/V row once between them.
 // Throws std::invalid_argument for a bad description, n_heads not a
 // multiple of n_kv_heads, n_q > ctx_len, a block table shorter than
 // ctx_len needs or naming a block outside the pool, scratch smaller
-// than paged_attention_scratch_floats(ctx_len, head_dim), or a KIVI
+// than paged_attention_scratch_floats(ctx_len, head_dim, threads), or a KIVI
 // context with a partial last block and no tail.
 void paged_attention(const PagedKv& kv, std::span<const std::uint32_t> block_table,
                      std::uint32_t ctx_len, const float* q, std::uint32_t n_q,
-                     std::uint32_t n_heads, float* out, std::span<float> scratch,
+                     std::uint32_t n_heads, float* out, std::span<float> scratch, int threads,
                      const std::byte* tail = nullptr);
 
 // The same kernel for a sequence held in consecutive blocks from block 0
@@ -51,7 +51,7 @@ void paged_attention(const PagedKv& kv, std::span<const std::uint32_t> block_tab
 // `kvscope-cli bench attention` can time the block-table indirection
 // against identical data and identical arithmetic.
 void contiguous_attention(const PagedKv& kv, std::uint32_t ctx_len, const float* q, std::uint32_t n_q,
-                          std::uint32_t n_heads, float* out, std::span<float> scratch,
+                          std::uint32_t n_heads, float* out, std::span<float> scratch, int threads,
                           const std::byte* tail = nullptr);
 
 } // namespace kvscope::kernels::cpu

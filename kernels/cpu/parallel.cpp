@@ -13,11 +13,6 @@
 namespace kvscope::kernels::cpu {
 namespace {
 
-std::atomic<int>& requested() {
-    static std::atomic<int> n{0};
-    return n;
-}
-
 void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
@@ -111,15 +106,12 @@ private:
 
 } // namespace
 
-void set_num_threads(int n) { requested().store(n > 0 ? n : 0, std::memory_order_relaxed); }
-
-int num_threads() {
-    const int n = requested().load(std::memory_order_relaxed);
-    if (n > 0)
-        return n;
+int available_cores() {
     static const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     return cores;
 }
+
+int resolve_threads(int requested) { return requested > 0 ? requested : available_cores(); }
 
 namespace detail {
 

@@ -1,16 +1,23 @@
 // The serving engine on stories260K: greedy tokens equal run.c's reference
 // whether a request runs alone, in a busy batch, after preemption (recompute
 // or swap) or with its prefix from the cache; parallel samples share blocks;
-// impossible requests fail alone.
+// impossible requests fail alone, and so does a request a kernel refuses;
+// each engine keeps its own thread count.
 #include <QtTest>
 
+#include <algorithm>
+#include <climits>
+#include <optional>
 #include <set>
+#include <stdexcept>
 
 #include "engine_test_support.h"
 #include "../runtime/jsonl.h"
 
 using namespace kvscope;
 using namespace kvscope::test;
+
+Q_DECLARE_METATYPE(kvscope::KvDtype)
 
 namespace {
 
@@ -32,6 +39,45 @@ RequestParams greedy(std::uint32_t n_tokens) {
     return p;
 }
 
+// The real forward pass, except that once a chunk has held the poison
+// token, every later batch with a chunk of that sequence is refused with
+// std::invalid_argument, as the CPU kernels refuse -- after running, as a
+// kernel of a late layer would, when the batch's K/V are written.
+class RefusingPass : public ForwardPass {
+public:
+    RefusingPass(std::unique_ptr<ForwardPass> inner, TokenId poison) : inner_(std::move(inner)), poison_(poison) {}
+    const ModelConfig& config() const override { return inner_->config(); }
+
+protected:
+    void forward_batch(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) override {
+        inner_->forward(batch, kv, logits);
+        for (const SeqChunk& c : batch) {
+            if (poisoned_ == c.seq)
+                throw std::invalid_argument("paged_attention: refused by the test");
+            if (!poisoned_ && std::find(c.tokens.begin(), c.tokens.end(), poison_) != c.tokens.end())
+                poisoned_ = c.seq;
+        }
+    }
+
+private:
+    std::unique_ptr<ForwardPass> inner_;
+    TokenId poison_;
+    std::optional<SeqId> poisoned_;
+};
+
+// A token none of the references' prompts or generations holds.
+TokenId unused_token(const std::vector<Reference>& refs) {
+    std::set<TokenId> used;
+    for (const Reference& r : refs) {
+        used.insert(r.prompt.begin(), r.prompt.end());
+        used.insert(r.generated.begin(), r.generated.end());
+    }
+    TokenId t = 3;
+    while (used.contains(t))
+        ++t;
+    return t;
+}
+
 } // namespace
 
 class TestEngine : public QObject {
@@ -43,6 +89,10 @@ private slots:
     void prefix_cache_shares_a_system_prompt();
     void parallel_samples_share_the_prompt();
     void impossible_requests_fail_alone();
+    void a_kernel_refusal_ends_only_its_request_data();
+    void a_kernel_refusal_ends_only_its_request();
+    void n_beyond_the_cap_is_refused_once();
+    void each_engine_keeps_its_threads();
     void abort_frees_blocks();
     void stop_strings_cut_the_text();
     void a_drawn_reply_length_ends_the_request();
@@ -167,6 +217,98 @@ void TestEngine::impossible_requests_fail_alone() {
         QCOMPARE(of(out, r, 0).finish, std::optional(FinishReason::Error));
     QVERIFY(QString::fromStdString(of(out, too_big, 0).error).contains("never fit"));
     QVERIFY(QString::fromStdString(of(out, too_long, 0).error).contains("context of 512"));
+}
+
+void TestEngine::a_kernel_refusal_ends_only_its_request_data() {
+    QTest::addColumn<KvDtype>("dtype");
+    QTest::newRow("f32") << KvDtype::F32;
+    // KIVI: the failed batch sealed a block of the long prompt's chunk and
+    // wrote the next block's rows over its f16 tail; the rerun starts that
+    // chunk at its block's start, so the tail is whole again.
+    QTest::newRow("int4-kivi") << KvDtype::Int4Kivi;
+}
+
+void TestEngine::a_kernel_refusal_ends_only_its_request() {
+    QFETCH(KvDtype, dtype);
+    const auto refs = references();
+    const TokenId poison = unused_token(refs);
+    EngineConfig c = small_config(64, 8);
+    c.kv_dtype = dtype;
+    c.max_num_batched_tokens = 12;
+    // Step 1: the poisoned prompt (10 tokens) and 2 tokens of `longer`;
+    // step 2: the poisoned decode (refused) with longer's chunk [2, 13),
+    // which starts inside block 0 and seals it.
+    std::vector<TokenId> longer = refs[0].prompt;
+    longer.insert(longer.end(), refs[0].generated.begin(), refs[0].generated.begin() + 15);
+    const std::vector<TokenId> poisoned{1, 403, poison, 407, 261, 378, 300, 301, 302, 303};
+    const auto alone = [&](const std::vector<TokenId>& prompt) {
+        Engine engine(c, model_);
+        Outputs out;
+        collect_into(engine, out);
+        const RequestId id = engine.add_request(prompt, greedy(30));
+        drain(engine);
+        return of(out, id, 0).tokens;
+    };
+    Engine engine(c, model_, [poison](Backend b, const Model& m, const KvLayout& l, int threads) {
+        return std::make_unique<RefusingPass>(make_forward_pass(b, m, l, threads), poison);
+    });
+    Outputs out;
+    collect_into(engine, out);
+    const RequestId refused = engine.add_request(poisoned, greedy(30));
+    const RequestId first = engine.add_request(longer, greedy(30));
+    const RequestId last = engine.add_request(refs[1].prompt, greedy(30));
+    drain(engine);
+    QCOMPARE(of(out, refused, 0).finish, std::optional(FinishReason::Error));
+    QVERIFY2(QString::fromStdString(of(out, refused, 0).error).contains("refused by the test"),
+             of(out, refused, 0).error.c_str());
+    for (const auto& [id, prompt] : {std::pair{first, longer}, std::pair{last, refs[1].prompt}}) {
+        QCOMPARE(of(out, id, 0).finish, std::optional(FinishReason::Length));
+        QCOMPARE(of(out, id, 0).tokens, alone(prompt));
+    }
+    QCOMPARE(engine.kv().fragmentation().used_blocks, std::size_t{0});
+}
+
+void TestEngine::n_beyond_the_cap_is_refused_once() {
+    Engine engine(small_config(8), model_);
+    int outputs = 0;
+    std::string error;
+    engine.set_output_callback([&](const RequestOutput& o) {
+        ++outputs;
+        error = o.error;
+    });
+    for (const std::uint32_t n : {kMaxSamplesPerRequest + 1, std::uint32_t{UINT32_MAX}}) {
+        outputs = 0;
+        RequestParams p = greedy(4);
+        p.n = n;
+        engine.add_request(std::vector<TokenId>{1, 403}, p);
+        QCOMPARE(outputs, 1);
+        QVERIFY2(QString::fromStdString(error).contains("at most 128"), error.c_str());
+    }
+    QVERIFY(!engine.has_work());
+}
+
+void TestEngine::each_engine_keeps_its_threads() {
+    EngineConfig one = small_config(16), three = small_config(16);
+    one.threads = 1;
+    three.threads = 3;
+    Engine a(one, model_);
+    Engine b(three, model_); // used to set the kernels' global count under a's feet
+    QCOMPARE(a.threads(), 1);
+    QCOMPARE(b.threads(), 3);
+    // Interleaved steps, each at its own count, give run.c's tokens.
+    const auto refs = references();
+    Outputs out_a, out_b;
+    collect_into(a, out_a);
+    collect_into(b, out_b);
+    const RequestId ra = a.add_request(refs[0].prompt, greedy(static_cast<std::uint32_t>(refs[0].generated.size())));
+    const RequestId rb = b.add_request(refs[1].prompt, greedy(static_cast<std::uint32_t>(refs[1].generated.size())));
+    while (a.has_work() || b.has_work()) {
+        a.step();
+        b.step();
+    }
+    QCOMPARE(of(out_a, ra, 0).tokens, refs[0].generated);
+    QCOMPARE(of(out_b, rb, 0).tokens, refs[1].generated);
+    QCOMPARE(a.threads(), 1);
 }
 
 void TestEngine::abort_frees_blocks() {

@@ -103,9 +103,9 @@ void compare(const Case& c, std::mt19937& rng) {
                           v.data() + p * kv_row, tail);
         const std::vector<float> q = gpu_check::random_floats(spec.n_q * q_row, rng);
         std::vector<float> out(q.size());
-        std::vector<float> scratch(cpu::paged_attention_scratch_floats(spec.ctx_len, c.head_dim));
+        std::vector<float> scratch(cpu::paged_attention_scratch_floats(spec.ctx_len, c.head_dim, 1));
         cpu::paged_attention(host_kv, std::span<const std::uint32_t>(table, table_stride), spec.ctx_len, q.data(),
-                             spec.n_q, n_heads, out.data(), scratch, tail);
+                             spec.n_q, n_heads, out.data(), scratch, 1, tail);
         q_all.insert(q_all.end(), q.begin(), q.end());
         expected.insert(expected.end(), out.begin(), out.end());
         for (std::uint32_t i = 0; i < spec.n_q; ++i) {

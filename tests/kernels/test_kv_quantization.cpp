@@ -48,7 +48,6 @@
 #include "kernel_test_support.h"
 #include "kernels/cpu/kv_write.h"
 #include "kernels/cpu/paged_attention.h"
-#include "kernels/cpu/parallel.h"
 
 using namespace kvscope::kernels::cpu;
 using kernel_test::AttentionShape;
@@ -58,6 +57,9 @@ using kvscope::KvLayout;
 Q_DECLARE_METATYPE(kvscope::KvDtype)
 
 namespace {
+
+// Two threads, so that attention's parallel path runs.
+constexpr int kThreads = 2;
 
 // One layer of a pool and everything a sequence needs beside it.
 struct Cache {
@@ -100,11 +102,13 @@ void write_tokens(Cache& c, const AttentionShape& s, const std::vector<float>& k
 
 std::vector<float> attend(const Cache& c, const AttentionShape& s, const std::vector<float>& q, bool paged = true) {
     std::vector<float> out(std::size_t{s.n_q} * s.n_heads * s.head_dim, std::nanf(""));
-    std::vector<float> scratch(paged_attention_scratch_floats(s.ctx_len, s.head_dim));
+    std::vector<float> scratch(paged_attention_scratch_floats(s.ctx_len, s.head_dim, kThreads));
     if (paged)
-        paged_attention(c.kv, c.table, s.ctx_len, q.data(), s.n_q, s.n_heads, out.data(), scratch, c.tail.data());
+        paged_attention(c.kv, c.table, s.ctx_len, q.data(), s.n_q, s.n_heads, out.data(), scratch, kThreads,
+                        c.tail.data());
     else
-        contiguous_attention(c.kv, s.ctx_len, q.data(), s.n_q, s.n_heads, out.data(), scratch, c.tail.data());
+        contiguous_attention(c.kv, s.ctx_len, q.data(), s.n_q, s.n_heads, out.data(), scratch, kThreads,
+                             c.tail.data());
     return out;
 }
 
@@ -210,7 +214,6 @@ double e4m3_value(unsigned code) {
 class TestKvQuantization : public QObject {
     Q_OBJECT
 private slots:
-    void cleanupTestCase() { set_num_threads(0); }
     void fp8_codes_round_to_nearest_even();
     void bf16_rounds_to_nearest_even();
     void int8_row_round_trip();
@@ -448,11 +451,11 @@ void TestKvQuantization::contiguous_matches_paged() {
 void TestKvQuantization::rejects_missing_tail_and_scales() {
     const AttentionShape s{1, 1, 8, 3, 1};
     const std::vector<float> x(8, 1.0f), q(8, 0.0f);
-    std::vector<float> out(8), scratch(paged_attention_scratch_floats(3, 8));
+    std::vector<float> out(8), scratch(paged_attention_scratch_floats(3, 8, 1));
     Cache kivi = make_cache(s, KvDtype::Int4Kivi, 4, true, 1);
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, write_kv(kivi.kv, 0, 0, x.data(), x.data()));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
-                             paged_attention(kivi.kv, kivi.table, 3, q.data(), 1, 1, out.data(), scratch));
+                             paged_attention(kivi.kv, kivi.table, 3, q.data(), 1, 1, out.data(), scratch, 1));
     Cache fp8 = make_cache(s, KvDtype::Fp8E4M3, 4, true, 1);
     PagedKv no_scales = fp8.kv;
     no_scales.fixed_scales = nullptr;

@@ -27,7 +27,6 @@
 #include "kernel_test_support.h"
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/matmul.h"
-#include "kernels/cpu/parallel.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/row_dot.h"
 
@@ -37,6 +36,10 @@ using kernel_test::PathScope;
 Q_DECLARE_METATYPE(kvscope::kernels::cpu::WeightType)
 
 namespace {
+
+// Threads for the checks that are not about threads: two, so that the
+// parallel paths run.
+constexpr int kThreads = 2;
 
 constexpr WeightType kAllTypes[] = {WeightType::F32,  WeightType::F16,  WeightType::BF16,
                                     WeightType::Q8_0, WeightType::Q4_0, WeightType::Q5_0,
@@ -207,7 +210,7 @@ void check_against_reference(const Matrix& m, const float* x, const float* y, st
 
 std::vector<float> run_matvec(const Matrix& m, const std::vector<float>& x) {
     std::vector<float> y(m.rows, std::nanf(""));
-    matvec(m.type, m.bytes.data(), m.rows, m.cols, x.data(), y.data());
+    matvec(m.type, m.bytes.data(), m.rows, m.cols, x.data(), y.data(), kThreads);
     return y;
 }
 
@@ -222,8 +225,6 @@ void add_type_rows() {
 class TestMatmul : public QObject {
     Q_OBJECT
 private slots:
-    void init() { set_num_threads(2); }
-    void cleanupTestCase() { set_num_threads(0); }
 
     void matvec_matches_reference_data() { add_type_rows(); }
     void matvec_matches_reference();
@@ -399,7 +400,7 @@ void TestMatmul::matmul_matches_reference() {
         for (const SimdPath path : kernel_test::available_paths()) {
             PathScope scope(path);
             std::vector<float> Y(n * m.rows, std::nanf(""));
-            matmul(type, m.bytes.data(), m.rows, m.cols, X.data(), n, Y.data());
+            matmul(type, m.bytes.data(), m.rows, m.cols, X.data(), n, Y.data(), kThreads);
             for (std::size_t i = 0; i < n; ++i)
                 check_against_reference(m, X.data() + i * m.cols, Y.data() + i * m.rows, i);
         }
@@ -421,7 +422,7 @@ void TestMatmul::matmul_equals_matvecs() {
             for (const SimdPath path : kernel_test::available_paths()) {
                 PathScope scope(path);
                 std::vector<float> Y(n * m.rows, std::nanf(""));
-                matmul(type, m.bytes.data(), m.rows, m.cols, X.data(), n, Y.data());
+                matmul(type, m.bytes.data(), m.rows, m.cols, X.data(), n, Y.data(), kThreads);
                 for (std::size_t i = 0; i < n; ++i) {
                     const std::vector<float> x(X.begin() + i * m.cols, X.begin() + (i + 1) * m.cols);
                     const std::vector<float> y = run_matvec(m, x);
@@ -523,24 +524,23 @@ void TestMatmul::matmuls_equal_matmul() {
         for (const SimdPath path : kernel_test::available_paths())
             for (const int threads : {1, 2, 3}) {
                 PathScope scope(path);
-                set_num_threads(threads);
                 std::vector<std::vector<float>> ys(4);
                 std::vector<MatmulJob> jobs;
                 for (std::size_t j = 0; j < 4; ++j) {
                     ys[j].assign(n * heights[j], std::nanf(""));
                     jobs.push_back({types[j], matrices[j].bytes.data(), heights[j], ys[j].data()});
                 }
-                matmuls(jobs, cols, X.data(), n);
+                matmuls(jobs, cols, X.data(), n, threads);
                 for (std::size_t j = 0; j < 4; ++j) {
                     std::vector<float> expected(n * heights[j]);
-                    matmul(types[j], matrices[j].bytes.data(), heights[j], cols, X.data(), n, expected.data());
+                    matmul(types[j], matrices[j].bytes.data(), heights[j], cols, X.data(), n, expected.data(),
+                           threads);
                     QVERIFY2(std::memcmp(ys[j].data(), expected.data(), expected.size() * sizeof(float)) == 0,
                              qPrintable(QStringLiteral("%1, %2 inputs, path %3, %4 threads")
                                             .arg(to_string(types[j]).data()).arg(n).arg(to_string(path)).arg(threads)));
                 }
             }
     }
-    set_num_threads(0);
 }
 
 void TestMatmul::threads_do_not_change_results() {
@@ -552,10 +552,8 @@ void TestMatmul::threads_do_not_change_results() {
         const std::size_t n = 9;
         const std::vector<float> X = random_activations(n * m.cols, rng);
         std::vector<float> one(n * m.rows), two(n * m.rows);
-        set_num_threads(1);
-        matmul(type, m.bytes.data(), m.rows, m.cols, X.data(), n, one.data());
-        set_num_threads(2);
-        matmul(type, m.bytes.data(), m.rows, m.cols, X.data(), n, two.data());
+        matmul(type, m.bytes.data(), m.rows, m.cols, X.data(), n, one.data(), 1);
+        matmul(type, m.bytes.data(), m.rows, m.cols, X.data(), n, two.data(), 2);
         QVERIFY2(one == two, to_string(type).data());
     }
 }
@@ -569,20 +567,18 @@ void TestMatmul::concurrent_callers_get_the_same_results() {
     const std::size_t n = 3;
     const std::vector<float> X = random_activations(n * m.cols, rng);
     std::vector<float> expected(n * m.rows);
-    set_num_threads(1);
-    matmul(m.type, m.bytes.data(), m.rows, m.cols, X.data(), n, expected.data());
+    matmul(m.type, m.bytes.data(), m.rows, m.cols, X.data(), n, expected.data(), kThreads);
     std::vector<float> expected_row(m.rows);
-    matvec(m.type, m.bytes.data(), m.rows, m.cols, X.data(), expected_row.data());
+    matvec(m.type, m.bytes.data(), m.rows, m.cols, X.data(), expected_row.data(), kThreads);
 
-    set_num_threads(5);
     std::atomic<int> mismatches{0};
     std::vector<std::thread> callers;
     for (int c = 0; c < 3; ++c)
         callers.emplace_back([&] {
             std::vector<float> Y(n * m.rows), y(m.rows);
             for (int rep = 0; rep < 40; ++rep) {
-                matmul(m.type, m.bytes.data(), m.rows, m.cols, X.data(), n, Y.data());
-                matvec(m.type, m.bytes.data(), m.rows, m.cols, X.data(), y.data());
+                matmul(m.type, m.bytes.data(), m.rows, m.cols, X.data(), n, Y.data(), 5);
+                matvec(m.type, m.bytes.data(), m.rows, m.cols, X.data(), y.data(), 5);
                 mismatches += (Y != expected) + (y != expected_row);
             }
         });
@@ -610,13 +606,13 @@ void TestMatmul::rejects_bad_arguments() {
     std::vector<std::byte> w(34 * 8);
     std::vector<float> x(256), y(8);
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
-                             matvec(WeightType::Q8_0, w.data(), 1, 48, x.data(), y.data()));
+                             matvec(WeightType::Q8_0, w.data(), 1, 48, x.data(), y.data(), kThreads));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
-                             matvec(WeightType::Q4_K, w.data(), 1, 128, x.data(), y.data()));
+                             matvec(WeightType::Q4_K, w.data(), 1, 128, x.data(), y.data(), kThreads));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
-                             matvec(WeightType::Q8_0, nullptr, 1, 32, x.data(), y.data()));
+                             matvec(WeightType::Q8_0, nullptr, 1, 32, x.data(), y.data(), kThreads));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
-                             matmul(WeightType::F32, w.data(), 2, 4, nullptr, 1, y.data()));
+                             matmul(WeightType::F32, w.data(), 2, 4, nullptr, 1, y.data(), kThreads));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
                              weight_row_bytes(static_cast<WeightType>(3), 32));
 }

@@ -28,7 +28,6 @@
 #include "kernels/cpu/kv_row_ops.h"
 #include "kernels/cpu/kv_write.h"
 #include "kernels/cpu/paged_attention.h"
-#include "kernels/cpu/parallel.h"
 
 using namespace kvscope::kernels::cpu;
 using kvscope::KvDtype;
@@ -114,10 +113,10 @@ double worst_relative_error(const std::vector<float>& out, const std::vector<dou
     return worst;
 }
 
-std::vector<float> run_attention(const Cache& c, const Shape& s, const std::vector<float>& q) {
+std::vector<float> run_attention(const Cache& c, const Shape& s, const std::vector<float>& q, int threads) {
     std::vector<float> out(q.size(), std::nanf(""));
-    std::vector<float> scratch(paged_attention_scratch_floats(s.ctx_len, s.head_dim));
-    paged_attention(c.kv, c.table, s.ctx_len, q.data(), s.n_q, s.n_heads, out.data(), scratch);
+    std::vector<float> scratch(paged_attention_scratch_floats(s.ctx_len, s.head_dim, threads));
+    paged_attention(c.kv, c.table, s.ctx_len, q.data(), s.n_q, s.n_heads, out.data(), scratch, threads);
     return out;
 }
 
@@ -177,7 +176,6 @@ bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 class TestPagedAttention : public QObject {
     Q_OBJECT
 private slots:
-    void cleanupTestCase() { set_num_threads(0); }
     void matches_double_reference_data();
     void matches_double_reference();
     void row_runs_match_single_rows_data();
@@ -248,12 +246,9 @@ void TestPagedAttention::matches_double_reference() {
 
     for (const SimdPath path : kernel_test::available_paths()) {
         kernel_test::PathScope scope(path);
-        set_num_threads(1);
-        const std::vector<float> one = run_attention(cache, s, q);
-        set_num_threads(2);
-        const std::vector<float> two = run_attention(cache, s, q);
-        set_num_threads(5); // more threads than this machine's cores
-        const std::vector<float> five = run_attention(cache, s, q);
+        const std::vector<float> one = run_attention(cache, s, q, 1);
+        const std::vector<float> two = run_attention(cache, s, q, 2);
+        const std::vector<float> five = run_attention(cache, s, q, 5); // more threads than this machine's cores
         const double error = worst_relative_error(two, ref, s.head_dim);
         QVERIFY2(error < 1e-5, qPrintable(QStringLiteral("%1 path: relative error %2")
                                               .arg(to_string(path)).arg(error, 0, 'g', 3)));
@@ -390,11 +385,11 @@ void TestPagedAttention::rejects_bad_arguments() {
     std::mt19937 rng(8);
     Cache cache = make_cache(s, KvDtype::F32, 8, rng);
     std::vector<float> q(4 * 8), out(4 * 8), k(2 * 8), v(2 * 8);
-    std::vector<float> scratch(paged_attention_scratch_floats(s.ctx_len, s.head_dim));
+    std::vector<float> scratch(paged_attention_scratch_floats(s.ctx_len, s.head_dim, 1));
     const auto attend = [&](const PagedKv& kv, std::span<const std::uint32_t> table,
                             std::uint32_t ctx, std::uint32_t n_q, std::uint32_t n_heads,
                             std::span<float> scr) {
-        paged_attention(kv, table, ctx, q.data(), n_q, n_heads, out.data(), scr);
+        paged_attention(kv, table, ctx, q.data(), n_q, n_heads, out.data(), scr, 1);
     };
     const std::span<const std::uint32_t> table = cache.table;
     // A 20-token context needs 3 blocks of 8.

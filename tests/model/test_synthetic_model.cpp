@@ -3,9 +3,11 @@
 
 #include <QTemporaryDir>
 
+#include <memory>
+
 #include "engine/model/synthetic_model.h"
 #include "engine/model/tensor_stats.h"
-#include "engine/runtime/generation.h"
+#include "engine/completion.h"
 #include "engine/tokenizer/tokenizer.h"
 
 using namespace kvscope;
@@ -32,8 +34,8 @@ void TestSyntheticModel::writes_a_loadable_model_of_the_preset_shape() {
     const ModelGeometry& g = find_model_preset(preset.toStdString());
     write_synthetic_model(g, static_cast<GgmlType>(type), 7, path);
 
-    const Model model(path);
-    const ModelConfig& c = model.config();
+    const auto model = std::make_shared<const Model>(path);
+    const ModelConfig& c = model->config();
     QCOMPARE(c.architecture, g.architecture);
     QCOMPARE(c.n_layers, g.n_layers);
     QCOMPARE(c.embedding_dim, g.dim);
@@ -43,14 +45,18 @@ void TestSyntheticModel::writes_a_loadable_model_of_the_preset_shape() {
     QCOMPARE(c.tied_embeddings, g.tied_embeddings);
     QCOMPARE(c.qkv_bias, g.qkv_bias);
     // The parameter count the file really holds is the one the preset claims.
-    QCOMPARE(tensor_stats(model.file()).parameters, g.parameters());
+    QCOMPARE(tensor_stats(model->file()).parameters, g.parameters());
 
-    const Tokenizer tok(read_vocabulary(model.file()));
+    const Tokenizer tok(read_vocabulary(model->file()));
     QCOMPARE(tok.n_tokens(), static_cast<std::int32_t>(g.vocab));
-    GenerateOptions o;
-    o.max_new_tokens = 3;
-    const auto r = generate(model, tok.encode("hello"), o);
-    QCOMPARE(r.tokens.size(), std::size_t{3});
+    const std::vector<TokenId> prompt = tok.encode("hello");
+    EngineConfig config;
+    config.backend = Backend::Cpu;
+    Engine engine(config_for_one_request(config, prompt.size() + 3), model);
+    RequestParams params;
+    params.max_new_tokens = 3;
+    params.ignore_eos = true;
+    QCOMPARE(run_to_completion(engine, prompt, params).tokens.size(), std::size_t{3});
 }
 
 QTEST_APPLESS_MAIN(TestSyntheticModel)

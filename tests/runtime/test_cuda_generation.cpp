@@ -5,7 +5,6 @@
 #include <QtTest>
 
 #include "engine/core/device.h"
-#include "engine/runtime/generation.h"
 #include "../engine/engine_test_support.h"
 #include "jsonl.h"
 #include "support/test_models.h"
@@ -37,13 +36,13 @@ void TestCudaGeneration::reproduces_run_c_greedy_data() {
 void TestCudaGeneration::reproduces_run_c_greedy() {
     QFETCH(int, kv_dtype);
     KVSCOPE_REQUIRE_MODEL(path, "stories260K.reference.jsonl");
-    const Model model(test_model_path("stories260K-f32.gguf").toStdString());
+    const auto model = std::make_shared<const Model>(test_model_path("stories260K-f32.gguf").toStdString());
     const auto rows = read_jsonl(path);
     QVERIFY(rows.size() >= 6);
-    GenerateOptions o;
-    o.backend = Backend::Cuda;
-    o.kv_dtype = static_cast<KvDtype>(kv_dtype);
-    const std::optional<QString> mismatch = first_reference_mismatch(model, rows, o);
+    GenerateSetup setup;
+    setup.backend = Backend::Cuda;
+    setup.kv_dtype = static_cast<KvDtype>(kv_dtype);
+    const std::optional<QString> mismatch = first_reference_mismatch(model, rows, setup);
     QVERIFY2(!mismatch, qPrintable(QStringLiteral("prompt '%1' generates other tokens").arg(mismatch.value_or(QString()))));
 }
 

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "engine/core/error.h"
-#include "engine/runtime/generation.h"
+#include "engine/runtime/teacher_forcing.h"
 #include "jsonl.h"
 #include "support/test_models.h"
 
@@ -39,12 +39,12 @@ void TestGeneration::reproduces_run_c_greedy() {
     QFETCH(QString, file);
     QFETCH(int, kv_dtype);
     KVSCOPE_REQUIRE_MODEL(path, "stories260K.reference.jsonl");
-    const Model model(test_model_path(file).toStdString());
+    const auto model = std::make_shared<const Model>(test_model_path(file).toStdString());
     const auto rows = read_jsonl(path);
     QVERIFY(rows.size() >= 6);
-    GenerateOptions o;
-    o.kv_dtype = static_cast<KvDtype>(kv_dtype);
-    const std::optional<QString> mismatch = first_reference_mismatch(model, rows, o);
+    GenerateSetup setup;
+    setup.kv_dtype = static_cast<KvDtype>(kv_dtype);
+    const std::optional<QString> mismatch = first_reference_mismatch(model, rows, setup);
     QVERIFY2(!mismatch, qPrintable(QStringLiteral("prompt '%1' generates other tokens").arg(mismatch.value_or(QString()))));
 }
 
@@ -127,16 +127,15 @@ void TestGeneration::follows_llama_cpp_on_quantized_files_data() {
 void TestGeneration::follows_llama_cpp_on_quantized_files() {
     QFETCH(QString, file);
     KVSCOPE_REQUIRE_MODEL(path, "stories260K.llamacpp.jsonl");
-    const Model model(test_model_path(file).toStdString());
+    const auto model = std::make_shared<const Model>(test_model_path(file).toStdString());
     int identical = 0, rows = 0;
     std::size_t common_prefix = 0, total = 0;
     for (const QJsonObject& row : read_jsonl(path)) {
         if (row["model"].toString() != file)
             continue;
         const auto expected = ids(row["generated_token_ids"]);
-        GenerateOptions o;
-        o.max_new_tokens = static_cast<std::uint32_t>(expected.size());
-        const auto got = generate(model, ids(row["prompt_token_ids"]), o).tokens;
+        const auto got =
+            generate_alone(model, ids(row["prompt_token_ids"]), static_cast<std::uint32_t>(expected.size()));
         const auto diverge = std::mismatch(got.begin(), got.end(), expected.begin()).first - got.begin();
         common_prefix += static_cast<std::size_t>(diverge);
         total += expected.size();
@@ -151,32 +150,29 @@ void TestGeneration::follows_llama_cpp_on_quantized_files() {
 
 void TestGeneration::block_size_does_not_change_tokens() {
     KVSCOPE_REQUIRE_MODEL(path, "stories260K-f32.gguf");
-    const Model model(path.toStdString());
+    const auto model = std::make_shared<const Model>(path.toStdString());
     const std::vector<TokenId> prompt{1, 403, 407, 261, 378};
-    GenerateOptions o;
-    o.max_new_tokens = 40;
-    o.kv_dtype = KvDtype::F32;
-    o.block_size = 1;
-    const auto one = generate(model, prompt, o).tokens;
-    o.block_size = 7;
-    QCOMPARE(generate(model, prompt, o).tokens, one);
-    o.block_size = 32;
-    QCOMPARE(generate(model, prompt, o).tokens, one);
+    GenerateSetup setup;
+    setup.kv_dtype = KvDtype::F32;
+    setup.block_size = 1;
+    const auto one = generate_alone(model, prompt, 40, setup);
+    setup.block_size = 7;
+    QCOMPARE(generate_alone(model, prompt, 40, setup), one);
+    setup.block_size = 32;
+    QCOMPARE(generate_alone(model, prompt, 40, setup), one);
 }
 
 void TestGeneration::context_overflow_is_an_error() {
     KVSCOPE_REQUIRE_MODEL(path, "stories260K-f32.gguf");
-    const Model model(path.toStdString());
-    GenerateOptions o;
-    o.max_new_tokens = 10;
+    const auto model = std::make_shared<const Model>(path.toStdString());
     const std::vector<TokenId> long_prompt(510, 300);
     try {
-        generate(model, long_prompt, o);
+        generate_alone(model, long_prompt, 10);
         QFAIL("a prompt past the context must be refused");
     } catch (const Error& e) {
         QVERIFY2(QString(e.what()).contains("exceeds the model's context of 512"), e.what());
     }
-    QVERIFY_THROWS_EXCEPTION(Error, generate(model, std::vector<TokenId>{}, o));
+    QVERIFY_THROWS_EXCEPTION(Error, generate_alone(model, std::vector<TokenId>{}, 10));
 }
 
 QTEST_APPLESS_MAIN(TestGeneration)

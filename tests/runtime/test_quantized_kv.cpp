@@ -20,7 +20,6 @@
 
 #include "engine/engine.h"
 #include "engine/engine_test_support.h"
-#include "engine/runtime/generation.h"
 #include "jsonl.h"
 #include "support/test_models.h"
 
@@ -46,13 +45,9 @@ std::vector<std::vector<TokenId>> long_prompts(const QString& path) {
     return prompts;
 }
 
-std::vector<TokenId> greedy(const Model& model, std::span<const TokenId> prompt, KvDtype dtype,
+std::vector<TokenId> greedy(const std::shared_ptr<const Model>& model, std::span<const TokenId> prompt, KvDtype dtype,
                             std::uint32_t block_size = 16) {
-    GenerateOptions o;
-    o.max_new_tokens = kNewTokens;
-    o.kv_dtype = dtype;
-    o.block_size = block_size;
-    return generate(model, prompt, o).tokens;
+    return generate_alone(model, {prompt.begin(), prompt.end()}, kNewTokens, {dtype, block_size, Backend::Cpu});
 }
 
 std::size_t common_prefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
@@ -63,7 +58,8 @@ std::size_t common_prefix(const std::vector<TokenId>& a, const std::vector<Token
 }
 
 // Share of leading tokens equal to the f32-KV run, over all prompts.
-double agreement(const Model& model, const std::vector<std::vector<TokenId>>& prompts, KvDtype dtype) {
+double agreement(const std::shared_ptr<const Model>& model, const std::vector<std::vector<TokenId>>& prompts,
+                 KvDtype dtype) {
     std::size_t agreed = 0, total = 0;
     for (const std::vector<TokenId>& prompt : prompts) {
         const std::vector<TokenId> reference = greedy(model, prompt, KvDtype::F32);
@@ -71,7 +67,7 @@ double agreement(const Model& model, const std::vector<std::vector<TokenId>>& pr
         if (tokens.size() != kNewTokens)
             return 0.0;
         for (TokenId t : tokens)
-            if (t < 0 || t >= static_cast<TokenId>(model.config().vocab_size))
+            if (t < 0 || t >= static_cast<TokenId>(model->config().vocab_size))
                 return 0.0;
         agreed += common_prefix(reference, tokens);
         total += reference.size();
@@ -130,7 +126,7 @@ void TestQuantizedKv::greedy_follows_f32_kv_data() {
 void TestQuantizedKv::greedy_follows_f32_kv() {
     QFETCH(KvDtype, dtype);
     KVSCOPE_REQUIRE_MODEL(path, "stories260K.reference.jsonl");
-    const Model model(test_model_path("stories260K-f32.gguf").toStdString());
+    const auto model = std::make_shared<const Model>(test_model_path("stories260K-f32.gguf").toStdString());
     const double share = agreement(model, long_prompts(path), dtype);
     qInfo("%s: %.0f%% of leading tokens equal to the f32-KV run", to_string(dtype).data(), 100 * share);
     QVERIFY2(share >= agreement_threshold(dtype),
@@ -139,7 +135,7 @@ void TestQuantizedKv::greedy_follows_f32_kv() {
 
 void TestQuantizedKv::kivi_follows_f32_where_int4_does_not() {
     KVSCOPE_REQUIRE_MODEL(path, "stories260K.reference.jsonl");
-    const Model model(test_model_path("stories260K-f32.gguf").toStdString());
+    const auto model = std::make_shared<const Model>(test_model_path("stories260K-f32.gguf").toStdString());
     const auto prompts = long_prompts(path);
     QVERIFY(agreement(model, prompts, KvDtype::Int4Kivi) > 2 * agreement(model, prompts, KvDtype::Int4));
 }
@@ -161,7 +157,7 @@ void TestQuantizedKv::kivi_fork_matches_generate() {
     KVSCOPE_REQUIRE_MODEL(path, "stories260K.reference.jsonl");
     auto model = std::make_shared<const Model>(test_model_path("stories260K-f32.gguf").toStdString());
     const std::vector<TokenId> prompt = long_prompts(path).front();
-    const std::vector<TokenId> expected = greedy(*model, prompt, dtype, static_cast<std::uint32_t>(block_size));
+    const std::vector<TokenId> expected = greedy(model, prompt, dtype, static_cast<std::uint32_t>(block_size));
     Engine engine(engine_config(dtype, static_cast<std::uint32_t>(block_size), 64), model);
     Outputs outputs;
     collect_into(engine, outputs);
@@ -193,7 +189,7 @@ void TestQuantizedKv::kivi_tail_survives_swap() {
     drain(engine);
     QVERIFY(engine.scheduler().preemptions() > 0);
     for (std::size_t i = 0; i < 3; ++i)
-        QCOMPARE(of(outputs, ids[i], 0).tokens, greedy(*model, prompts[i], KvDtype::Int4Kivi, 8));
+        QCOMPARE(of(outputs, ids[i], 0).tokens, greedy(model, prompts[i], KvDtype::Int4Kivi, 8));
 }
 
 QTEST_APPLESS_MAIN(TestQuantizedKv)

@@ -1,4 +1,4 @@
-#include "app/cli/memory_bandwidth.h"
+#include "engine/bench/memory_bandwidth.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-namespace kvscope::cli {
+namespace kvscope {
 
 double measure_copy_bandwidth_gb_per_s(int threads) {
     // Source and destination together exceed the caches (this machine class
@@ -35,4 +35,4 @@ double measure_copy_bandwidth_gb_per_s(int threads) {
     return best;
 }
 
-} // namespace kvscope::cli
+} // namespace kvscope
