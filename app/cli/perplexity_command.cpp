@@ -55,9 +55,7 @@ int run_perplexity(Args& args) {
     options.context = static_cast<std::uint32_t>(args.int_or("--ctx", 0, 2, 1 << 24));
     options.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
     options.backend = read_backend(args);
-    // Accepted, but measure_kv_accuracy takes no thread count yet: its
-    // passes run one thread per core (KvAccuracyOptions needs a threads field).
-    [[maybe_unused]] const int threads = read_threads(args);
+    options.threads = read_threads(args);
     const bool json = args.flag("--json");
     args.finish();
     if (!text_file)

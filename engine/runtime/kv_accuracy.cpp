@@ -24,11 +24,12 @@ KvLayout layout_for(const Model& model, KvDtype dtype, std::uint32_t block_size)
 // is read back for every earlier token.
 class ForcedSequence {
 public:
-    ForcedSequence(const Model& model, const KvLayout& layout, std::size_t max_tokens, Backend requested)
+    ForcedSequence(const Model& model, const KvLayout& layout, std::size_t max_tokens, Backend requested,
+                   int threads)
         : backend_(choose_backend(requested, model.config(), layout)),
           kv_({layout, static_cast<std::uint32_t>(layout.blocks_for_tokens(max_tokens)), AllocationMode::Paged, false,
                0, 0.0, kv_memory(backend_)}),
-          runner_(make_forward_pass(backend_, model, kv_.layout())),
+          runner_(make_forward_pass(backend_, model, kv_.layout(), threads)),
           max_tokens_(static_cast<std::uint32_t>(max_tokens)) {}
 
     Backend backend() const { return backend_; }
@@ -91,10 +92,11 @@ std::vector<KvDtype> with_f32_first(std::span<const KvDtype> requested) {
 // One run per dtype, in the order given.
 std::vector<std::unique_ptr<ForcedSequence>> forced_runs(const Model& model, std::span<const KvDtype> dtypes,
                                                         std::uint32_t block_size, std::size_t max_tokens,
-                                                        Backend backend) {
+                                                        Backend backend, int threads) {
     std::vector<std::unique_ptr<ForcedSequence>> runs;
     for (KvDtype d : dtypes)
-        runs.push_back(std::make_unique<ForcedSequence>(model, layout_for(model, d, block_size), max_tokens, backend));
+        runs.push_back(
+            std::make_unique<ForcedSequence>(model, layout_for(model, d, block_size), max_tokens, backend, threads));
     return runs;
 }
 
@@ -163,7 +165,7 @@ KvAccuracyReport measure_kv_accuracy(const Model& model, std::span<const TokenId
     report.windows = windows.size();
     const std::vector<KvDtype> dtypes = with_f32_first(options.kv_dtypes);
     const std::size_t longest = windows.front().size(); // only the last window can be shorter
-    const auto runs = forced_runs(model, dtypes, options.block_size, longest, options.backend);
+    const auto runs = forced_runs(model, dtypes, options.block_size, longest, options.backend, options.threads);
     const std::vector<NextTokenStats> stats = score(runs, windows, options);
     report.scored = stats[0].positions();
 

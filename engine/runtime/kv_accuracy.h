@@ -27,6 +27,7 @@ struct KvAccuracyOptions {
     // Per dtype as choose_backend decides: auto runs a dtype the CUDA pass
     // cannot run yet on the CPU; cuda throws for it.
     Backend backend = Backend::Cpu;
+    int threads = 0; // the CPU kernels' threads per call (0: one per core)
     // Called on the measuring thread after each evaluation window with the
     // windows scored so far and in all, so a front end can show progress.
     std::function<void(std::size_t windows_done, std::size_t windows)> on_window;

@@ -1,7 +1,7 @@
 // What each KV dtype costs in accuracy on stories260K and a fixed text
 // (tests/data/tiny_story.txt): the perplexity targets, and the f32
 // baseline checked against perplexity computed here from the plain
-// teacher-forcing path (generation.h); progress per window and cancel.
+// teacher-forcing path (teacher_forcing.h); progress per window and cancel.
 #include <QtTest>
 
 #include <QFile>
@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "engine/core/error.h"
-#include "engine/runtime/generation.h"
+#include "engine/runtime/teacher_forcing.h"
 #include "engine/runtime/kv_accuracy.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "support/test_models.h"
