@@ -58,8 +58,10 @@ struct DeviceSnapshot {
     Backend backend = Backend::Cpu;            // what runs the forward pass: Cpu or Cuda, never Auto
     MemoryPlace kv_memory = MemoryPlace::Host; // the KV pool's place (the swap pool is always host memory)
     std::optional<std::string> name;           // "CPU" or the GPU's name, e.g. "NVIDIA H200"
-    std::optional<std::uint64_t> memory_total; // bytes of the GPU holding the pool (cudaMemGetInfo);
-    std::optional<std::uint64_t> memory_free;  // unknown when the pool is in host memory
+    // Bytes of the GPU holding the pool, free as of the snapshot
+    // (cudaMemGetInfo); unknown when the pool is in host memory.
+    std::optional<std::uint64_t> memory_total;
+    std::optional<std::uint64_t> memory_free;
 
     bool operator==(const DeviceSnapshot&) const = default;
 };
