@@ -332,8 +332,7 @@ std::shared_ptr<const EngineSnapshot> Engine::snapshot() const {
     for (const auto& [id, s] : seqs_) {
         const SchedSeq& q = scheduler_.seq(id);
         const Request& r = requests_.at(s.request);
-        snap->seqs.push_back({id, s.request, s.index, q.status, static_cast<std::uint32_t>(q.tokens.size()),
-                              r.prompt_tokens, s.generated, q.max_tokens});
+        snap->seqs.push_back({id, s.request, s.index, q.status, r.prompt_tokens, s.generated});
     }
     snap->running = scheduler_.num_running();
     snap->waiting = scheduler_.num_waiting();
@@ -351,13 +350,13 @@ std::shared_ptr<const EngineSnapshot> Engine::snapshot() const {
                                 ? static_cast<double>(snap->pool->prefix_hit_tokens) /
                                       static_cast<double>(snap->pool->prefix_query_tokens)
                                 : 0.0;
-    if (backend_ == Backend::Cuda) {
-        const ComputeDevice gpu = device_memory();
-        snap->device = "VRAM of " + gpu.name;
-        snap->vram_total = gpu.memory_total;
-        snap->vram_free = gpu.memory_free;
-    } else {
-        snap->device = "host memory (CPU)";
+    snap->device.backend = backend_;
+    snap->device.kv_memory = kv_.config().memory;
+    const ComputeDevice device = backend_ == Backend::Cuda ? device_memory() : host_device();
+    snap->device.name = device.name;
+    if (snap->device.kv_memory == MemoryPlace::Cuda) { // free VRAM now, not at load
+        snap->device.memory_total = device.memory_total;
+        snap->device.memory_free = device.memory_free;
     }
     return snap;
 }

@@ -192,8 +192,8 @@ void ComparePanel::stopWorkload() {
         engineB_->stopWorkload();
 }
 
-void ComparePanel::showSnapshotA(std::shared_ptr<const EngineSnapshot> snapshot, const RequestChats& chats) {
-    mapA_->setSnapshot(snapshot, chatPalette(*snapshot, chats));
+void ComparePanel::showSnapshotA(std::shared_ptr<const EngineSnapshot> snapshot, const SequencePalette& palette) {
+    mapA_->setSnapshot(snapshot, palette);
     lastA_ = std::move(snapshot);
     if (isVisible())
         fillTable();

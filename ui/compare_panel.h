@@ -46,7 +46,9 @@ public:
 
     // What A runs: B loads the same model.
     void setModelSource(const ModelSource& source);
-    void showSnapshotA(std::shared_ptr<const EngineSnapshot> snapshot, const RequestChats& chats);
+    // Side A: the main window hands on each of its snapshots, with the
+    // palette its block map uses.
+    void showSnapshotA(std::shared_ptr<const EngineSnapshot> snapshot, const SequencePalette& palette);
 
     // Start B with the form's configuration, or stop it.
     void start();

@@ -7,6 +7,7 @@
 
 #include "ui/block_map_legend.h"
 #include "ui/block_map_widget.h"
+#include "ui/model_info_panel.h"
 
 namespace kvscope::ui {
 namespace {
@@ -16,7 +17,7 @@ QString percent(double fraction) { return QStringLiteral("%1%").arg(fraction * 1
 QString describe(const EngineSnapshot& s) {
     const FragmentationStats& f = s.pool->fragmentation;
     return QObject::tr("%1 of %2 blocks used (%3 of slots hold tokens) \u00b7 %4 cached \u00b7 waste: internal %5, "
-                       "reserved %6, external %7 \u00b7 %8 running, %9 waiting, %10 swapped")
+                       "reserved %6, external %7 \u00b7 %8 running, %9 waiting, %10 swapped \u00b7 in %11")
         .arg(f.used_blocks)
         .arg(f.total_blocks)
         .arg(percent(f.token_occupancy()))
@@ -24,7 +25,8 @@ QString describe(const EngineSnapshot& s) {
         .arg(percent(f.internal_waste()), percent(f.reserved_waste()), percent(f.external_fragmentation()))
         .arg(s.running)
         .arg(s.waiting)
-        .arg(s.swapped);
+        .arg(s.swapped)
+        .arg(kvLocationText(s.device));
 }
 
 } // namespace

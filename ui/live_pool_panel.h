@@ -14,7 +14,8 @@ namespace kvscope::ui {
 class BlockMapWidget;
 
 // The engine's KV pool as it is now: the block map of the latest snapshot
-// (each chat in its tab's colour), its legend and a line of figures.
+// (each chat in its tab's colour), its legend and a line of figures ending
+// with where the pool lives (Compare A/B's engines may differ there).
 class LivePoolPanel : public QWidget {
     Q_OBJECT
 public:

@@ -264,7 +264,7 @@ void MainWindow::connectEngine() {
     connect(c, &EngineController::chatText, chats_, &ChatTabs::appendText);
     connect(c, &EngineController::chatFinished, chats_, &ChatTabs::finishTurn);
     connect(c, &EngineController::chatFinished, this, &MainWindow::turnFinished);
-    connect(c, &EngineController::snapshotReady, this, &MainWindow::onSnapshot);
+    connect(c, &EngineController::snapshotReady, this, &MainWindow::showSnapshot);
     connect(settings_, &EngineSettingsPanel::applyRequested, engine_, &EngineThread::applyConfig);
     connect(workload_, &WorkloadDock::startWorkloadRequested, engine_, &EngineThread::startWorkload);
     connect(workload_, &WorkloadDock::stopWorkloadRequested, engine_, &EngineThread::stopWorkload);
@@ -331,15 +331,11 @@ void MainWindow::onModelLoaded(const ModelSummary& summary) {
     modelLabel_->setText(summary.source.isSynthetic() ? tr("%1 (random weights)").arg(summary.source.label())
                                                       : summary.source.label());
     modelLabel_->setToolTip(summary.source.isSynthetic() ? summary.source.label() : summary.source.path);
-    // The engine says where its KV pool lives; a pool outside host memory
-    // means the engine runs on that device.
-    backendLabel_->setText(isHostMemory(summary.kv_device)
-                               ? tr("CPU \u00b7 %1 threads").arg(summary.threads)
-                               : tr("GPU \u00b7 %1").arg(QString::fromStdString(summary.kv_device)));
+    backendLabel_->setText(backendText(summary.device, summary.threads));
     poolLabel_->setText(tr("KV pool: %1 blocks, %2, %3")
                             .arg(summary.kv_blocks)
                             .arg(bytesText(static_cast<double>(summary.kv_pool_bytes)))
-                            .arg(kvLocationText(summary.kv_device)));
+                            .arg(kvLocationText(summary.device)));
     chats_->setTemplateNote(summary.chat_template_known
                                 ? QString()
                                 : tr("This model has no chat template kvscope knows: each turn is sent as plain text "
@@ -371,23 +367,28 @@ void MainWindow::showError(const QString& title, const QString& message, const Q
     box->open();
 }
 
-void MainWindow::onSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
+void MainWindow::showSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
     if (!snapshot || !snapshot->pool)
         return;
-    pool_->setSnapshot(snapshot, chatPalette(*snapshot, requestChat_));
+    const SequencePalette palette = chatPalette(*snapshot, requestChat_);
+    pool_->setSnapshot(snapshot, palette);
     fragmentation_->setSnapshot(snapshot);
     throughput_->setSnapshot(snapshot);
     kvQuant_->setSnapshot(snapshot);
-    compare_->showSnapshotA(snapshot, requestChat_);
-    const FragmentationStats& f = snapshot->pool->fragmentation;
-    QString usage = tr("%1% used").arg(f.block_occupancy() * 100, 0, 'f', 1);
-    if (snapshot->vram_total > 0) // the pool is in VRAM: the device's own free/total, from cudaMemGetInfo
-        usage += tr(" · VRAM %1 free of %2")
-                     .arg(bytesText(static_cast<double>(snapshot->vram_free)))
-                     .arg(bytesText(static_cast<double>(snapshot->vram_total)));
-    usageLabel_->setText(usage);
-    usageLabel_->setToolTip(tr("KV blocks in use, in %1").arg(kvLocationText(snapshot->device)));
+    compare_->showSnapshotA(snapshot, palette);
+    showPoolUsage(*snapshot);
     emit snapshotShown(std::move(snapshot));
+}
+
+void MainWindow::showPoolUsage(const EngineSnapshot& snapshot) {
+    QString usage = tr("%1% used").arg(snapshot.pool->fragmentation.block_occupancy() * 100, 0, 'f', 1);
+    const DeviceSnapshot& device = snapshot.device;
+    if (device.memory_total && device.memory_free) // the pool's GPU: its own free/total, from cudaMemGetInfo
+        usage += tr(" · VRAM %1 free of %2")
+                     .arg(bytesText(static_cast<double>(*device.memory_free)))
+                     .arg(bytesText(static_cast<double>(*device.memory_total)));
+    usageLabel_->setText(usage);
+    usageLabel_->setToolTip(tr("KV blocks in use, in %1").arg(kvLocationText(device)));
 }
 
 void MainWindow::refreshRecentFiles() { startPage_->setRecentFiles(RecentFiles::list()); }

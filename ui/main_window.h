@@ -65,6 +65,11 @@ public:
     // Sends `text` as a user message in the current chat.
     void submitPrompt(const QString& text);
     void showPlayground();
+    // The one place the main engine's snapshots enter the window: fans each
+    // out to every panel that paints it (block map, dashboards, Compare A/B's
+    // side A, status bar), then emits snapshotShown. A snapshot without a
+    // pool changes nothing.
+    void showSnapshot(std::shared_ptr<const EngineSnapshot> snapshot);
 
 signals:
     void modelReady(); // a model (or a new configuration of it) is in place
@@ -88,7 +93,7 @@ private:
     void chooseModelFile();
     void onModelLoaded(const ModelSummary& summary);
     void onModelLoadFailed(const QString& message);
-    void onSnapshot(std::shared_ptr<const EngineSnapshot> snapshot);
+    void showPoolUsage(const EngineSnapshot& snapshot);
     void showError(const QString& title, const QString& message, const QString& objectName);
     void refreshRecentFiles();
     void saveScreenshot();

@@ -9,6 +9,10 @@
 namespace kvscope::ui {
 namespace {
 
+QString deviceName(const DeviceSnapshot& device) {
+    return device.name ? QString::fromStdString(*device.name) : QObject::tr("an unnamed device");
+}
+
 QString row(const QString& key, const QString& value) {
     return QStringLiteral("<tr><td>%1</td><td>%2</td></tr>").arg(key.toHtmlEscaped(), value.toHtmlEscaped());
 }
@@ -53,7 +57,7 @@ QString html(const ModelSummary& s) {
     out += row(QObject::tr("Pool"), QObject::tr("%1 blocks, %2 in %3")
                                         .arg(s.kv_blocks)
                                         .arg(bytesText(static_cast<double>(s.kv_pool_bytes)))
-                                        .arg(kvLocationText(s.kv_device)));
+                                        .arg(kvLocationText(s.device)));
     out += QStringLiteral("</table>");
     if (s.source.isSynthetic())
         out += QObject::tr("<p><b>Synthetic model:</b> random weights of a real model's shape. Memory and speed "
@@ -63,10 +67,16 @@ QString html(const ModelSummary& s) {
 
 } // namespace
 
-bool isHostMemory(const std::string& device) { return device.starts_with("host"); }
+QString kvLocationText(const DeviceSnapshot& device) {
+    if (device.kv_memory == MemoryPlace::Host)
+        return QObject::tr("host RAM");
+    return QObject::tr("VRAM of %1").arg(deviceName(device));
+}
 
-QString kvLocationText(const std::string& device) {
-    return isHostMemory(device) ? QObject::tr("host RAM") : QString::fromStdString(device);
+QString backendText(const DeviceSnapshot& device, int threads) {
+    if (device.backend == Backend::Cuda)
+        return QObject::tr("GPU \u00b7 %1").arg(deviceName(device));
+    return QObject::tr("CPU \u00b7 %1 threads").arg(threads);
 }
 
 QString countText(double count) {

@@ -1,8 +1,8 @@
 #pragma once
 
-#include <string>
-
 #include <QWidget>
+
+#include "engine/engine_snapshot.h"
 
 #include "ui/model_summary.h"
 
@@ -25,10 +25,12 @@ private:
     QLabel* label_;
 };
 
-// Where a KV pool lives, from the engine's device text: host memory is
-// "host RAM", never "VRAM".
-QString kvLocationText(const std::string& device);
-bool isHostMemory(const std::string& device);
+// The words for a snapshot's device, used wherever a panel or the status
+// bar names it. Where the KV pool lives: "host RAM", "VRAM of NVIDIA H200"
+// (host memory is never called VRAM).
+QString kvLocationText(const DeviceSnapshot& device);
+// What runs the engine: "CPU · 8 threads", "GPU · NVIDIA H200".
+QString backendText(const DeviceSnapshot& device, int threads);
 // "1.1 B", "260.0 K"; "12.3 MiB".
 QString countText(double count);
 QString bytesText(double bytes);

@@ -20,7 +20,7 @@ ModelSummary summarize(const ModelSource& source, std::shared_ptr<const Model> m
     s.block_size = layout.block_size();
     s.kv_blocks = blocks;
     s.kv_pool_bytes = std::size_t{blocks} * layout.bytes_per_block() + layout.fixed_bytes();
-    s.kv_device = engine.snapshot()->device;
+    s.device = engine.snapshot()->device;
     s.threads = engine.threads();
     return s;
 }

@@ -7,6 +7,7 @@
 
 #include <QMetaType>
 
+#include "engine/engine_snapshot.h"
 #include "engine/model/model_config.h"
 #include "engine/model/tensor_stats.h"
 #include "ui/model_source.h"
@@ -33,7 +34,7 @@ struct ModelSummary {
     std::uint32_t block_size = 0;
     std::uint32_t kv_blocks = 0;
     std::size_t kv_pool_bytes = 0;
-    std::string kv_device; // where the pool lives, as the engine's snapshots say
+    DeviceSnapshot device; // where the engine runs and its pool lives, as its snapshots say
     int threads = 0;
 };
 

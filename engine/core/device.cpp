@@ -11,7 +11,7 @@ namespace kvscope {
 namespace {
 
 ComputeDevice probe_and_log() {
-    ComputeDevice device{false, "CPU", 0, 0, {}};
+    ComputeDevice device = host_device();
 #ifdef KVSCOPE_HAVE_CUDA
     const kernels::cuda::DeviceProbe probe = kernels::cuda::probe_device();
     if (probe.count > 0) {
@@ -45,7 +45,9 @@ ComputeDevice device_memory() {
     if (probe.count > 0)
         return ComputeDevice{true, probe.name, probe.memory_total, probe.memory_free, {}};
 #endif
-    return ComputeDevice{false, "CPU", 0, 0, {}};
+    return host_device();
 }
+
+ComputeDevice host_device() { return ComputeDevice{false, "CPU", 0, 0, {}}; }
 
 } // namespace kvscope

@@ -21,5 +21,7 @@ struct ComputeDevice {
 ComputeDevice detect_device();
 // Probes again, without logging: for snapshots that report free VRAM now.
 ComputeDevice device_memory();
+// The host as a device: named "CPU", memory not reported.
+ComputeDevice host_device();
 
 } // namespace kvscope

@@ -12,29 +12,34 @@
 
 namespace kvscope {
 
-// One sequence as the KV cache holds it.
+// One sequence as the KV cache holds it: its KV row. Counts are in tokens
+// (slots), block ids index PoolSnapshot::blocks.
 struct SequenceInfo {
     SeqId id = 0;
-    std::uint32_t num_tokens = 0;
+    std::uint32_t num_tokens = 0;           // tokens with a K/V slot
     std::uint32_t capacity_tokens = 0;      // contiguous: prompt + max_new_tokens; paged: blocks * block_size
     std::uint32_t max_tokens = 0;           // prompt + max_new_tokens, as admitted (either mode)
     std::uint32_t cached_prefix_tokens = 0; // taken from the prefix cache at allocation
     bool swapped = false;                   // its blocks are in the host swap pool
     std::vector<BlockId> blocks;            // block table (empty while swapped)
-    std::size_t internal_waste_slots = 0;
-    std::size_t reserved_waste_slots = 0;
+    std::size_t internal_waste_slots = 0;   // empty slots in its written blocks (0 while swapped)
+    std::size_t reserved_waste_slots = 0;   // slots of held blocks not yet written (contiguous)
+
+    bool operator==(const SequenceInfo&) const = default;
 };
 
 // An immutable picture of a KV pool at one moment: cheap to hand to another
-// thread, never pointing back into the manager.
+// thread, never pointing back into the manager. The allocator playground
+// shows these alone; an engine's snapshot (engine/engine_snapshot.h) wraps
+// one, and docs/snapshot.md gives its JSON form.
 struct PoolSnapshot {
     AllocationMode mode = AllocationMode::Paged;
-    KvLayout layout;
-    std::vector<BlockInfo> blocks;     // indexed by BlockId
-    std::vector<SeqId> owners;         // see BlockInfo::owner_begin
-    std::vector<SequenceInfo> sequences; // ascending id
+    KvLayout layout;                     // geometry, KV dtype, block size: every byte count derives from it
+    std::vector<BlockInfo> blocks;       // indexed by BlockId
+    std::vector<SeqId> owners;           // see BlockInfo::owner_begin
+    std::vector<SequenceInfo> sequences; // one per sequence holding K/V, ascending id
     FragmentationStats fragmentation;
-    std::uint32_t swap_blocks_total = 0;
+    std::uint32_t swap_blocks_total = 0;   // blocks of the host swap pool
     std::uint32_t swap_blocks_used = 0;
     std::uint64_t prefix_hit_tokens = 0;   // prompt tokens served from the prefix cache
     std::uint64_t prefix_query_tokens = 0; // prompt tokens looked up

@@ -20,6 +20,8 @@ struct BlockInfo {
     std::uint32_t ref_count = 0;
     std::uint32_t owner_begin = 0;
     std::uint32_t owner_count = 0;
+
+    bool operator==(const BlockInfo&) const = default;
 };
 
 } // namespace kvscope

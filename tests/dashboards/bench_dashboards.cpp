@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
         snap->time_s = i / 30.0;
         snap->pool = kv.snapshot();
         for (SeqId s = 1; s <= kSequences; ++s)
-            snap->seqs.push_back({s, s, 0, SeqStatus::Running, kv.num_tokens(s), 0, 0, kv.num_tokens(s) + 4000});
+            snap->seqs.push_back({s, s, 0, SeqStatus::Running, kv.num_tokens(s), 0});
         fragMs.push_back(timed([&] { fragmentation.setSnapshot(snap); }));
         throughputMs.push_back(timed([&] { throughput.setSnapshot(snap); }));
         quantMs.push_back(timed([&] { quant.setSnapshot(snap); }));

@@ -389,14 +389,14 @@ void TestDashboards::kv_quant_bars_come_from_kv_layout() {
     const KvLayout& pool = snap->pool->layout;
     std::uint64_t tokens = 0;
     for (const SeqSnapshot& s : snap->seqs)
-        tokens += s.tokens;
+        tokens += s.tokens();
     const std::uint64_t mean = (tokens + snap->seqs.size() - 1) / snap->seqs.size();
     for (std::size_t i = 0; i < dtypes.size(); ++i) {
         const KvLayout layout(pool.geometry(), dtypes[i], pool.block_size());
         QCOMPARE(perToken[i], static_cast<double>(layout.bytes_per_token()));
         double bytes = static_cast<double>(layout.fixed_bytes());
         for (const SeqSnapshot& s : snap->seqs)
-            bytes += static_cast<double>(layout.bytes_for_tokens(s.tokens));
+            bytes += static_cast<double>(layout.bytes_for_tokens(s.tokens()));
         QVERIFY(std::abs(totals[i] - bytes / (1024.0 * 1024.0)) < 1e-9);
         QVERIFY(!panel.costCell(static_cast<int>(i), 1).isEmpty());
     }

@@ -67,9 +67,12 @@ void TestCudaGeneration::engine_serves_a_batch_in_vram() {
         engine.kv().check_invariants();
         QCOMPARE(engine.kv().pool().num_free(), engine.kv().pool().num_blocks()); // every block returned
         const auto snap = engine.snapshot();
+        QCOMPARE(snap->device.backend, backend);
         if (backend == Backend::Cuda) {
-            QVERIFY2(snap->device.starts_with("VRAM"), snap->device.c_str());
-            QVERIFY(snap->vram_total > 0);
+            QCOMPARE(snap->device.kv_memory, MemoryPlace::Cuda);
+            QVERIFY(snap->device.name && !snap->device.name->empty());
+            QVERIFY(snap->device.memory_total.value_or(0) > 0);
+            QVERIFY(snap->device.memory_free.value_or(0) <= *snap->device.memory_total);
         }
     };
     Outputs cpu, gpu;

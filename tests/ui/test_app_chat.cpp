@@ -47,12 +47,10 @@ std::optional<BlockId> fullBlockOf(const EngineSnapshot& s, const std::unordered
         const auto it = chats.find(seq.request);
         if (it == chats.end() || it->second != chat)
             continue;
-        for (const SequenceInfo& info : s.pool->sequences)
-            if (info.id == seq.seq)
-                for (BlockId b : info.blocks)
-                    if (s.pool->blocks[b].fill == s.pool->layout.block_size() &&
-                        s.pool->blocks[b].state == BlockState::Used)
-                        return b;
+        if (const SequenceInfo* row = s.kv_row(seq.seq))
+            for (BlockId b : row->blocks)
+                if (s.pool->blocks[b].fill == s.pool->layout.block_size() && s.pool->blocks[b].state == BlockState::Used)
+                    return b;
     }
     return std::nullopt;
 }

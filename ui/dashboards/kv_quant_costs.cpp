@@ -16,7 +16,7 @@ KvQuantCosts kv_quant_costs(const EngineSnapshot& snapshot) {
     c.pool_bytes = snapshot.pool->fragmentation.total_blocks * pool.bytes_per_block() + pool.fixed_bytes();
     c.sequences = snapshot.seqs.size();
     for (const SeqSnapshot& s : snapshot.seqs)
-        c.context_tokens += s.tokens;
+        c.context_tokens += s.tokens();
     if (c.sequences > 0)
         c.mean_tokens = (c.context_tokens + c.sequences - 1) / c.sequences;
 
@@ -36,7 +36,7 @@ KvQuantCosts kv_quant_costs(const EngineSnapshot& snapshot) {
             row.bytes_per_token = layout.bytes_per_token();
             row.kv_bytes = layout.fixed_bytes();
             for (const SeqSnapshot& s : snapshot.seqs)
-                row.kv_bytes += layout.bytes_for_tokens(s.tokens);
+                row.kv_bytes += layout.bytes_for_tokens(s.tokens());
             if (c.mean_tokens > 0)
                 row.sequences_that_fit = answer_kv_memory(fit, dtype).sequences_that_fit;
         } catch (const Error& e) {

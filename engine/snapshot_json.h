@@ -1,0 +1,24 @@
+// EngineSnapshot <-> JSON: what the server's /kv/snapshot sends and what a
+// remote monitor turns back into a snapshot. docs/snapshot.md describes the
+// shape field by field; a change to it bumps kSnapshotSchemaVersion.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "engine/engine_snapshot.h"
+
+namespace kvscope {
+
+inline constexpr int kSnapshotSchemaVersion = 1;
+
+// Every field of the snapshot, keys in the documented order; unknown values
+// are null.
+nlohmann::ordered_json to_json(const EngineSnapshot& snapshot);
+
+// The snapshot `j` describes. Throws kvscope::Error naming the key when j is
+// of another schema version, lacks a key, holds a value of the wrong type or
+// an unknown word, or contradicts itself (a block id outside the pool, KV
+// rows out of order, a block filled beyond its size).
+EngineSnapshot engine_snapshot_from_json(const nlohmann::ordered_json& j);
+
+} // namespace kvscope
