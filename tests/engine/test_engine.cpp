@@ -371,7 +371,7 @@ void TestEngine::snapshot_counts() {
     // swap_blocks 0 with swap preemption: the default host swap pool
     QCOMPARE(s1->pool->swap_blocks_total, kSwapPoolsPerKvPool * 64);
     for (const SeqSnapshot& seq : s1->seqs) // what a contiguous allocator would reserve
-        QCOMPARE(seq.max_tokens, seq.prompt_tokens + 10);
+        QCOMPARE(s1->kv_row(seq.seq)->max_tokens, seq.prompt_tokens + 10);
     engine.step(); // one token each
     QCOMPARE(engine.last_batch().prefill_tokens, 0u);
     QCOMPARE(engine.last_batch().decodes, 3u);

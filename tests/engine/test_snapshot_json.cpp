@@ -104,8 +104,8 @@ EngineSnapshot hand_made_snapshot() {
     s.time_s = 1.25;
     s.device = {Backend::Cuda, MemoryPlace::Cuda, "NVIDIA H200", 150'000'000'000, 120'000'000'000};
     s.pool = small_pool();
-    s.seqs = {{1, 1, 0, SeqStatus::Running, 6, 1, 14}, {2, 1, 1, SeqStatus::Running, 6, 1, 14},
-              {4, 2, 0, SeqStatus::Waiting, 9, 0, 17}};
+    s.seqs = {{1, 1, 0, SeqStatus::Running, 6, 1}, {2, 1, 1, SeqStatus::Running, 6, 1},
+              {4, 2, 0, SeqStatus::Waiting, 9, 0}};
     s.running = 2;
     s.waiting = 1;
     s.ttft = {12.5, 40};

@@ -34,7 +34,7 @@ std::shared_ptr<EngineSnapshot> gpuSnapshot() {
     s->time_s = 0.5;
     s->device = {Backend::Cuda, MemoryPlace::Cuda, "NVIDIA H200", 140 * kGiB, 100 * kGiB};
     s->pool = kv.snapshot();
-    s->seqs = {{1, 1, 0, SeqStatus::Running, 6, 0, 14}};
+    s->seqs = {{1, 1, 0, SeqStatus::Running, 6, 0}};
     s->running = 1;
     return s;
 }
