@@ -86,6 +86,13 @@ std::optional<std::int64_t> intOption(const QCommandLineParser& parser, const QC
     return std::nullopt;
 }
 
+// A --bench-paint option taking a number; the help shows its default.
+QCommandLineOption benchPaintNumber(const char* name, const char* what, const char* valueName, std::int64_t fallback) {
+    return {QString::fromLatin1(name),
+            QStringLiteral("With --bench-paint: %1 (default %2).").arg(QString::fromLatin1(what)).arg(fallback),
+            QString::fromLatin1(valueName)};
+}
+
 // Renders the window without putting it on any screen and saves it.
 int saveScreenshot(kvscope::ui::MainWindow& window, const QString& file) {
     window.setAttribute(Qt::WA_DontShowOnScreen);
@@ -198,18 +205,11 @@ int main(int argc, char** argv) {
     const QCommandLineOption benchPaint(QStringLiteral("bench-paint"),
                                         QStringLiteral("Time painting the block map of a large, busy pool "
                                                        "(offscreen), print the median and p95 ms per frame, and exit."));
-    const QCommandLineOption blocks(QStringLiteral("blocks"),
-                                    QStringLiteral("With --bench-paint: blocks in the pool (default 65536)."),
-                                    QStringLiteral("N"));
-    const QCommandLineOption frames(QStringLiteral("frames"),
-                                    QStringLiteral("With --bench-paint: frames to time (default 50)."),
-                                    QStringLiteral("F"));
-    const QCommandLineOption width(QStringLiteral("width"),
-                                   QStringLiteral("With --bench-paint: the block map's width (default 1280)."),
-                                   QStringLiteral("W"));
-    const QCommandLineOption height(QStringLiteral("height"),
-                                    QStringLiteral("With --bench-paint: the block map's height (default 720)."),
-                                    QStringLiteral("H"));
+    const kvscope::gui::BenchPaintOptions paint;
+    const QCommandLineOption blocks = benchPaintNumber("blocks", "blocks in the pool", "N", paint.blocks);
+    const QCommandLineOption frames = benchPaintNumber("frames", "frames to time", "F", paint.frames);
+    const QCommandLineOption width = benchPaintNumber("width", "the block map's width", "W", paint.width);
+    const QCommandLineOption height = benchPaintNumber("height", "the block map's height", "H", paint.height);
     const QCommandLineOption json(QStringLiteral("json"), QStringLiteral("With --bench-paint: print one JSON object."));
     parser.addOptions({model, synthetic, prompt, workload, screenshot, afterMs, scenario, logLevel, benchPaint, blocks,
                        frames, width, height, json});
@@ -231,10 +231,10 @@ int main(int argc, char** argv) {
     }
 
     if (parser.isSet(benchPaint)) {
-        const auto n = intOption(parser, blocks, 65536, 1, 1 << 20);
-        const auto f = intOption(parser, frames, 50, 1, 10000);
-        const auto w = intOption(parser, width, 1280, 64, 8192);
-        const auto h = intOption(parser, height, 720, 64, 8192);
+        const auto n = intOption(parser, blocks, paint.blocks, 1, 1 << 20);
+        const auto f = intOption(parser, frames, paint.frames, 1, 10000);
+        const auto w = intOption(parser, width, paint.width, 64, 8192);
+        const auto h = intOption(parser, height, paint.height, 64, 8192);
         if (!n || !f || !w || !h)
             return 1;
         return kvscope::gui::run_bench_paint({.blocks = static_cast<std::uint32_t>(*n),
