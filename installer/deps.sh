@@ -2,6 +2,8 @@
 # Installs the Debian/Ubuntu packages kvscope needs to build, test and run,
 # and nothing when they are all present already. Package names and why each
 # is needed: ../shared/design/TOOLCHAIN.md and README.md ("Building").
+# --test adds what only `installer/kvscope.sh test` needs: clang and its
+# sanitizer and libFuzzer runtimes (the asan and tsan presets).
 set -euo pipefail
 
 packages=(
@@ -10,6 +12,9 @@ packages=(
   libspdlog-dev nlohmann-json3-dev
   xvfb xauth
 )
+if [ "${1:-}" = "--test" ]; then
+  packages+=(clang libclang-rt-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

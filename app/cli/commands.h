@@ -11,7 +11,6 @@ int run_calc(Args& args);        // calc_command.cpp
 int run_generate(Args& args);    // generate_command.cpp
 int run_info(Args& args);        // info_command.cpp
 int run_make_model(Args& args);  // make_model_command.cpp
-int run_bench_paint(Args& args); // bench_paint_command.cpp: block map paint time
 int run_bench_decode(Args& args); // bench_decode_command.cpp: tok/s and bandwidth
 int run_bench_serve(Args& args);  // bench_serve_command.cpp: paged vs contiguous serving
 int run_bench_attention(Args& args); // bench_attention_command.cpp: the attention kernel, paged vs contiguous

@@ -56,8 +56,6 @@ commands:
                [--context N[,N...]] [--kv-dtype D[,D...]] [--heads H] [--kv-heads K]
                [--head-dim D] [--block-size B] [--batch B] [--repeats R] [--threads N]
                [--backend B] [--json]
-  bench paint  time to paint the block map of a large pool
-               [--blocks N] [--frames F] [--width W] [--height H] [--json]
   bench tokenizer  encoding speed (MB/s, one thread) of a model's tokenizer
                --model FILE [--text-file F] [--json] (default: 4 MB of generated English)
 
@@ -85,8 +83,8 @@ int dispatch(const std::string& command, kvscope::cli::Args& args) {
         return run_perplexity(args);
     if (command == "bench") {
         const auto which = args.subcommand();
-        if (which == "paint")
-            return run_bench_paint(args);
+        if (which == "paint") // the one that needs Qt Widgets, which kvscope-cli does not link
+            throw kvscope::Error("bench paint is now part of the desktop app: kvscope --bench-paint");
         if (which == "tokenizer")
             return run_bench_tokenizer(args);
         if (which == "decode")
@@ -95,7 +93,7 @@ int dispatch(const std::string& command, kvscope::cli::Args& args) {
             return run_bench_serve(args);
         if (which == "attention")
             return run_bench_attention(args);
-        throw kvscope::Error("bench needs a benchmark name: decode, serve, attention, paint or tokenizer");
+        throw kvscope::Error("bench needs a benchmark name: decode, serve, attention or tokenizer");
     }
     throw kvscope::Error("unknown command '" + command + "'");
 }

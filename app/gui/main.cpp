@@ -10,6 +10,7 @@
 #include <QPixmap>
 #include <QTimer>
 
+#include "app/gui/bench_paint.h"
 #include "engine/core/error.h"
 #include "engine/core/log.h"
 #include "ui/app_info.h"
@@ -24,14 +25,15 @@ constexpr QSize kScreenshotSize(1280, 800);
 constexpr int kScriptTimeoutMs = 10 * 60 * 1000;
 constexpr int kSettleMs = 200;
 
-// Runs that never show a window: a screenshot, or text for the terminal.
+// Runs that never show a window: a screenshot, a benchmark, or text for the terminal.
 // They must work with no display, so QT_QPA_PLATFORM is set before
 // QApplication exists, which is before QCommandLineParser can run: hence
 // this look at argv.
 bool needsNoDisplay(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string_view arg = argv[i];
-        if (arg == "--screenshot" || arg.starts_with("--screenshot=") || arg == "--help" || arg == "-h" ||
+        if (arg == "--screenshot" || arg.starts_with("--screenshot=") || arg == "--bench-paint" ||
+            arg == "--help" || arg == "-h" ||
             arg == "--help-all" || arg == "--version" || arg == "-v")
             return true;
     }
@@ -64,6 +66,31 @@ int explainHeadless() {
 int fail(const QString& message) {
     std::fprintf(stderr, "kvscope: %s\n", qPrintable(message));
     return 1;
+}
+
+// The option's value as an integer in [min, max], `fallback` when it is not
+// given, or nullopt (after saying why) when it is not such a number.
+std::optional<std::int64_t> intOption(const QCommandLineParser& parser, const QCommandLineOption& option,
+                                      std::int64_t fallback, std::int64_t min, std::int64_t max) {
+    if (!parser.isSet(option))
+        return fallback;
+    bool ok = false;
+    const qlonglong value = parser.value(option).toLongLong(&ok);
+    if (ok && value >= min && value <= max)
+        return value;
+    fail(QStringLiteral("--%1 needs a whole number from %2 to %3, got '%4'")
+             .arg(option.names().first())
+             .arg(min)
+             .arg(max)
+             .arg(parser.value(option)));
+    return std::nullopt;
+}
+
+// A --bench-paint option taking a number; the help shows its default.
+QCommandLineOption benchPaintNumber(const char* name, const char* what, const char* valueName, std::int64_t fallback) {
+    return {QString::fromLatin1(name),
+            QStringLiteral("With --bench-paint: %1 (default %2).").arg(QString::fromLatin1(what)).arg(fallback),
+            QString::fromLatin1(valueName)};
 }
 
 // Renders the window without putting it on any screen and saves it.
@@ -175,7 +202,17 @@ int main(int argc, char** argv) {
     const QCommandLineOption logLevel(QStringLiteral("log-level"),
                                       QStringLiteral("trace, debug, info, warn, error, critical or off."),
                                       QStringLiteral("LEVEL"), QStringLiteral("info"));
-    parser.addOptions({model, synthetic, prompt, workload, screenshot, afterMs, scenario, logLevel});
+    const QCommandLineOption benchPaint(QStringLiteral("bench-paint"),
+                                        QStringLiteral("Time painting the block map of a large, busy pool "
+                                                       "(offscreen), print the median and p95 ms per frame, and exit."));
+    const kvscope::gui::BenchPaintOptions paint;
+    const QCommandLineOption blocks = benchPaintNumber("blocks", "blocks in the pool", "N", paint.blocks);
+    const QCommandLineOption frames = benchPaintNumber("frames", "frames to time", "F", paint.frames);
+    const QCommandLineOption width = benchPaintNumber("width", "the block map's width", "W", paint.width);
+    const QCommandLineOption height = benchPaintNumber("height", "the block map's height", "H", paint.height);
+    const QCommandLineOption json(QStringLiteral("json"), QStringLiteral("With --bench-paint: print one JSON object."));
+    parser.addOptions({model, synthetic, prompt, workload, screenshot, afterMs, scenario, logLevel, benchPaint, blocks,
+                       frames, width, height, json});
     parser.process(app);
 
     try {
@@ -191,6 +228,20 @@ int main(int argc, char** argv) {
         after = parser.value(afterMs).toInt(&ok);
         if (!ok || *after < 0)
             return fail(QStringLiteral("--after-ms needs a number of milliseconds, got '%1'").arg(parser.value(afterMs)));
+    }
+
+    if (parser.isSet(benchPaint)) {
+        const auto n = intOption(parser, blocks, paint.blocks, 1, 1 << 20);
+        const auto f = intOption(parser, frames, paint.frames, 1, 10000);
+        const auto w = intOption(parser, width, paint.width, 64, 8192);
+        const auto h = intOption(parser, height, paint.height, 64, 8192);
+        if (!n || !f || !w || !h)
+            return 1;
+        return kvscope::gui::run_bench_paint({.blocks = static_cast<std::uint32_t>(*n),
+                                              .frames = static_cast<int>(*f),
+                                              .width = static_cast<int>(*w),
+                                              .height = static_cast<int>(*h),
+                                              .json = parser.isSet(json)});
     }
 
     kvscope::ui::MainWindow window;

@@ -112,8 +112,6 @@ private:
     const Value* find_array(std::string_view key, std::string_view wanted) const;
     [[noreturn]] void wrong_type(std::string_view key, const Value& value,
                                  std::string_view wanted) const;
-    std::int64_t read_integer(std::string_view key, GgufValueType type,
-                              const std::byte* at) const;
 
     std::string path_;
     MappedFile mapping_;

@@ -26,7 +26,11 @@ struct EncodeOptions {
 struct DecodeOptions {
     // Encoding puts a space (the SentencePiece dummy prefix) in front of the
     // text. false: the first piece of text loses it, so that
-    // decode(encode(text)) == text (sentencepiece's decode). true: every
+    // decode(encode(text)) == text (sentencepiece's decode) for well-formed
+    // UTF-8 text, with one exception: SentencePiece vocabularies write
+    // spaces as U+2581 ("▁"), so a U+2581 in the text itself decodes as a
+    // space, as in sentencepiece (byte-level BPE has no such exception;
+    // ill-formed bytes decode as U+FFFD in both). true: every
     // piece is kept as it is (llama.cpp's token_to_piece), which is what a
     // continuation needs: " there" after "Once upon a time".
     bool keep_leading_space = false;

@@ -24,6 +24,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/blocks32_dot.h" // the weight blocks' decoding, shared
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/row_dot.h"
 
 namespace kvscope::kernels::cpu::detail {
@@ -115,15 +116,7 @@ void multi_q5_0(const std::byte* w, const void* x, std::size_t s, std::size_t c,
 
 } // namespace
 
-bool avx512vnni_available() {
-    static const bool has = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-               __builtin_cpu_supports("avx512vnni");
-    }();
-    return has;
-}
+bool avx512vnni_available() { return cpu_features().avx512_vnni; }
 
 RowDot avx512vnni_row_dot(WeightType type) {
     switch (type) {

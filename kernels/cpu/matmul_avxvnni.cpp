@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/blocks32_dot.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/row_dot.h"
 
 namespace kvscope::kernels::cpu::detail {
@@ -17,18 +18,10 @@ struct VnniDot {
     }
 };
 
-bool cpu_has_avx_vnni() {
-    static const bool has = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avxvnni") != 0;
-    }();
-    return has;
-}
-
 } // namespace
 
 RowDot avxvnni_row_dot(WeightType type) {
-    if (!cpu_has_avx_vnni())
+    if (!cpu_features().avx_vnni)
         return nullptr;
     switch (type) {
     case WeightType::Q8_0: return single_input<multi_q8_0<VnniDot>>;
@@ -39,7 +32,7 @@ RowDot avxvnni_row_dot(WeightType type) {
 }
 
 RowDotMultiFn avxvnni_row_dot_multi(WeightType type) {
-    if (!cpu_has_avx_vnni())
+    if (!cpu_features().avx_vnni)
         return {};
     switch (type) {
     case WeightType::Q8_0: return {multi_q8_0<VnniDot>, 4};

@@ -3,14 +3,15 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "kernels/cpu/cpu_features.h"
+
 namespace kvscope::kernels::cpu {
 namespace {
 
 SimdPath detect() {
 #if defined(KVSCOPE_KERNELS_AVX2)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
+    const CpuFeatures& cpu = cpu_features();
+    if (cpu.avx2 && cpu.fma && cpu.f16c)
         return SimdPath::Avx2;
 #endif
     return SimdPath::Scalar;

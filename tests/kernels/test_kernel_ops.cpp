@@ -1,7 +1,7 @@
 // The element-wise kernels against their formulas evaluated in double:
 // RMSNorm, RoPE (both pairings), softmax, SiLU-gated product, and the
-// float -> f16 rounding used for f16 KV storage (against the compiler's
-// _Float16 and, where present, F16C).
+// float -> f16 rounding used for f16 KV storage (against binary16's
+// definition, kernel_test_support.h, and, where present, F16C).
 #include <QTest>
 
 #include <cmath>
@@ -94,7 +94,7 @@ private slots:
     void softmax_sums_to_one_and_matches_formula();
     void softmax_is_stable_for_large_inputs();
     void silu_mul_matches_formula();
-    void f16_rounding_matches_compiler();
+    void f16_rounding_matches_definition();
     void f16_rounding_edge_cases();
 };
 
@@ -237,7 +237,7 @@ void TestKernelOps::silu_mul_matches_formula() {
     }
 }
 
-void TestKernelOps::f16_rounding_matches_compiler() {
+void TestKernelOps::f16_rounding_matches_definition() {
     // Every f16 value, every midpoint between neighbours (ties to even) and
     // its float neighbours, then random floats over the whole range.
     std::vector<float> inputs;

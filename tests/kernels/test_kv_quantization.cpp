@@ -176,10 +176,7 @@ std::uint16_t f16_at(const std::byte* p, std::size_t i) {
 }
 
 float f16_value(const std::byte* p, std::size_t i) {
-    const std::uint16_t bits = f16_at(p, i);
-    _Float16 h;
-    std::memcpy(&h, &bits, 2);
-    return static_cast<float>(h);
+    return kernel_test::f16_value(f16_at(p, i));
 }
 
 unsigned packed_code(const std::byte* row, std::size_t i, unsigned bits) {

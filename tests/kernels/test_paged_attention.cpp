@@ -9,7 +9,7 @@
 //
 // Error measure: per (query, head) output row, max |out - ref| / max |ref|.
 // With f32 KV the only error is float arithmetic: < 1e-5. With f16 KV the
-// reference uses the f16-rounded K/V (rounded by the compiler's _Float16),
+// reference uses the f16-rounded K/V (rounded by kernel_test::f16_round),
 // so the same bound holds.
 #include <QTest>
 

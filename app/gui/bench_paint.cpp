@@ -1,5 +1,5 @@
-// kvscope-cli bench paint: how long the block map takes to paint a large
-// pool, measured through the widget's own paint path (render into an image).
+// kvscope --bench-paint: the block map's paint time, measured through the
+// widget's own paint path (render into an image).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -7,15 +7,14 @@
 #include <random>
 #include <vector>
 
-#include <QApplication>
 #include <QImage>
 #include <nlohmann/json.hpp>
 
-#include "app/cli/commands.h"
+#include "app/gui/bench_paint.h"
 #include "engine/kv/kv_cache_manager.h"
 #include "ui/block_map_widget.h"
 
-namespace kvscope::cli {
+namespace kvscope::gui {
 namespace {
 
 constexpr std::uint32_t kBlockSize = 16;
@@ -79,21 +78,8 @@ PaintTimes time_frames(ui::BlockMapWidget& widget, const std::shared_ptr<const P
 
 } // namespace
 
-int run_bench_paint(Args& args) {
-    const auto blocks = static_cast<std::uint32_t>(args.int_or("--blocks", 65536, 1, 1 << 20));
-    const auto frames = static_cast<int>(args.int_or("--frames", 50, 1, 10000));
-    const auto width = static_cast<int>(args.int_or("--width", 1280, 64, 8192));
-    const auto height = static_cast<int>(args.int_or("--height", 720, 64, 8192));
-    const bool json = args.flag("--json");
-    args.finish();
-
-    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
-        qputenv("QT_QPA_PLATFORM", "offscreen"); // a benchmark needs no display
-    int argc = 1;
-    char name[] = "kvscope-cli";
-    char* argv[] = {name, nullptr};
-    QApplication app(argc, argv);
-
+int run_bench_paint(const BenchPaintOptions& options) {
+    const auto [blocks, frames, width, height, json] = options;
     const auto snapshot = busy_pool(blocks);
     ui::BlockMapWidget widget;
     widget.resize(width, height);
@@ -114,4 +100,4 @@ int run_bench_paint(Args& args) {
     return 0;
 }
 
-} // namespace kvscope::cli
+} // namespace kvscope::gui
