@@ -1,5 +1,5 @@
 // The snapshot's JSON (engine/snapshot_json.h): snapshots of a real engine
-// run come back equal from their JSON text, the keys are exactly those
+// run (a tiny random-weight model, so no models folder is needed) come back equal from their JSON text, the keys are exactly those
 // docs/snapshot.md documents, unknown values are null, and bad input is
 // refused with a message naming what is wrong.
 #include <QtTest>
@@ -9,10 +9,12 @@
 
 #include <QFile>
 #include <QRegularExpression>
+#include <QTemporaryDir>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
+#include "engine/model/synthetic_model.h"
 #include "engine/snapshot_json.h"
 #include "engine_test_support.h"
 
@@ -165,13 +167,25 @@ std::multimap<std::string, const Json*> objects_of(const Json& j) {
 class TestSnapshotJson : public QObject {
     Q_OBJECT
 private slots:
+    void initTestCase();
     void a_running_engine_round_trips_data();
     void a_running_engine_round_trips();
     void keys_are_exactly_the_documented_ones();
     void unknown_values_are_null();
     void bad_input_is_refused_data();
     void bad_input_is_refused();
+
+private:
+    QTemporaryDir dir_;
+    std::shared_ptr<const Model> model_; // random weights, stories260K's vocabulary size and context
 };
+
+void TestSnapshotJson::initTestCase() {
+    QVERIFY(dir_.isValid());
+    const std::string path = dir_.filePath("tiny.gguf").toStdString();
+    write_synthetic_model({"tiny", "llama", 64, 2, 4, 2, 128, 512, 512, true, false}, GgmlType::F32, 1, path);
+    model_ = std::make_shared<const Model>(path);
+}
 
 void TestSnapshotJson::a_running_engine_round_trips_data() {
     QTest::addColumn<bool>("paged");
@@ -184,10 +198,9 @@ void TestSnapshotJson::a_running_engine_round_trips_data() {
 void TestSnapshotJson::a_running_engine_round_trips() {
     QFETCH(bool, paged);
     const AllocationMode mode = paged ? AllocationMode::Paged : AllocationMode::Contiguous;
-    KVSCOPE_REQUIRE_MODEL(path, "stories260K-f32.gguf");
     EngineConfig c = small_config(mode == AllocationMode::Paged ? 12 : 24, 8);
     c.allocation = mode;
-    Engine engine(c, std::make_shared<const Model>(path.toStdString()));
+    Engine engine(c, model_);
     RequestParams p;
     p.max_new_tokens = 40;
     p.ignore_eos = true;

@@ -1,53 +1,27 @@
 // EngineController on its worker thread, driven the way the app drives it:
 // commands are posted, results come back as queued signals. Chat turns
 // stream and finish, abort stops them, a workload runs to its end, every
-// failure is a signal, and the UI thread keeps ticking while the engine
+// refusal is a signal (failures without a model: test_controller_failures),
+// and the UI thread keeps ticking while the engine
 // runs flat out (the longest gap between timer ticks is printed, never
 // asserted as a timing: only a deadlock-sized bound is checked).
 #include <algorithm>
 #include <memory>
 #include <vector>
 
-#include <QDeadlineTimer>
 #include <QElapsedTimer>
-#include <QFile>
 #include <QSignalSpy>
-#include <QTemporaryDir>
 #include <QTimer>
 #include <QtTest>
 
+#include "controller_test_support.h"
 #include "support/test_models.h"
 #include "ui/engine_controller.h"
 #include "ui/live_pool_panel.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;
-
-namespace {
-
-constexpr int kWaitMs = 60'000;
-
-ChatTurn userTurn(int chat, const char* text, std::uint32_t maxTokens) {
-    ChatTurn turn;
-    turn.chat = chat;
-    turn.messages = {{"user", text}};
-    turn.params.max_new_tokens = maxTokens;
-    return turn; // greedy: temperature 0 by default
-}
-
-// Whether `spy` holds `count` signals within the time. QSignalSpy::wait()
-// would miss a signal the engine thread emits before wait() starts, so the
-// count is polled instead.
-bool arrives(const QSignalSpy& spy, qsizetype count, int ms = kWaitMs) {
-    QDeadlineTimer deadline(ms);
-    while (spy.size() < count && !deadline.hasExpired())
-        QTest::qWait(5);
-    return spy.size() >= count;
-}
-
-TurnStats lastStats(const QSignalSpy& spy) { return spy.last().at(0).value<TurnStats>(); }
-
-} // namespace
+using namespace kvscope::ui::test;
 
 class TestEngineController : public QObject {
     Q_OBJECT
@@ -129,34 +103,6 @@ private slots:
         engine->abortChat(99); // no such chat: nothing happens
         QTest::qWait(200);
         QCOMPARE(finished.size(), 1);
-    }
-
-    void failuresArriveAsSignals() {
-        EngineThread engine;
-        EngineController* c = engine.controller();
-        QSignalSpy finished(c, &EngineController::chatFinished);
-        engine.submitChat(userTurn(1, "hello", 8));
-        QVERIFY(arrives(finished, 1));
-        QCOMPARE(lastStats(finished).finish, FinishReason::Error);
-        QVERIFY2(QString::fromStdString(lastStats(finished).error).contains(QStringLiteral("no model")),
-                 lastStats(finished).error.c_str());
-
-        QTemporaryDir dir;
-        const QString bad = dir.filePath(QStringLiteral("not-a-model.gguf"));
-        QFile file(bad);
-        QVERIFY(file.open(QIODevice::WriteOnly));
-        file.write("this is not a GGUF file at all, just text");
-        file.close();
-        QSignalSpy failed(c, &EngineController::modelLoadFailed);
-        engine.loadModel(ModelSource::file(bad));
-        QVERIFY(arrives(failed, 1));
-        QVERIFY2(failed.last().at(0).toString().contains(QStringLiteral("not-a-model.gguf")),
-                 qPrintable(failed.last().at(0).toString()));
-
-        QSignalSpy unknownPreset(c, &EngineController::modelLoadFailed);
-        engine.loadModel(ModelSource::synthetic(QStringLiteral("no-such-preset")));
-        QVERIFY(arrives(unknownPreset, 1));
-        QVERIFY(unknownPreset.last().at(0).toString().contains(QStringLiteral("no-such-preset")));
     }
 
     void engineRefusalsArriveAsSignals() {
