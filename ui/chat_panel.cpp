@@ -1,5 +1,7 @@
 #include "ui/chat_panel.h"
 
+#include <algorithm>
+
 #include <QDoubleSpinBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -212,6 +214,22 @@ void ChatPanel::finishTurn(const TurnStats& stats) {
     note.setForeground(palette().color(QPalette::PlaceholderText));
     note.setFontPointSize(font().pointSizeF() * 0.85);
     cursor.insertText(turnStatsLine(stats), note);
+    if (stats.dropped_messages > 0) {
+        // They went for good: the next turn starts from what this one kept.
+        const auto dropped = std::min<std::size_t>(stats.dropped_messages, history_.size());
+        history_.erase(history_.begin(), history_.begin() + static_cast<std::ptrdiff_t>(dropped));
+        cursor.insertBlock();
+        cursor.insertText(tr("The conversation outgrew the model's context: its oldest %1 messages were left "
+                             "out (the system prompt stays).")
+                              .arg(stats.dropped_messages),
+                          note);
+    }
+    if (stats.reply_limit > 0) {
+        cursor.insertBlock();
+        cursor.insertText(tr("The reply was limited to %1 tokens: all the room the context had left.")
+                              .arg(stats.reply_limit),
+                          note);
+    }
     if (stats.finish == FinishReason::Error) {
         QTextCharFormat error;
         error.setForeground(QColor(0xC0, 0x30, 0x30));

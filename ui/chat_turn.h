@@ -14,7 +14,9 @@ namespace kvscope::ui {
 // One chat turn sent to the engine: the whole conversation so far (system
 // prompt first, the new user message last), rendered with the model's chat
 // template on the worker thread. Earlier turns come back from the prefix
-// cache, so a conversation costs new blocks only for what is new.
+// cache, so a conversation costs new blocks only for what is new. When it
+// outgrows the model's context, the oldest exchanges are left out (the
+// system prompt stays) and TurnStats says how many messages went.
 struct ChatTurn {
     int chat = 0;
     std::vector<ChatMessage> messages;
@@ -30,6 +32,12 @@ struct TurnStats {
     double seconds = 0;   // submission to the end
     FinishReason finish = FinishReason::Stop;
     std::string error;    // with FinishReason::Error
+    // The context was full: the oldest messages after the system prompt
+    // (whole exchanges) left out of this turn's prompt, for good.
+    std::uint32_t dropped_messages = 0;
+    // The newest message left less room than max_new_tokens asked for: the
+    // reply was limited to this many tokens (0: not limited).
+    std::uint32_t reply_limit = 0;
 
     // Generation speed after the first token.
     double tokens_per_s() const {

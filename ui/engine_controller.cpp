@@ -8,6 +8,7 @@
 #include <QTemporaryDir>
 #include <QTimer>
 
+#include "engine/chat/conversation.h"
 #include "engine/core/error.h"
 #include "engine/model/synthetic_model.h"
 #include "engine/presets/model_presets.h"
@@ -121,26 +122,50 @@ void EngineController::submitChat(const ChatTurn& turn) {
         return;
     }
     const auto submitted = Clock::now();
-    std::vector<TokenId> prompt;
+    FittedTurn fitted;
     try {
-        prompt = template_->encode(engine_->tokenizer(), template_->render(turn.messages));
+        fitted = fitToContext(turn);
     } catch (const std::exception& e) {
         failed.error = e.what();
         emit chatFinished(failed);
         return;
     }
-    const auto promptTokens = static_cast<std::uint32_t>(prompt.size());
+    const auto promptTokens = static_cast<std::uint32_t>(fitted.prompt.size());
+    failed.dropped_messages = fitted.dropped_messages;
     rejection_.reset();
-    const RequestId id = engine_->add_request(std::move(prompt), turn.params);
+    const RequestId id = engine_->add_request(std::move(fitted.prompt), fitted.params);
     if (rejection_ && rejection_->first == id) {
         failed.error = rejection_->second;
         failed.prompt_tokens = promptTokens;
         emit chatFinished(failed);
         return;
     }
-    chats_[id] = ChatRequest{turn.chat, promptTokens, 0, submitted, std::nullopt, {}};
+    chats_[id] = ChatRequest{turn.chat, promptTokens, 0, submitted, std::nullopt, {}, fitted.dropped_messages,
+                             fitted.reply_limit};
     emit chatStarted(turn.chat, id);
     scheduleStep();
+}
+
+// The conversation within the model's context (engine/chat): while the
+// prompt and max_new_tokens do not fit, the oldest exchange goes (the
+// system prompt stays); when the newest message alone still leaves less
+// room than max_new_tokens, the reply gets what room there is.
+EngineController::FittedTurn EngineController::fitToContext(const ChatTurn& turn) const {
+    const bool hasSystem = !turn.messages.empty() && turn.messages.front().role == "system";
+    Conversation conversation(hasSystem ? std::optional(turn.messages.front().content) : std::nullopt);
+    for (auto m = turn.messages.begin() + (hasSystem ? 1 : 0); m != turn.messages.end(); ++m)
+        conversation.add(*m);
+    const std::size_t before = conversation.messages().size();
+    const std::size_t context = engine_->model().config().context_length;
+    FittedTurn fitted{conversation.prompt_within(context, turn.params.max_new_tokens,
+                                                 Conversation::through(*template_, engine_->tokenizer())),
+                      turn.params, 0, 0};
+    fitted.dropped_messages = static_cast<std::uint32_t>(before - conversation.messages().size());
+    if (context > 0 && fitted.prompt.size() < context && fitted.prompt.size() + fitted.params.max_new_tokens > context) {
+        fitted.params.max_new_tokens = static_cast<std::uint32_t>(context - fitted.prompt.size());
+        fitted.reply_limit = fitted.params.max_new_tokens;
+    }
+    return fitted;
 }
 
 void EngineController::abortChat(int chat) {
@@ -227,7 +252,9 @@ void EngineController::finishChat(RequestId request, const RequestOutput& out) {
                     .ttft_s = c.first_token ? secondsBetween(c.submitted, *c.first_token) : 0,
                     .seconds = secondsBetween(c.submitted, end),
                     .finish = *out.finish,
-                    .error = out.error};
+                    .error = out.error,
+                    .dropped_messages = c.dropped_messages,
+                    .reply_limit = c.reply_limit};
     emit chatFinished(stats);
 }
 

@@ -87,7 +87,17 @@ private:
         Clock::time_point submitted;
         std::optional<Clock::time_point> first_token;
         QString pending_text; // not yet sent
+        std::uint32_t dropped_messages = 0; // TurnStats::dropped_messages
+        std::uint32_t reply_limit = 0;      // TurnStats::reply_limit
     };
+    // A chat turn as it goes to the engine: its prompt within the context.
+    struct FittedTurn {
+        std::vector<TokenId> prompt;
+        RequestParams params;
+        std::uint32_t dropped_messages = 0;
+        std::uint32_t reply_limit = 0;
+    };
+    FittedTurn fitToContext(const ChatTurn& turn) const;
     void abortEverything();
     void onOutput(const RequestOutput& out);
     void finishChat(RequestId request, const RequestOutput& out);

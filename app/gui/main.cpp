@@ -3,11 +3,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QPixmap>
+#include <QStringList>
 #include <QTimer>
 
 #include "app/gui/bench_paint.h"
@@ -106,11 +108,12 @@ int saveScreenshot(kvscope::ui::MainWindow& window, const QString& file) {
     return 0;
 }
 
-// --model/--synthetic with --screenshot: load, send the prompt, and save
-// once the turn has finished, or `afterMs` after sending it when given (the
-// chat then may still be generating: the live picture). Then quit. The turn
-// itself is sent by startFirstTurn.
-void scriptScreenshot(kvscope::ui::MainWindow& window, const QString& prompt, std::optional<int> afterMs,
+// --model/--synthetic with --screenshot: load, send the prompts, and save
+// once the last turn has finished, or `afterMs` after sending the first
+// when given (the chat then may still be generating: the live picture).
+// Then quit; a turn that fails ends the run with its error. The turns
+// themselves are sent by sendTurns.
+void scriptScreenshot(kvscope::ui::MainWindow& window, const QStringList& prompts, std::optional<int> afterMs,
                       const QString& file) {
     using kvscope::ui::MainWindow;
     window.setAttribute(Qt::WA_DontShowOnScreen);
@@ -119,18 +122,22 @@ void scriptScreenshot(kvscope::ui::MainWindow& window, const QString& prompt, st
     const auto save = [&window, file] { QApplication::exit(saveScreenshot(window, file)); };
     QObject::connect(
         &window, &MainWindow::modelReady, &window,
-        [afterMs, save, prompt] {
+        [afterMs, save, empty = prompts.isEmpty()] {
             if (afterMs)
                 QTimer::singleShot(*afterMs, save);
-            else if (prompt.isEmpty())
+            else if (empty)
                 save();
         },
         Qt::SingleShotConnection);
-    if (!afterMs)
-        QObject::connect(&window, &MainWindow::turnFinished, &window, [save] {
-            // The turn's last snapshot follows its last text: let it arrive and paint.
-            QTimer::singleShot(kSettleMs, save);
-        }, Qt::SingleShotConnection);
+    QObject::connect(&window, &MainWindow::turnFinished, &window,
+                     [save, afterMs, left = prompts.size()](const kvscope::ui::TurnStats& stats) mutable {
+                         if (stats.finish == kvscope::FinishReason::Error)
+                             QApplication::exit(fail(QStringLiteral("a chat turn failed: %1")
+                                                         .arg(QString::fromStdString(stats.error))));
+                         else if (--left == 0 && !afterMs)
+                             // The turn's last snapshot follows its last text: let it arrive and paint.
+                             QTimer::singleShot(kSettleMs, save);
+                     });
     QObject::connect(&window, &MainWindow::modelFailed, &window,
                      [](const QString& message) { QApplication::exit(fail(message)); });
     QTimer::singleShot(kScriptTimeoutMs, &window, [] {
@@ -138,22 +145,45 @@ void scriptScreenshot(kvscope::ui::MainWindow& window, const QString& prompt, st
     });
 }
 
+// One line on standard error per finished scripted turn, so that a
+// terminal (or a test) sees each reply arrive.
+void reportTurn(qsizetype turn, qsizetype turns, const kvscope::ui::TurnStats& stats) {
+    std::fprintf(stderr, "kvscope: turn %lld/%lld: %u prompt + %u new tokens, %s", static_cast<long long>(turn),
+                 static_cast<long long>(turns), stats.prompt_tokens, stats.generated_tokens,
+                 std::string(kvscope::to_string(stats.finish)).c_str());
+    if (stats.dropped_messages > 0)
+        std::fprintf(stderr, ", %u oldest messages left out (context full)", stats.dropped_messages);
+    if (stats.finish == kvscope::FinishReason::Error)
+        std::fprintf(stderr, ": %s", stats.error.c_str());
+    std::fputs("\n", stderr);
+}
+
 // Once the model is ready: start the workload (when asked for) and send the
-// prompt in the first chat.
-void startFirstTurn(kvscope::ui::MainWindow& window, const QString& prompt, std::optional<std::uint32_t> workload) {
+// prompts in the first chat, each once the reply to the one before has
+// ended (as a person would).
+void sendTurns(kvscope::ui::MainWindow& window, const QStringList& prompts, std::optional<std::uint32_t> workload) {
     QObject::connect(
         &window, &kvscope::ui::MainWindow::modelReady, &window,
-        [&window, prompt, workload] {
+        [&window, prompts, workload] {
             if (workload) {
                 kvscope::WorkloadSpec spec = window.workload()->spec();
                 spec.requests = *workload;
                 window.workload()->setSpec(spec);
                 window.workload()->requestStart();
             }
-            if (!prompt.isEmpty())
-                window.submitPrompt(prompt);
+            if (!prompts.isEmpty())
+                window.submitPrompt(prompts.front());
         },
         Qt::SingleShotConnection);
+    QObject::connect(&window, &kvscope::ui::MainWindow::turnFinished, &window,
+                     [&window, prompts, sent = qsizetype{1}](const kvscope::ui::TurnStats& stats) mutable {
+                         if (sent > prompts.size())
+                             return; // a turn typed by hand after the script
+                         reportTurn(sent, prompts.size(), stats);
+                         if (sent < prompts.size() && stats.finish != kvscope::FinishReason::Error)
+                             window.submitPrompt(prompts.at(sent));
+                         ++sent;
+                     });
 }
 
 } // namespace
@@ -180,11 +210,14 @@ int main(int argc, char** argv) {
                                                       "(meaningless text, real memory) and start a chat."),
                                        QStringLiteral("PRESET"));
     const QCommandLineOption prompt(QStringLiteral("prompt"),
-                                    QStringLiteral("Send this message in the first chat once the model is loaded."),
+                                    QStringLiteral("Send this message in the first chat once the model is loaded; "
+                                                   "repeat it for more turns, each sent when the reply before "
+                                                   "has ended."),
                                     QStringLiteral("TEXT"));
     const QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                         QStringLiteral("Render the main window offscreen to FILE (.png) and exit; "
-                                                       "with a model, after the --prompt turn has finished."),
+                                                       "with a model, after the last --prompt turn has finished "
+                                                       "(exit status 1 if a turn fails)."),
                                         QStringLiteral("FILE"));
     const QCommandLineOption afterMs(QStringLiteral("after-ms"),
                                      QStringLiteral("With --screenshot and a model: render this long after the "
@@ -271,11 +304,11 @@ int main(int argc, char** argv) {
     if (parser.isSet(screenshot) && !source)
         return saveScreenshot(window, parser.value(screenshot));
     if (parser.isSet(screenshot))
-        scriptScreenshot(window, parser.value(prompt), after, parser.value(screenshot));
+        scriptScreenshot(window, parser.values(prompt), after, parser.value(screenshot));
     else
         window.show();
     if (source) {
-        startFirstTurn(window, parser.value(prompt), requests);
+        sendTurns(window, parser.values(prompt), requests);
         window.openModel(*source);
     }
     return QApplication::exec();

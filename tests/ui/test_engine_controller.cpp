@@ -111,10 +111,21 @@ private slots:
         QVERIFY(engine);
         EngineController* c = engine->controller();
         QSignalSpy finished(c, &EngineController::chatFinished);
-        engine->submitChat(userTurn(4, "Once upon a time", 100'000)); // beyond the 512-token context
+        std::string longMessage;
+        for (int i = 0; i < 200; ++i)
+            longMessage += "Once upon a time ";
+        engine->submitChat(userTurn(4, longMessage.c_str(), 8)); // the message alone outgrows the 512-token context
         QVERIFY(arrives(finished, 1));
         QCOMPARE(lastStats(finished).finish, FinishReason::Error);
         QVERIFY2(lastStats(finished).error.find("context") != std::string::npos, lastStats(finished).error.c_str());
+
+        // A reply asked for beyond the context gets the room there is.
+        engine->submitChat(userTurn(4, "Once upon a time", 100'000));
+        QVERIFY(arrives(finished, 2));
+        const TurnStats limited = lastStats(finished);
+        QCOMPARE(limited.finish, FinishReason::Length);
+        QCOMPARE(limited.reply_limit, 512 - limited.prompt_tokens);
+        QCOMPARE(limited.generated_tokens, limited.reply_limit);
 
         QSignalSpy errors(c, &EngineController::errorOccurred);
         EngineConfig bad = EngineController::defaultConfig();
@@ -133,7 +144,7 @@ private slots:
         QCOMPARE(applied.last().at(0).value<EngineConfig>().num_blocks, 64u);
         QSignalSpy snapshots(c, &EngineController::snapshotReady);
         engine->submitChat(userTurn(5, "Once upon a time", 8));
-        QVERIFY(arrives(finished, 2));
+        QVERIFY(arrives(finished, 3));
         QCOMPARE(lastStats(finished).finish, FinishReason::Length);
         QTRY_VERIFY_WITH_TIMEOUT(!snapshots.isEmpty(), kWaitMs);
         const auto last = snapshots.last().at(0).value<std::shared_ptr<const EngineSnapshot>>();
