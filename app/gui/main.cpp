@@ -175,6 +175,8 @@ void sendTurns(kvscope::ui::MainWindow& window, const QStringList& prompts, std:
                 window.submitPrompt(prompts.front());
         },
         Qt::SingleShotConnection);
+    if (prompts.isEmpty())
+        return;
     QObject::connect(&window, &kvscope::ui::MainWindow::turnFinished, &window,
                      [&window, prompts, sent = qsizetype{1}](const kvscope::ui::TurnStats& stats) mutable {
                          if (sent > prompts.size())
