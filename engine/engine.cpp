@@ -159,6 +159,7 @@ void Engine::step() {
     }
     if (!schedule.chunks.empty())
         run(schedule.chunks);
+    std::erase_if(ended_seqs_, [&](const auto& e) { return kv_.pool().cached_blocks_of(e.first) == 0; });
     ++step_;
 }
 
@@ -304,6 +305,8 @@ void Engine::finish(SeqId id, FinishReason reason, const std::string& error) {
     const Seq s = std::move(seqs_.at(id));
     seqs_.erase(id);
     scheduler_.remove(id);
+    if (kv_.pool().cached_blocks_of(id) > 0)
+        ended_seqs_.emplace(id, s.request);
     Request& r = requests_.at(s.request);
     if (reason == FinishReason::Abort || reason == FinishReason::Error) {
         publish({s.request, s.index, {}, {}, reason, error});
@@ -334,6 +337,8 @@ std::shared_ptr<const EngineSnapshot> Engine::snapshot() const {
         const Request& r = requests_.at(s.request);
         snap->seqs.push_back({id, s.request, s.index, q.status, r.prompt_tokens, s.generated});
     }
+    for (const auto& [seq, request] : ended_seqs_)
+        snap->ended_seqs.push_back({seq, request});
     snap->running = scheduler_.num_running();
     snap->waiting = scheduler_.num_waiting();
     snap->swapped = scheduler_.num_swapped();

@@ -152,6 +152,10 @@ private:
     std::vector<float> logits_; // the last step's, kept to reuse its memory
     std::map<RequestId, Request> requests_;
     std::map<SeqId, Seq> seqs_;
+    // Ended sequences still named as last holder by cached-free blocks
+    // (EngineSnapshot::ended_seqs); pruned after each step, so at most one
+    // per cached block.
+    std::map<SeqId, RequestId> ended_seqs_;
     RequestId next_request_ = 1;
     SeqId next_seq_ = 1;
     std::uint64_t arrivals_ = 0;

@@ -43,6 +43,16 @@ struct SeqSnapshot {
     bool operator==(const SeqSnapshot&) const = default;
 };
 
+// A sequence that has ended but left blocks in the prefix cache (their
+// BlockInfo::last_holder is `seq`): whose they were, so a reader can colour
+// them as the conversation they came from.
+struct EndedSeq {
+    SeqId seq = 0;
+    RequestId request = 0;
+
+    bool operator==(const EndedSeq&) const = default;
+};
+
 // Latency percentiles over the engine's recent requests, in milliseconds;
 // 0 until the first sample.
 struct Percentiles {
@@ -75,6 +85,9 @@ struct EngineSnapshot {
     // Null: the source has no picture of its pool.
     std::shared_ptr<const PoolSnapshot> pool;
     std::vector<SeqSnapshot> seqs; // every live sequence, ascending seq
+    // Every ended sequence some cached-free block names as its last holder,
+    // ascending seq (live last holders, swapped ones, are in `seqs`).
+    std::vector<EndedSeq> ended_seqs;
     std::size_t running = 0, waiting = 0, swapped = 0; // sequences in each SeqStatus
     std::uint64_t preemptions = 0;        // since the engine started
     std::uint64_t completed_requests = 0; // finished for any reason, rejected included

@@ -54,6 +54,8 @@ Json to_json(const SeqSnapshot& s) {
             {"generated", s.generated}};
 }
 
+Json to_json(const EndedSeq& e) { return {{"seq", e.seq}, {"request", e.request}}; }
+
 Json to_json(const KvLayout& l) {
     return {{"n_layers", l.geometry().n_layers},
             {"n_kv_heads", l.geometry().n_kv_heads},
@@ -68,7 +70,8 @@ Json block_json(const PoolSnapshot& pool, BlockId id) {
     return {{"state", std::string(word(b.state))},
             {"fill", b.fill},
             {"ref_count", b.ref_count},
-            {"owners", std::vector<SeqId>(owners.begin(), owners.end())}};
+            {"owners", std::vector<SeqId>(owners.begin(), owners.end())},
+            {"last_holder", optional_value(b.last_holder)}};
 }
 
 Json to_json(const SequenceInfo& s) {
@@ -181,6 +184,8 @@ SeqSnapshot read_seq(const Json& j) {
     return s;
 }
 
+EndedSeq read_ended_seq(const Json& j) { return {read<SeqId>(j, "seq"), read<RequestId>(j, "request")}; }
+
 KvLayout read_layout(const Json& j) {
     const KvGeometry geometry{read<std::uint32_t>(j, "n_layers"), read<std::uint32_t>(j, "n_kv_heads"),
                               read<std::uint32_t>(j, "head_dim")};
@@ -198,6 +203,10 @@ BlockInfo read_block(const Json& j, std::uint32_t block_size, std::vector<SeqId>
     b.owner_begin = static_cast<std::uint32_t>(owners.size());
     b.owner_count = static_cast<std::uint32_t>(own.size());
     owners.insert(owners.end(), own.begin(), own.end());
+    b.last_holder = read_optional<SeqId>(j, "last_holder");
+    if (b.last_holder && b.state != BlockState::CachedFree)
+        throw Error("snapshot JSON: a " + std::string(word(b.state)) + " block names a last holder; only cached_free "
+                    "blocks have one");
     if (b.fill > block_size)
         throw Error("snapshot JSON: a block holds " + std::to_string(b.fill) + " tokens, more than its " +
                     std::to_string(block_size) + " slots");
@@ -266,12 +275,16 @@ Json to_json(const EngineSnapshot& s) {
     Json seqs = Json::array();
     for (const SeqSnapshot& seq : s.seqs)
         seqs.push_back(to_json(seq));
+    Json ended = Json::array();
+    for (const EndedSeq& e : s.ended_seqs)
+        ended.push_back(to_json(e));
     return {{"schema_version", kSnapshotSchemaVersion},
             {"step", s.step},
             {"time_s", s.time_s},
             {"device", to_json(s.device)},
             {"pool", s.pool ? to_json(*s.pool) : Json(nullptr)},
             {"seqs", std::move(seqs)},
+            {"ended_seqs", std::move(ended)},
             {"running", s.running},
             {"waiting", s.waiting},
             {"swapped", s.swapped},
@@ -299,6 +312,8 @@ EngineSnapshot engine_snapshot_from_json(const Json& j) {
     s.pool = read_pool(at(j, "pool"));
     for (const Json& seq : array_at(j, "seqs"))
         s.seqs.push_back(read_seq(seq));
+    for (const Json& e : array_at(j, "ended_seqs"))
+        s.ended_seqs.push_back(read_ended_seq(e));
     s.running = read<std::size_t>(j, "running");
     s.waiting = read<std::size_t>(j, "waiting");
     s.swapped = read<std::size_t>(j, "swapped");

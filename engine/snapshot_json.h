@@ -9,7 +9,7 @@
 
 namespace kvscope {
 
-inline constexpr int kSnapshotSchemaVersion = 1;
+inline constexpr int kSnapshotSchemaVersion = 2;
 
 // Every field of the snapshot, keys in the documented order; unknown values
 // are null.

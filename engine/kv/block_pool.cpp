@@ -57,9 +57,21 @@ void BlockPool::forget_hash(BlockId block) {
     }
 }
 
+void BlockPool::forget_holder(BlockId block) {
+    auto& holder = meta_[block].last_holder;
+    if (!holder)
+        return;
+    const auto it = cached_per_holder_.find(*holder);
+    if (--it->second == 0)
+        cached_per_holder_.erase(it);
+    holder.reset();
+}
+
 void BlockPool::take(BlockId block) {
-    if (meta_[block].list == List::Cached)
+    if (meta_[block].list == List::Cached) {
         forget_hash(block); // evicted: its content is about to be overwritten
+        forget_holder(block);
+    }
     unlink(block);
     meta_[block].ref_count = 1;
     meta_[block].fill = 0;
@@ -104,17 +116,29 @@ void BlockPool::retain(BlockId block) {
         if (m.list != List::Cached)
             throw Error("BlockPool::retain: block " + std::to_string(block) + " is free and not cached");
         unlink(block); // a prefix-cache hit revives it with its content intact
+        forget_holder(block);
     }
     ++m.ref_count;
 }
 
-void BlockPool::release(BlockId block) {
+void BlockPool::release(BlockId block, SeqId holder) {
     Meta& m = meta_[block];
     if (m.ref_count == 0)
         throw Error("BlockPool::release: block " + std::to_string(block) + " is already free");
     if (--m.ref_count > 0)
         return;
-    push_back(m.hash ? cached_ : free_, block);
+    if (!m.hash) {
+        push_back(free_, block);
+        return;
+    }
+    push_back(cached_, block);
+    m.last_holder = holder;
+    ++cached_per_holder_[holder];
+}
+
+std::uint32_t BlockPool::cached_blocks_of(SeqId holder) const {
+    const auto it = cached_per_holder_.find(holder);
+    return it == cached_per_holder_.end() ? 0 : it->second;
 }
 
 bool BlockPool::set_hash(BlockId block, std::uint64_t hash) {
@@ -151,6 +175,8 @@ void BlockPool::check_invariants() const {
                 fail("block " + std::to_string(b) + " on a free list has the wrong list tag or a holder");
             if ((list->id == List::Cached) != meta_[b].hash.has_value())
                 fail("block " + std::to_string(b) + ": cached list and hash disagree");
+            if ((list->id == List::Cached) != meta_[b].last_holder.has_value())
+                fail("block " + std::to_string(b) + ": cached list and last holder disagree");
             ++walked;
             if (b == list->tail)
                 break;
@@ -165,6 +191,12 @@ void BlockPool::check_invariants() const {
     for (const auto& [h, b] : by_hash_)
         if (meta_[b].hash != h)
             fail("hash index points at block " + std::to_string(b) + " which holds another hash");
+    std::unordered_map<SeqId, std::uint32_t> holders;
+    for (const Meta& m : meta_)
+        if (m.last_holder)
+            ++holders[*m.last_holder];
+    if (holders != cached_per_holder_)
+        fail("the count of cached blocks per last holder disagrees with the blocks");
 }
 
 } // namespace kvscope

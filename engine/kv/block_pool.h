@@ -14,7 +14,9 @@ namespace kvscope {
 
 // A fixed number of physical KV blocks carved from one allocation (host
 // memory, or one cudaMalloc for the CUDA backend: see PoolMemory), and
-// their bookkeeping: reference count, filled slots, prefix-cache hash.
+// their bookkeeping: reference count, filled slots, prefix-cache hash, and
+// for a cached-free block the sequence that held it last (so a block map can
+// say whose conversation the cache still holds after that sequence ended).
 //
 // A block with ref count 0 is free. Free blocks sit on one of two lists:
 //   free list    plain free blocks, handed out first (FIFO, like vLLM)
@@ -43,9 +45,10 @@ public:
 
     // Another holder for an allocated or cached-free block.
     void retain(BlockId block);
-    // One holder fewer; at zero the block becomes cached-free when it has a
-    // hash, else plain free.
-    void release(BlockId block);
+    // `holder` lets go of the block; at zero holders it becomes cached-free
+    // (remembering `holder` as its last holder) when it has a hash, else
+    // plain free.
+    void release(BlockId block, SeqId holder);
 
     std::uint32_t ref_count(BlockId block) const { return meta_[block].ref_count; }
     std::uint32_t fill(BlockId block) const { return meta_[block].fill; }
@@ -56,6 +59,11 @@ public:
     bool set_hash(BlockId block, std::uint64_t hash);
     std::optional<std::uint64_t> hash(BlockId block) const;
     std::optional<BlockId> find_cached(std::uint64_t hash) const;
+    // The sequence that released a cached-free block last; nullopt for any
+    // other block (forgotten when the block is revived or evicted).
+    std::optional<SeqId> last_holder(BlockId block) const { return meta_[block].last_holder; }
+    // How many cached-free blocks name `holder` as their last holder.
+    std::uint32_t cached_blocks_of(SeqId holder) const;
 
     // A block's first byte: a device pointer when place() is Cuda.
     std::byte* data(BlockId block) { return memory_.data() + block * bytes_per_block_; }
@@ -74,6 +82,7 @@ private:
         std::uint32_t ref_count = 0;
         std::uint32_t fill = 0;
         std::optional<std::uint64_t> hash;
+        std::optional<SeqId> last_holder; // while on the cached list
         List list = List::None;
         BlockId prev = 0, next = 0; // links within `list`
     };
@@ -90,6 +99,7 @@ private:
     Links& links_of(List list) { return list == List::Free ? free_ : cached_; }
     void take(BlockId block); // off its free list, ref count 1, fill 0
     void forget_hash(BlockId block);
+    void forget_holder(BlockId block);
 
     std::size_t bytes_per_block_;
     PoolMemory memory_;
@@ -97,6 +107,7 @@ private:
     Links free_{List::Free};
     Links cached_{List::Cached};
     std::unordered_map<std::uint64_t, BlockId> by_hash_;
+    std::unordered_map<SeqId, std::uint32_t> cached_per_holder_; // no zero counts
 };
 
 } // namespace kvscope

@@ -231,7 +231,7 @@ void KvCacheManager::copy_on_write_tail(Sequence& s, SeqId seq) {
                       " needs a free block; none is left");
     const BlockId own = pool_.allocate();
     pool_.copy_block(pool_, shared, own);
-    pool_.release(shared);
+    pool_.release(shared, seq);
     s.table.back() = own;
 }
 
@@ -255,17 +255,17 @@ void KvCacheManager::fork(SeqId parent, SeqId child) {
     seqs_.emplace(child, std::move(c));
 }
 
-void KvCacheManager::release_table(std::vector<BlockId>& table, BlockPool& pool) {
+void KvCacheManager::release_table(std::vector<BlockId>& table, BlockPool& pool, SeqId holder) {
     // Last block first, so a sequence's tail is reused (or evicted) first.
     for (auto it = table.rbegin(); it != table.rend(); ++it)
-        pool.release(*it);
+        pool.release(*it, holder);
     table.clear();
 }
 
 void KvCacheManager::free(SeqId seq) {
     Sequence& s = sequence(seq);
-    release_table(s.table, pool_);
-    release_table(s.swap_table, swap_pool_);
+    release_table(s.table, pool_, seq);
+    release_table(s.swap_table, swap_pool_, seq);
     seqs_.erase(seq);
 }
 
@@ -287,7 +287,7 @@ void KvCacheManager::swap_out(SeqId seq) {
         swap_pool_.copy_block(pool_, s.table[i], host);
         s.swap_table.push_back(host);
     }
-    release_table(s.table, pool_);
+    release_table(s.table, pool_, seq);
     s.swapped = true;
 }
 
@@ -317,7 +317,7 @@ void KvCacheManager::swap_in(SeqId seq) {
         pool_.copy_block(swap_pool_, s.swap_table[i], s.table[i]);
     for (std::size_t i = 0; caching() && i < s.hashes.size(); ++i)
         pool_.set_hash(s.table[i], s.hashes[i]);
-    release_table(s.swap_table, swap_pool_);
+    release_table(s.swap_table, swap_pool_, seq);
     s.swapped = false;
 }
 
@@ -345,6 +345,7 @@ std::vector<BlockInfo> KvCacheManager::block_infos(std::vector<SeqId>* owners) c
         BlockInfo& i = infos[b];
         i.ref_count = pool_.ref_count(b);
         i.fill = static_cast<std::uint16_t>(pool_.fill(b));
+        i.last_holder = pool_.last_holder(b);
         if (i.ref_count == 0)
             i.state = pool_.hash(b) ? BlockState::CachedFree : BlockState::Free;
         else if (i.ref_count > 1)

@@ -142,7 +142,7 @@ private:
     std::vector<BlockId> take_blocks(std::size_t count);
     std::vector<BlockId> take_run(std::size_t count, const std::string& purpose);
     void seal_full_block(Sequence& s, std::size_t logical_block);
-    static void release_table(std::vector<BlockId>& table, BlockPool& pool);
+    static void release_table(std::vector<BlockId>& table, BlockPool& pool, SeqId holder);
     void copy_on_write_tail(Sequence& s, SeqId seq);
     std::vector<BlockInfo> block_infos(std::vector<SeqId>* owners) const;
     SequenceInfo sequence_info(SeqId id, const Sequence& s) const;

@@ -1,6 +1,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+
+#include "engine/kv/kv_ids.h"
 
 namespace kvscope {
 
@@ -20,6 +23,9 @@ struct BlockInfo {
     std::uint32_t ref_count = 0;
     std::uint32_t owner_begin = 0;
     std::uint32_t owner_count = 0;
+    // CachedFree: the sequence that held it last (it may have ended since;
+    // EngineSnapshot::ended_seqs says whose it was). nullopt otherwise.
+    std::optional<SeqId> last_holder = std::nullopt;
 
     bool operator==(const BlockInfo&) const = default;
 };

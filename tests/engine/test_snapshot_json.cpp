@@ -69,6 +69,7 @@ void compare_snapshots(const EngineSnapshot& a, const EngineSnapshot& b) {
     if (a.pool)
         compare_pools(*a.pool, *b.pool);
     QVERIFY(a.seqs == b.seqs);
+    QVERIFY(a.ended_seqs == b.ended_seqs);
     QCOMPARE(a.running, b.running);
     QCOMPARE(a.waiting, b.waiting);
     QCOMPARE(a.swapped, b.swapped);
@@ -82,6 +83,26 @@ void compare_snapshots(const EngineSnapshot& a, const EngineSnapshot& b) {
     QVERIFY(a.itl == b.itl);
     QCOMPARE(a.prefix_hit_rate, b.prefix_hit_rate);
     QCOMPARE(a.prefix_hit_tokens, b.prefix_hit_tokens);
+}
+
+// The ended sequences a snapshot lists are exactly the last holders of its
+// cached-free blocks that are no longer live: evicted or revived blocks
+// take their entries with them.
+std::set<SeqId> ended_last_holders(const EngineSnapshot& s) {
+    std::set<SeqId> live, ended;
+    for (const SeqSnapshot& seq : s.seqs)
+        live.insert(seq.seq);
+    for (const BlockInfo& b : s.pool->blocks)
+        if (b.last_holder && !live.contains(*b.last_holder))
+            ended.insert(*b.last_holder);
+    return ended;
+}
+
+std::set<SeqId> listed_ended(const EngineSnapshot& s) {
+    std::set<SeqId> ids;
+    for (const EndedSeq& e : s.ended_seqs)
+        ids.insert(e.seq);
+    return ids;
 }
 
 EngineSnapshot through_text(const EngineSnapshot& s) {
@@ -108,6 +129,7 @@ EngineSnapshot hand_made_snapshot() {
     s.pool = small_pool();
     s.seqs = {{1, 1, 0, SeqStatus::Running, 6, 1}, {2, 1, 1, SeqStatus::Running, 6, 1},
               {4, 2, 0, SeqStatus::Waiting, 9, 0}};
+    s.ended_seqs = {{3, 3}}; // small_pool's cached block names sequence 3
     s.running = 2;
     s.waiting = 1;
     s.ttft = {12.5, 40};
@@ -153,6 +175,8 @@ std::multimap<std::string, const Json*> objects_of(const Json& j) {
         {"snapshot", &j}, {"device", &j["device"]}, {"latency", &j["ttft"]}, {"latency", &j["itl"]}};
     for (const Json& s : j["seqs"])
         objects.emplace("seq", &s);
+    for (const Json& e : j["ended_seqs"])
+        objects.emplace("ended_seq", &e);
     const Json& pool = j["pool"];
     objects.insert({{"pool", &pool}, {"layout", &pool["layout"]}, {"fragmentation", &pool["fragmentation"]}});
     for (const Json& b : pool["blocks"])
@@ -211,12 +235,14 @@ void TestSnapshotJson::a_running_engine_round_trips() {
         p.n = t == 0 ? 2 : 1;
         engine.add_request(prompt, p);
     }
-    bool sawWaiting = false, sawShared = false, sawSwapped = false;
+    bool sawWaiting = false, sawShared = false, sawSwapped = false, sawEnded = false;
     for (;;) {
         const auto snap = engine.snapshot(); // the first one before any step: all waiting
         compare_snapshots(*snap, through_text(*snap));
+        QVERIFY(listed_ended(*snap) == ended_last_holders(*snap));
         if (QTest::currentTestFailed())
             return;
+        sawEnded |= !snap->ended_seqs.empty();
         for (const SeqSnapshot& seq : snap->seqs) {
             const SequenceInfo* row = snap->kv_row(seq.seq);
             sawWaiting |= seq.status == SeqStatus::Waiting && !row;
@@ -232,6 +258,7 @@ void TestSnapshotJson::a_running_engine_round_trips() {
     if (mode == AllocationMode::Paged) {
         QVERIFY2(sawShared, "the n = 2 request must share its prompt's blocks");
         QVERIFY2(sawSwapped, "the tight pool must swap a sequence out");
+        QVERIFY2(sawEnded, "finished requests must leave their system prompt's blocks cached");
     }
 }
 
@@ -265,13 +292,14 @@ void TestSnapshotJson::unknown_values_are_null() {
 void TestSnapshotJson::bad_input_is_refused_data() {
     QTest::addColumn<QString>("change"); // a JSON pointer, then the new value as JSON, or "-" to remove
     QTest::addColumn<QString>("message");
-    QTest::newRow("other version") << "/schema_version 2" << "schema_version 2";
+    QTest::newRow("other version") << "/schema_version 99" << "schema_version 99";
     QTest::newRow("missing key") << "/running -" << "'running' is missing";
     QTest::newRow("wrong type") << "/step \"seven\"" << "'step' has the wrong type";
     QTest::newRow("unknown word") << "/seqs/0/status \"sleeping\"" << "\"sleeping\"";
     QTest::newRow("unknown dtype") << "/pool/layout/dtype \"f12\"" << "f12";
     QTest::newRow("block outside the pool") << "/pool/sequences/0/blocks/0 99" << "holds block 99 of a pool of 16";
     QTest::newRow("overfull block") << "/pool/blocks/0/fill 5" << "holds 5 tokens, more than its 4 slots";
+    QTest::newRow("held block with a last holder") << "/pool/blocks/0/last_holder 3" << "only cached_free blocks";
     QTest::newRow("rows out of order") << "/pool/sequences/1/id 0" << "ascending id";
     QTest::newRow("not an array") << "/seqs {}" << "'seqs' is not an array";
 }

@@ -22,6 +22,7 @@ private slots:
     void prefix_cache_reuses_full_blocks();
     void prefix_cache_keeps_last_prompt_token_uncached();
     void cached_free_blocks_are_evicted_lru();
+    void cached_free_blocks_remember_their_last_holder();
     void swap_out_and_in_preserves_contents();
     void refusals_say_why();
     void watermark_keeps_blocks_free();
@@ -205,6 +206,38 @@ void TestKvCacheManager::cached_free_blocks_are_evicted_lru() {
     kv.free(3);
     QCOMPARE(kv.allocate(4, std::vector<TokenId>{3, 4, 7}, 0), 2u); // [3,4] survived
     QCOMPARE(kv.allocate(5, std::vector<TokenId>{1, 2, 7}, 0), 0u); // [1,2] did not
+    kv.check_invariants();
+}
+
+// A block map colours a finished chat's cached blocks by the sequence that
+// held them last: set when a block becomes cached-free, cleared when a
+// prefix hit revives it or an allocation evicts it.
+void TestKvCacheManager::cached_free_blocks_remember_their_last_holder() {
+    KvCacheManager kv(config(4, 2, AllocationMode::Paged));
+    kv.allocate(1, std::vector<TokenId>{1, 2, 9}, 0); // [1,2] full, [9] partial
+    const BlockId full = kv.block_table(1)[0], partial = kv.block_table(1)[1];
+    QCOMPARE(kv.snapshot()->blocks[full].last_holder, std::nullopt); // held: owners say who
+    kv.free(1);
+    auto snap = kv.snapshot();
+    QCOMPARE(snap->blocks[full].state, BlockState::CachedFree);
+    QCOMPARE(snap->blocks[full].last_holder, std::optional<SeqId>(1));
+    QCOMPARE(snap->blocks[partial].last_holder, std::nullopt); // plain free: nothing kept
+    QCOMPARE(kv.pool().cached_blocks_of(1), 1u);
+
+    // Revived by a prefix hit, then released by its new holder.
+    QCOMPARE(kv.allocate(2, std::vector<TokenId>{1, 2, 5}, 0), 2u);
+    QCOMPARE(kv.snapshot()->blocks[full].last_holder, std::nullopt);
+    QCOMPARE(kv.pool().cached_blocks_of(1), 0u);
+    kv.free(2);
+    QCOMPARE(kv.snapshot()->blocks[full].last_holder, std::optional<SeqId>(2));
+    kv.check_invariants();
+
+    // Evicted: all four blocks go to a new sequence.
+    kv.allocate(3, tokens(8, 100), 0);
+    snap = kv.snapshot();
+    for (const BlockInfo& b : snap->blocks)
+        QCOMPARE(b.last_holder, std::nullopt);
+    QCOMPARE(kv.pool().cached_blocks_of(2), 0u);
     kv.check_invariants();
 }
 
