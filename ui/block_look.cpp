@@ -24,6 +24,7 @@ namespace block_colors {
 QRgb empty_slots(QRgb owner) { return mix(owner, 0xFFFFFFFF, 70); }
 QRgb shared_hatch(QRgb owner) { return mix(owner, 0xFF000000, 45); }
 QRgb reserved_inside(QRgb owner) { return mix(owner, 0xFFFFFFFF, 88); }
+QRgb cached_from(QRgb chat) { return mix(chat, kCachedFree, 50); }
 } // namespace block_colors
 
 CellPainter::CellPainter(QImage& image)
@@ -40,7 +41,7 @@ void CellPainter::paint(const QRect& cell, const CellLook& look) {
     case BlockState::Used: fill_rows(clipped, look, 0); break;
     case BlockState::Shared: fill_rows(clipped, look, hatch_period(clipped.width())); break;
     case BlockState::Reserved: paint_reserved(clipped, shades(look.owner)); break;
-    case BlockState::CachedFree: paint_cached_free(clipped); break;
+    case BlockState::CachedFree: paint_cached_free(clipped, look.owner); break;
     }
 }
 
@@ -80,8 +81,8 @@ const CellPainter::Shades& CellPainter::shades(QRgb owner) {
     return shades_;
 }
 
-void CellPainter::paint_cached_free(const QRect& cell) {
-    fill_rect(cell, block_colors::kCachedFree);
+void CellPainter::paint_cached_free(const QRect& cell, QRgb from) {
+    fill_rect(cell, from ? block_colors::cached_from(from) : block_colors::kCachedFree);
     const int size = std::min(cell.width(), cell.height());
     if (size < 5)
         return;

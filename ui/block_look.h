@@ -16,10 +16,13 @@ namespace kvscope::ui {
 //               fill / block_size, a pale tint of it above (empty slots)
 //   Shared      as Used, with dark diagonal hatching
 //   Reserved    hollow: owner-coloured outline around a near-white tint
-//   CachedFree  mid grey with a white dot (content kept until evicted)
+//   CachedFree  mid grey with a white dot (content kept until evicted); a
+//               block a chat left in the prefix cache is a muted version of
+//               the chat's colour, with the same dot
 // Cells under 4-5 px drop the outline and the dot but keep distinct colours.
+// These are data colours, the same on light and dark palettes; what lies
+// around the cells (background, text, hover outline) follows the palette.
 namespace block_colors {
-inline constexpr QRgb kBackground = 0xFFFFFFFF;
 inline constexpr QRgb kFree = 0xFFE3E6EB;
 inline constexpr QRgb kCachedFree = 0xFF8E959E;
 inline constexpr QRgb kCachedMark = 0xFFFFFFFF;
@@ -27,11 +30,14 @@ inline constexpr QRgb kCachedMark = 0xFFFFFFFF;
 QRgb empty_slots(QRgb owner);   // Used/Shared above the fill line
 QRgb shared_hatch(QRgb owner);  // Shared's diagonal lines
 QRgb reserved_inside(QRgb owner);
+QRgb cached_from(QRgb chat);    // CachedFree from a chat: its colour, muted toward the cached grey
 } // namespace block_colors
 
 struct CellLook {
     BlockState state = BlockState::Free;
-    QRgb owner = 0;    // colour of the block's first owner; unused when it has none
+    // Colour of the block's first owner; for CachedFree, of the chat that
+    // left it in the cache (0: plain cached grey). Unused for Free.
+    QRgb owner = 0;
     double fill = 0.0; // filled slots / block size, 0..1
 };
 
@@ -51,7 +57,7 @@ private:
     const Shades& shades(QRgb owner);
     void fill_rows(const QRect& cell, const CellLook& look, int hatch_period);
     void paint_reserved(const QRect& cell, const Shades& s);
-    void paint_cached_free(const QRect& cell);
+    void paint_cached_free(const QRect& cell, QRgb from);
     void fill_rect(const QRect& rect, QRgb color);
     QRgb* row(int y) { return pixels_ + y * stride_; }
 

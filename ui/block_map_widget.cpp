@@ -1,7 +1,9 @@
 #include "ui/block_map_widget.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include <QHelpEvent>
 #include <QMouseEvent>
@@ -26,6 +28,45 @@ QString stateLine(BlockState state) {
     default: return block_state_name(state);
     }
 }
+
+// The colour of each block's CellLook: its first owner's, or for a cached
+// block the chat it came from. Colours are looked up once per sequence, not
+// per block (the palette may compute them), and neighbouring blocks mostly
+// share an owner.
+class CellColors {
+public:
+    CellColors(const PoolSnapshot& snapshot, const SequencePalette& palette) : snapshot_(snapshot), palette_(palette) {
+        for (const SequenceInfo& seq : snapshot.sequences)
+            owners_.emplace(seq.id, palette.color(seq.id));
+    }
+
+    QRgb of(const BlockInfo& info) {
+        if (info.state == BlockState::CachedFree)
+            return info.last_holder ? cachedFrom(*info.last_holder) : 0;
+        if (info.owner_count == 0)
+            return block_colors::kFree;
+        const SeqId seq = snapshot_.owners[info.owner_begin];
+        if (!last_ || last_->first != seq) {
+            const auto it = owners_.find(seq);
+            last_.emplace(seq, it != owners_.end() ? it->second : palette_.color(seq));
+        }
+        return last_->second;
+    }
+
+private:
+    // 0 (plain cached grey) unless the palette attributes the block to a chat.
+    QRgb cachedFrom(SeqId seq) {
+        const auto [it, fresh] = cached_.try_emplace(seq, 0);
+        if (fresh && !palette_.cachedFrom(seq).isEmpty())
+            it->second = palette_.color(seq);
+        return it->second;
+    }
+
+    const PoolSnapshot& snapshot_;
+    const SequencePalette& palette_;
+    std::unordered_map<SeqId, QRgb> owners_, cached_;
+    std::optional<std::pair<SeqId, QRgb>> last_;
+};
 
 } // namespace
 
@@ -69,8 +110,11 @@ QString BlockMapWidget::toolTipFor(BlockId block) const {
     if (block >= blockCount())
         return {};
     const BlockInfo& info = snapshot_->blocks[block];
+    const QString from = info.last_holder ? palette_.cachedFrom(*info.last_holder) : QString();
     QStringList lines;
-    lines << QStringLiteral("Block %1 · %2").arg(block).arg(block_state_name(info.state));
+    lines << QStringLiteral("Block %1 · %2")
+                 .arg(block)
+                 .arg(from.isEmpty() ? block_state_name(info.state) : QStringLiteral("cached, from %1").arg(from));
     if (info.state != BlockState::Used && info.state != BlockState::Free)
         lines << stateLine(info.state);
     QStringList owners;
@@ -114,7 +158,7 @@ void BlockMapWidget::paintEvent(QPaintEvent*) {
     QPainter painter(this);
     painter.drawImage(0, 0, image_);
     if (hovered_) {
-        painter.setPen(QPen(Qt::black, 1));
+        painter.setPen(QPen(palette().color(QPalette::Text), 1));
         painter.drawRect(blockRect(*hovered_).adjusted(-1, -1, 0, 0));
     }
     paintNotes(painter);
@@ -134,8 +178,8 @@ void BlockMapWidget::invalidate() {
 void BlockMapWidget::renderCells() {
     if (image_.size() != size())
         image_ = QImage(size(), QImage::Format_RGB32);
-    // A white panel just behind the cells: a small pool should not look
-    // like a large empty one.
+    // A panel in the palette's base colour just behind the cells: a small
+    // pool should not look like a large empty one.
     image_.fill(palette().color(QPalette::Window));
     dirty_ = false;
     if (!snapshot_ || image_.isNull())
@@ -143,30 +187,13 @@ void BlockMapWidget::renderCells() {
     const QSize grid = cells().gridSize();
     QPainter(&image_).fillRect(QRect(0, 0, grid.width() + 2 * BlockMapLayout::kMargin,
                                      grid.height() + 2 * BlockMapLayout::kMargin),
-                               QColor::fromRgb(block_colors::kBackground));
-    // Colours are looked up once per sequence, not per block (the palette
-    // may compute them), and neighbouring blocks mostly share an owner.
-    std::unordered_map<SeqId, QRgb> colors;
-    for (const SequenceInfo& seq : snapshot_->sequences)
-        colors.emplace(seq.id, palette_.color(seq.id));
-    SeqId lastOwner = 0;
-    QRgb lastColor = colors.contains(0) ? colors[0] : palette_.color(0);
-    const auto ownerColor = [&](const BlockInfo& info) {
-        if (info.owner_count == 0)
-            return block_colors::kFree;
-        const SeqId seq = snapshot_->owners[info.owner_begin];
-        if (seq != lastOwner) {
-            const auto it = colors.find(seq);
-            lastOwner = seq;
-            lastColor = it != colors.end() ? it->second : palette_.color(seq);
-        }
-        return lastColor;
-    };
+                               palette().color(QPalette::Base));
     const double blockSize = snapshot_->layout.block_size();
+    CellColors colors(*snapshot_, palette_);
     CellPainter cellPainter(image_);
     cells().forEachCell([&](std::size_t b, const QRect& rect) {
         const BlockInfo& info = snapshot_->blocks[b];
-        cellPainter.paint(rect, {info.state, ownerColor(info), info.fill / blockSize});
+        cellPainter.paint(rect, {info.state, colors.of(info), info.fill / blockSize});
     });
 }
 

@@ -23,6 +23,8 @@ SequencePalette chatPalette(const EngineSnapshot& snapshot, const RequestChats& 
     std::unordered_map<SeqId, RequestId> requestOf;
     for (const SeqSnapshot& s : snapshot.seqs)
         requestOf.emplace(s.seq, s.request);
+    for (const EndedSeq& e : snapshot.ended_seqs) // their blocks wait in the prefix cache
+        requestOf.emplace(e.seq, e.request);
     // Copies: the palette outlives this call (it stays with the block map).
     const auto chatOf = [chats, requestOf](SeqId seq) -> std::pair<RequestId, int> {
         const auto r = requestOf.find(seq);
@@ -39,7 +41,11 @@ SequencePalette chatPalette(const EngineSnapshot& snapshot, const RequestChats& 
         const auto [request, chat] = chatOf(seq);
         return chat ? ChatTabs::colorOf(chat).rgb() : workloadColor(request);
     };
-    return SequencePalette(std::move(namer), std::move(colorer));
+    auto cacheNamer = [chatOf](SeqId seq) {
+        const int chat = chatOf(seq).second;
+        return chat ? QObject::tr("Chat %1").arg(chat) : QString();
+    };
+    return SequencePalette(std::move(namer), std::move(colorer), std::move(cacheNamer));
 }
 
 } // namespace kvscope::ui

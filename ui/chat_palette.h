@@ -11,7 +11,8 @@ namespace kvscope::ui {
 using RequestChats = std::unordered_map<RequestId, int>;
 
 // A block map palette for one snapshot: a chat's sequences in its tab's
-// colour and named after it; workload sequences in muted colours.
+// colour and named after it, blocks its ended turns left in the prefix
+// cache attributed to it; workload sequences in muted colours.
 SequencePalette chatPalette(const EngineSnapshot& snapshot, const RequestChats& chats);
 
 } // namespace kvscope::ui

@@ -320,12 +320,16 @@ void EngineController::publishSnapshot() {
         return;
     flushText();
     lastSnapshot_ = Clock::now();
+    if (!unpublished_.empty())
+        emit stepsRecorded(unpublished_.take());
     emit snapshotReady(engine_->snapshot());
 }
 
 void EngineController::maybePublish() {
     if (Clock::now() - lastSnapshot_ >= kSnapshotInterval)
         publishSnapshot();
+    else
+        unpublished_.push(engine_->snapshot());
 }
 
 // --- EngineThread ---

@@ -22,6 +22,7 @@
 #include "ui/dashboards/snapshot_metatype.h"
 #include "ui/model_source.h"
 #include "ui/model_summary.h"
+#include "ui/snapshot_replay.h"
 
 class QTemporaryDir;
 class QTimer;
@@ -77,6 +78,10 @@ signals:
     // aborted in the engine (0 when it ran to its end).
     void workloadStopped(quint32 aborted);
     void snapshotReady(std::shared_ptr<const kvscope::EngineSnapshot> snapshot);
+    // Just before a snapshotReady: the snapshots of the steps run since the
+    // last one and not published (oldest first, at most ReplayLimits), so a
+    // replay can show a turn too fast for the publish rate.
+    void stepsRecorded(kvscope::ui::SnapshotBatch steps);
 
 private:
     using Clock = std::chrono::steady_clock;
@@ -122,6 +127,7 @@ private:
     QTimer* arrivalTimer_;
     bool stepQueued_ = false;
     Clock::time_point lastSnapshot_{};
+    SnapshotRing unpublished_; // stepsRecorded's
 };
 
 // The engine's worker thread and its controller: commands are posted to the

@@ -1,13 +1,14 @@
 #include "ui/live_pool_panel.h"
 
+#include <algorithm>
+
 #include <QLabel>
-#include <QScrollArea>
-#include <QScrollBar>
 #include <QVBoxLayout>
 
 #include "ui/block_map_legend.h"
 #include "ui/block_map_widget.h"
 #include "ui/model_info_panel.h"
+#include "ui/snapshot_replay_bar.h"
 
 namespace kvscope::ui {
 namespace {
@@ -29,32 +30,66 @@ QString describe(const EngineSnapshot& s) {
         .arg(kvLocationText(s.device));
 }
 
+bool hasPool(const std::shared_ptr<const EngineSnapshot>& snapshot) { return snapshot && snapshot->pool; }
+
 } // namespace
 
 LivePoolPanel::LivePoolPanel(QWidget* parent)
-    : QWidget(parent), map_(new BlockMapWidget), figures_(new QLabel(tr("No model loaded"))) {
+    : QWidget(parent),
+      map_(new BlockMapWidget),
+      legend_(new BlockMapLegend),
+      replayBar_(new SnapshotReplayBar),
+      figures_(new QLabel(tr("No model loaded"))) {
     map_->setObjectName(QStringLiteral("liveBlockMap"));
+    legend_->setObjectName(QStringLiteral("blockMapLegend"));
     figures_->setObjectName(QStringLiteral("poolFigures"));
     figures_->setWordWrap(true);
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(map_, 1);
-    // The legend scrolls rather than widen the window beyond a laptop screen.
-    auto* legend = new QScrollArea;
-    legend->setWidget(new BlockMapLegend);
-    legend->setFrameShape(QFrame::NoFrame);
-    legend->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    legend->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
-    legend->setFixedHeight(legend->widget()->sizeHint().height() + legend->horizontalScrollBar()->sizeHint().height());
-    layout->addWidget(legend);
+    layout->addWidget(legend_); // wraps onto more rows when narrow
+    layout->addWidget(replayBar_);
     layout->addWidget(figures_);
+    connect(replayBar_, &SnapshotReplayBar::picked, this, &LivePoolPanel::pick);
+    connect(replayBar_, &SnapshotReplayBar::liveRequested, this, &LivePoolPanel::goLive);
+    replayBar_->display(replay_);
 }
 
 void LivePoolPanel::setSnapshot(std::shared_ptr<const EngineSnapshot> snapshot, SequencePalette palette) {
-    if (!snapshot || !snapshot->pool)
+    if (!hasPool(snapshot))
         return;
-    figures_->setText(describe(*snapshot));
-    map_->setSequencePalette(std::move(palette));
-    map_->setSnapshot(snapshot->pool);
+    livePalette_ = std::move(palette);
+    replay_.add(std::move(snapshot));
+    if (replay_.live())
+        showShown();
+    else
+        replayBar_->display(replay_);
+}
+
+void LivePoolPanel::addSteps(const SnapshotBatch& steps) {
+    for (const auto& step : steps)
+        if (hasPool(step))
+            replay_.add(step);
+    replayBar_->display(replay_); // the live picture comes with the next setSnapshot
+}
+
+void LivePoolPanel::pick(int index) {
+    replay_.pick(static_cast<std::size_t>(std::max(index, 0)));
+    showShown();
+}
+
+void LivePoolPanel::goLive() {
+    replay_.goLive();
+    showShown();
+}
+
+void LivePoolPanel::showShown() {
+    replayBar_->display(replay_);
+    const auto shown = replay_.shown();
+    if (!shown)
+        return;
+    figures_->setText(describe(*shown));
+    map_->setSequencePalette(!replay_.live() && paletteMaker_ ? paletteMaker_(*shown) : livePalette_);
+    map_->setSnapshot(shown->pool);
 }
 
 QString LivePoolPanel::figures() const { return figures_->text(); }

@@ -265,6 +265,8 @@ void MainWindow::connectEngine() {
     connect(c, &EngineController::chatFinished, chats_, &ChatTabs::finishTurn);
     connect(c, &EngineController::chatFinished, this, &MainWindow::turnFinished);
     connect(c, &EngineController::snapshotReady, this, &MainWindow::showSnapshot);
+    connect(c, &EngineController::stepsRecorded, pool_, &LivePoolPanel::addSteps);
+    pool_->setPaletteMaker([this](const EngineSnapshot& s) { return chatPalette(s, requestChat_); });
     connect(settings_, &EngineSettingsPanel::applyRequested, engine_, &EngineThread::applyConfig);
     connect(workload_, &WorkloadDock::startWorkloadRequested, engine_, &EngineThread::startWorkload);
     connect(workload_, &WorkloadDock::stopWorkloadRequested, engine_, &EngineThread::stopWorkload);

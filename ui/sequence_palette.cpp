@@ -27,8 +27,8 @@ QRgb golden_angle_color(SeqId seq) {
 SequencePalette::SequencePalette()
     : namer_([](SeqId seq) { return QStringLiteral("seq %1").arg(seq); }) {}
 
-SequencePalette::SequencePalette(Namer namer, Colorer colorer)
-    : namer_(std::move(namer)), colorer_(std::move(colorer)) {}
+SequencePalette::SequencePalette(Namer namer, Colorer colorer, Namer cacheNamer)
+    : namer_(std::move(namer)), colorer_(std::move(colorer)), cacheNamer_(std::move(cacheNamer)) {}
 
 QRgb SequencePalette::color(SeqId seq) const { return colorer_ ? colorer_(seq) : defaultColor(seq); }
 

@@ -1,0 +1,303 @@
+// The live pool panel: blocks a chat left in the prefix cache keep a muted
+// version of its colour (on a hand-made pool, and after a real fast turn on
+// stories260K), the replay model keeps and scrubs snapshots within its
+// limits, the legend shows every entry at any width, and the map follows a
+// dark palette around its cells.
+#include <QApplication>
+#include <QImage>
+#include <QSlider>
+#include <QSpinBox>
+#include <QtTest>
+
+#include "support/test_models.h"
+#include "ui/block_look.h"
+#include "ui/block_map_layout.h"
+#include "ui/block_map_legend.h"
+#include "ui/block_map_widget.h"
+#include "ui/chat_panel.h"
+#include "ui/chat_tabs.h"
+#include "ui/live_pool_panel.h"
+#include "ui/main_window.h"
+#include "ui/snapshot_replay.h"
+#include "ui/snapshot_replay_bar.h"
+
+using namespace kvscope;
+using namespace kvscope::ui;
+
+namespace {
+
+constexpr int kWaitMs = 60'000;
+constexpr SeqId kChatSeq = 7;     // a chat's ended sequence
+constexpr SeqId kWorkloadSeq = 8; // a workload request's ended sequence
+
+// Block 0 cached from the chat, 1 cached from the workload, 2 cached with
+// no known holder, 3 free.
+std::shared_ptr<const PoolSnapshot> cachedPool() {
+    PoolSnapshot p{.mode = AllocationMode::Paged,
+                   .layout = KvLayout(KvGeometry{1, 1, 8}, KvDtype::F16, 4),
+                   .blocks = {},
+                   .owners = {},
+                   .sequences = {},
+                   .fragmentation = {}};
+    BlockInfo cached;
+    cached.state = BlockState::CachedFree;
+    cached.fill = 4;
+    for (const std::optional<SeqId> holder : {std::optional<SeqId>(kChatSeq), std::optional<SeqId>(kWorkloadSeq),
+                                              std::optional<SeqId>()}) {
+        cached.last_holder = holder;
+        p.blocks.push_back(cached);
+    }
+    p.blocks.push_back(BlockInfo{});
+    return std::make_shared<const PoolSnapshot>(std::move(p));
+}
+
+// Attributes kChatSeq's cached blocks to "Chat 1", nothing else.
+SequencePalette chatOnly() {
+    return SequencePalette([](SeqId seq) { return QStringLiteral("seq %1").arg(seq); }, {},
+                           [](SeqId seq) { return seq == kChatSeq ? QStringLiteral("Chat 1") : QString(); });
+}
+
+std::shared_ptr<const EngineSnapshot> atStep(std::uint64_t step, std::size_t blocks = 4) {
+    auto s = std::make_shared<EngineSnapshot>();
+    s->step = step;
+    s->time_s = 0.001 * static_cast<double>(step);
+    PoolSnapshot pool{.mode = AllocationMode::Paged,
+                      .layout = KvLayout(KvGeometry{1, 1, 8}, KvDtype::F16, 4),
+                      .blocks = std::vector<BlockInfo>(blocks),
+                      .owners = {},
+                      .sequences = {},
+                      .fragmentation = {}};
+    s->pool = std::make_shared<const PoolSnapshot>(std::move(pool));
+    return s;
+}
+
+QImage render(QWidget& widget) {
+    QImage image(widget.size(), QImage::Format_RGB32);
+    widget.render(&image);
+    return image;
+}
+
+QRgb cellColor(BlockMapWidget& map, BlockId block) {
+    const QRect cell = map.blockRect(block);
+    return render(map).pixel(cell.topLeft() + QPoint(1, 1)); // beside the white dot
+}
+
+QPalette darkPalette() {
+    QPalette dark;
+    dark.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
+    dark.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x1e));
+    dark.setColor(QPalette::WindowText, Qt::white);
+    dark.setColor(QPalette::Text, Qt::white);
+    return dark;
+}
+
+// The cached-free blocks of the snapshot the map shows that the palette
+// attributes to a chat, as (block, tooltip).
+std::vector<std::pair<BlockId, QString>> chatCachedBlocks(const BlockMapWidget& map) {
+    std::vector<std::pair<BlockId, QString>> found;
+    const auto& pool = map.snapshot();
+    for (BlockId b = 0; pool && b < pool->blocks.size(); ++b)
+        if (pool->blocks[b].state == BlockState::CachedFree &&
+            map.toolTipFor(b).contains(QStringLiteral("cached, from Chat")))
+            found.emplace_back(b, map.toolTipFor(b));
+    return found;
+}
+
+} // namespace
+
+class TestLivePoolPanel : public QObject {
+    Q_OBJECT
+
+private slots:
+    void cachedBlocksOfAChatKeepAMutedColour() {
+        BlockMapWidget map;
+        map.setSequencePalette(chatOnly());
+        map.setSnapshot(cachedPool());
+        map.resize(300, 80);
+        const QRgb chat = chatOnly().color(kChatSeq);
+        QCOMPARE(cellColor(map, 0), block_colors::cached_from(chat));
+        QVERIFY(block_colors::cached_from(chat) != block_colors::kCachedFree);
+        QCOMPARE(cellColor(map, 1), block_colors::kCachedFree); // a workload's: plain cached grey
+        QCOMPARE(cellColor(map, 2), block_colors::kCachedFree);
+        QVERIFY2(map.toolTipFor(0).contains(QStringLiteral("cached, from Chat 1")), qPrintable(map.toolTipFor(0)));
+        QVERIFY(!map.toolTipFor(1).contains(QStringLiteral("from")));
+        QVERIFY(map.toolTipFor(1).contains(QStringLiteral("Cached free")));
+    }
+
+    void mapFollowsADarkPalette() {
+        BlockMapWidget map;
+        map.setPalette(darkPalette());
+        map.setSnapshot(cachedPool());
+        map.resize(400, 200);
+        const QImage image = render(map);
+        QCOMPARE(image.pixel(0, 0), darkPalette().color(QPalette::Base).rgb()); // behind the cells
+        QCOMPARE(image.pixel(image.width() - 1, image.height() - 1), darkPalette().color(QPalette::Window).rgb());
+        QCOMPARE(cellColor(map, 3), block_colors::kFree); // data colours stay
+    }
+
+    void legendShowsEveryEntryAtAnyWidth_data() {
+        QTest::addColumn<int>("width");
+        for (int w : {260, 420, 640, 1024, 2560})
+            QTest::newRow(qPrintable(QString::number(w))) << w;
+    }
+
+    void legendShowsEveryEntryAtAnyWidth() {
+        QFETCH(int, width);
+        LivePoolPanel panel;
+        panel.resize(width, 500);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        BlockMapLegend* legend = panel.legend();
+        QStringList texts;
+        for (int i = 0; i < legend->entryCount(); ++i) {
+            texts << legend->entryText(i);
+            QVERIFY2(legend->rect().contains(legend->entryRect(i)),
+                     qPrintable(QStringLiteral("%1 at %2 in a legend of %3x%4")
+                                    .arg(legend->entryText(i))
+                                    .arg(legend->entryRect(i).x())
+                                    .arg(legend->width())
+                                    .arg(legend->height())));
+        }
+        for (const char* name : {"Reserved (not yet written)", "Cached free", "Cached, from a chat"})
+            QVERIFY2(texts.contains(QString::fromLatin1(name)), name);
+    }
+
+    // In the app's window, from a small laptop screen to a large monitor.
+    void legendFitsTheWindow_data() {
+        QTest::addColumn<QSize>("size");
+        QTest::newRow("1024x700") << QSize(1024, 700);
+        QTest::newRow("1600x1000") << QSize(1600, 1000);
+        QTest::newRow("2560x1440") << QSize(2560, 1440);
+    }
+
+    void legendFitsTheWindow() {
+        QFETCH(QSize, size);
+        KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
+        MainWindow window;
+        window.resize(size);
+        window.show();
+        QSignalSpy ready(&window, &MainWindow::modelReady);
+        window.openModel(ModelSource::file(model));
+        QVERIFY(ready.wait(kWaitMs));
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QCoreApplication::processEvents();
+        BlockMapLegend* legend = window.pool()->legend();
+        const QRect visible = legend->visibleRegion().boundingRect();
+        for (int i = 0; i < legend->entryCount(); ++i)
+            QVERIFY2(visible.contains(legend->entryRect(i)),
+                     qPrintable(QStringLiteral("%1 at (%2, %3) outside the visible %4x%5 of the legend")
+                                    .arg(legend->entryText(i))
+                                    .arg(legend->entryRect(i).x())
+                                    .arg(legend->entryRect(i).y())
+                                    .arg(visible.width())
+                                    .arg(visible.height())));
+        if (const QByteArray dir = qgetenv("KVSCOPE_TEST_SHOTS"); !dir.isEmpty()) // for looking at it
+            window.grab().save(QStringLiteral("%1/pool_%2x%3.png").arg(QString::fromLocal8Bit(dir)).arg(size.width()).arg(size.height()));
+    }
+
+    void replayScrubsTheKeptSnapshots() {
+        SnapshotReplay replay(ReplayLimits{5, std::size_t{1} << 30});
+        QVERIFY(!replay.shown());
+        for (std::uint64_t step = 1; step <= 4; ++step)
+            replay.add(atStep(step));
+        QVERIFY(replay.live());
+        QCOMPARE(replay.shown()->step, std::uint64_t{4});
+        replay.pick(1);
+        QVERIFY(!replay.live());
+        QCOMPARE(replay.shown()->step, std::uint64_t{2});
+        replay.add(SnapshotBatch{atStep(5), atStep(6)}); // step 1 drops out; the picked one stays shown
+        QCOMPARE(replay.size(), std::size_t{5});
+        QCOMPARE(replay.shown()->step, std::uint64_t{2});
+        QCOMPARE(replay.position(), std::size_t{0});
+        replay.add(atStep(7)); // the picked snapshot drops out: the oldest kept one is shown
+        QCOMPARE(replay.shown()->step, std::uint64_t{3});
+        replay.add(atStep(7)); // the same step again replaces the newest
+        QCOMPARE(replay.size(), std::size_t{5});
+        replay.pick(4); // the newest: live
+        QVERIFY(replay.live());
+        replay.pick(0);
+        replay.add(atStep(1)); // an earlier step: another engine, history starts again
+        QVERIFY(replay.live());
+        QCOMPARE(replay.size(), std::size_t{1});
+    }
+
+    void replayKeepsWithinItsByteCap() {
+        const std::size_t one = snapshot_bytes(*atStep(1, 1000));
+        SnapshotRing ring(ReplayLimits{512, 3 * one});
+        for (std::uint64_t step = 1; step <= 10; ++step)
+            ring.push(atStep(step, 1000));
+        QCOMPARE(ring.size(), std::size_t{3});
+        QCOMPARE(ring.newest()->step, std::uint64_t{10});
+        QCOMPARE(ring.dropped(), std::uint64_t{7});
+        const SnapshotBatch batch = ring.take();
+        QCOMPARE(batch.size(), std::size_t{3});
+        QCOMPARE(batch.front()->step, std::uint64_t{8});
+        QVERIFY(ring.empty());
+    }
+
+    void sliderPicksAndLiveReturns() {
+        LivePoolPanel panel;
+        panel.addSteps({atStep(1), atStep(2), atStep(3)});
+        panel.setSnapshot(atStep(4), SequencePalette());
+        QVERIFY(panel.map()->snapshot() == panel.replay().at(3)->pool);
+        QSlider* slider = panel.replayBar()->slider();
+        QCOMPARE(slider->maximum(), 3);
+        QCOMPARE(slider->value(), 3);
+        slider->setValue(1);
+        QVERIFY(panel.map()->snapshot() == panel.replay().at(1)->pool);
+        QVERIFY(panel.replayBar()->status().contains(QStringLiteral("step 2")));
+        panel.setSnapshot(atStep(5), SequencePalette()); // replaying: the map stays on step 2
+        QVERIFY(panel.map()->snapshot() == panel.replay().at(1)->pool);
+        panel.goLive();
+        QVERIFY(panel.map()->snapshot() == panel.replay().at(4)->pool);
+        QVERIFY(panel.replayBar()->status().startsWith(QStringLiteral("live")));
+    }
+
+    // stories260K writes its reply faster than the publish rate: after the
+    // turn the chat's blocks are cached, painted and named after it, and the
+    // replay holds the steps no published snapshot showed.
+    void aFastTurnLeavesItsChatInTheCache() {
+        KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
+        MainWindow window;
+        window.resize(1280, 800);
+        window.show();
+        QSignalSpy ready(&window, &MainWindow::modelReady);
+        window.openModel(ModelSource::file(model));
+        QVERIFY(ready.wait(kWaitMs));
+        ChatPanel* chat = window.chats()->current();
+        QVERIFY(chat);
+        chat->findChild<QDoubleSpinBox*>(QStringLiteral("temperature"))->setValue(0); // greedy: a long story
+        int shown = 0;
+        connect(&window, &MainWindow::snapshotShown, this, [&] { ++shown; });
+        QSignalSpy finished(&window, &MainWindow::turnFinished);
+        chat->submit(QStringLiteral("Once upon a time"));
+        QVERIFY(finished.wait(kWaitMs));
+
+        BlockMapWidget* map = window.pool()->map();
+        QTRY_VERIFY_WITH_TIMEOUT(!chatCachedBlocks(*map).empty(), kWaitMs);
+        const auto [block, tip] = chatCachedBlocks(*map).front();
+        QVERIFY2(tip.contains(QStringLiteral("cached, from Chat 1")), qPrintable(tip));
+        QCOMPARE(cellColor(*map, block), block_colors::cached_from(ChatTabs::colorOf(chat->chat()).rgb()));
+
+        // Every step of the turn is kept, published or not: scrub back to
+        // one where the chat's sequence runs and its blocks are its colour.
+        const SnapshotReplay& replay = window.pool()->replay();
+        QVERIFY2(replay.size() > static_cast<std::size_t>(shown),
+                 qPrintable(QStringLiteral("%1 kept, %2 shown").arg(replay.size()).arg(shown)));
+        std::optional<std::size_t> running;
+        for (std::size_t i = 0; i < replay.size() && !running; ++i)
+            if (replay.at(i)->running == 1 && !replay.at(i)->pool->sequences.empty())
+                running = i;
+        QVERIFY(running);
+        window.pool()->pick(static_cast<int>(*running));
+        const auto& pool = map->snapshot();
+        QVERIFY(pool == replay.at(*running)->pool);
+        const BlockId held = pool->sequences.front().blocks.front();
+        QVERIFY2(map->toolTipFor(held).contains(QStringLiteral("Chat 1")), qPrintable(map->toolTipFor(held)));
+        window.pool()->goLive();
+        QVERIFY(!chatCachedBlocks(*map).empty());
+    }
+};
+
+QTEST_MAIN(TestLivePoolPanel)
+#include "test_live_pool_panel.moc"
