@@ -63,25 +63,34 @@ int neededExtent(const QDockWidget& dock, Qt::DockWidgetArea area) {
 
 } // namespace
 
-DockShares::DockShares(QMainWindow* window, Shares shares)
-    : QObject(window), window_(window), shares_(std::move(shares)) {
+DockShares::DockShares(QMainWindow* window, Shares defaults)
+    : QObject(window), window_(window), defaults_(std::move(defaults)) {
     window_->installEventFilter(this);
 }
 
 void DockShares::applyNow() {
-    for (const auto& [area, share] : shares_) {
+    Shares shares = chosen_;
+    shares.insert(defaults_.begin(), defaults_.end()); // where the user chose none
+    for (const auto& [area, share] : shares) {
         const std::vector<QDockWidget*> docks = frontDocks(*window_, area);
         if (docks.empty())
             continue;
-        const int whole = extent(*window_, area);
-        int needed = 0; // by any of the area's docks, so that switching tabs keeps the size
-        for (const QDockWidget* d : areaDocks(*window_, area))
-            needed = std::max(needed, neededExtent(*d, area));
-        const int size = std::max(static_cast<int>(share * whole), std::min(needed, static_cast<int>(kMaxNeededShare * whole)));
+        const int size = chosen_.contains(area) ? static_cast<int>(share * extent(*window_, area))
+                                                : defaultExtent(area, share);
         // One dock sizes its whole area (docks side by side share its extent;
         // naming each of a tab group makes Qt split the size among them).
         window_->resizeDocks({docks.front()}, {size}, isHorizontal(area) ? Qt::Horizontal : Qt::Vertical);
     }
+}
+
+// The default share, or what the area's panels need when that is more: by
+// any of its docks, so that switching tabs keeps the size.
+int DockShares::defaultExtent(Qt::DockWidgetArea area, double share) const {
+    const int whole = extent(*window_, area);
+    int needed = 0;
+    for (const QDockWidget* d : areaDocks(*window_, area))
+        needed = std::max(needed, neededExtent(*d, area));
+    return std::max(static_cast<int>(share * whole), std::min(needed, static_cast<int>(kMaxNeededShare * whole)));
 }
 
 void DockShares::apply() {
@@ -111,7 +120,7 @@ DockShares::Extents DockShares::dockExtents() const {
 void DockShares::recordDraggedShares() {
     for (const auto& [area, size] : dockExtents())
         if (pressExtents_[area] != size && extent(*window_, area) > 0)
-            shares_[area] = static_cast<double>(size) / extent(*window_, area);
+            chosen_[area] = static_cast<double>(size) / extent(*window_, area);
 }
 
 bool DockShares::eventFilter(QObject* watched, QEvent* event) {

@@ -86,9 +86,9 @@ QVariantMap toVariant(const DockShares::Shares& shares) {
     return map;
 }
 
-// Saved shares, or the defaults for an area none was saved for.
+// The shares the user chose in an earlier run.
 DockShares::Shares savedShares(const QVariant& saved) {
-    DockShares::Shares shares = kDefaultDockShares;
+    DockShares::Shares shares;
     const QVariantMap map = saved.toMap();
     for (auto it = map.begin(); it != map.end(); ++it) {
         const double share = it.value().toDouble();
@@ -158,7 +158,7 @@ MainWindow::MainWindow(QWidget* parent)
     const QSettings settings;
     restoreGeometry(settings.value(kGeometryKey).toByteArray());
     restoreState(settings.value(kStateKey).toByteArray());
-    dockShares_->setShares(savedShares(settings.value(kDockSharesKey)));
+    dockShares_->setChosen(savedShares(settings.value(kDockSharesKey)));
 }
 
 void MainWindow::showEvent(QShowEvent* event) {
@@ -519,7 +519,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     QSettings settings;
     settings.setValue(kGeometryKey, saveGeometry());
     settings.setValue(kStateKey, saveState());
-    settings.setValue(kDockSharesKey, toVariant(dockShares_->shares()));
+    settings.setValue(kDockSharesKey, toVariant(dockShares_->chosen()));
     QMainWindow::closeEvent(event);
 }
 

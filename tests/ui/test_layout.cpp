@@ -244,6 +244,7 @@ private slots:
         QVERIFY2(dashboards->height() >= 0.9 * before,
                  qPrintable(QStringLiteral("%1 px after growing back, %2 px before").arg(dashboards->height()).arg(before)));
     }
+
 };
 
 QTEST_MAIN(TestLayout)
