@@ -8,6 +8,7 @@
 #include <QMainWindow>
 #include <QMouseEvent>
 #include <QScrollArea>
+#include <QStatusBar>
 #include <QStyle>
 #include <QTimer>
 
@@ -61,6 +62,22 @@ int neededExtent(const QDockWidget& dock, Qt::DockWidgetArea area) {
     return isHorizontal(area) ? hint.width() : hint.height() + titleBar;
 }
 
+// The area's extent as resizeDocks sets it: from the dock's inner edge to
+// the window's edge (menu bar and status bar aside), so a tab group's tab
+// bar counts.
+int areaExtent(const QMainWindow& window, const QDockWidget& dock, Qt::DockWidgetArea area) {
+    const QRect d = dock.geometry();
+    const int top = window.menuWidget() ? window.menuWidget()->geometry().bottom() + 1 : 0;
+    const QWidget* status = window.findChild<QStatusBar*>(QString(), Qt::FindDirectChildrenOnly);
+    const int bottom = status && status->isVisible() ? status->geometry().top() : window.height();
+    switch (area) {
+    case Qt::LeftDockWidgetArea: return d.right() + 1;
+    case Qt::RightDockWidgetArea: return window.width() - d.left();
+    case Qt::TopDockWidgetArea: return d.bottom() + 1 - top;
+    default: return bottom - d.top();
+    }
+}
+
 } // namespace
 
 DockShares::DockShares(QMainWindow* window, Shares defaults)
@@ -108,7 +125,7 @@ DockShares::Extents DockShares::dockExtents() const {
          {Qt::LeftDockWidgetArea, Qt::RightDockWidgetArea, Qt::TopDockWidgetArea, Qt::BottomDockWidgetArea}) {
         int size = 0;
         for (QDockWidget* d : frontDocks(*window_, area))
-            size = std::max(size, extent(*d, area));
+            size = std::max(size, areaExtent(*window_, *d, area));
         if (size > 0)
             extents[area] = size;
     }
@@ -138,8 +155,10 @@ bool DockShares::eventFilter(QObject* watched, QEvent* event) {
             pressExtents_ = dockExtents();
         break;
     case QEvent::MouseButtonRelease:
+        // QMainWindow moves the separator on a timer, and sees the release
+        // after this filter: its last move has landed on the next pass.
         if (std::exchange(separatorDrag_, false))
-            recordDraggedShares();
+            QTimer::singleShot(0, this, &DockShares::recordDraggedShares);
         break;
     default:
         break;

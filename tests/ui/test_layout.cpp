@@ -9,6 +9,7 @@
 #include <QApplication>
 #include <QDockWidget>
 #include <QLabel>
+#include <QMouseEvent>
 #include <QPushButton>
 #include <QStandardPaths>
 #include <QStyle>
@@ -131,6 +132,13 @@ QStringList visibleDocks(const QMainWindow& window) {
     return docks;
 }
 
+// A mouse event straight to the window with the buttons held as given
+// (QTest's mouseMove carries none).
+void mouse(QWidget& window, QEvent::Type type, QPoint at, Qt::MouseButtons held) {
+    QMouseEvent event(type, at, window.mapToGlobal(at), Qt::LeftButton, held, Qt::NoModifier);
+    QApplication::sendEvent(&window, &event);
+}
+
 // Lets queued layout work (dock sizes, replots) run.
 void settle() { QTest::qWait(100); }
 
@@ -245,6 +253,32 @@ private slots:
                  qPrintable(QStringLiteral("%1 px after growing back, %2 px before").arg(dashboards->height()).arg(before)));
     }
 
+
+    // A dragged separator sets the dashboards' share: the window's next
+    // resize keeps what the user chose, not the default.
+    void aDraggedShareIsKept() {
+        KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
+        MainWindow window;
+        showAt(window, {1600, 1000});
+        loadStories(window, model);
+        const QDockWidget* dashboards = dock(window, "fragmentationDock");
+        const int before = dashboards->height();
+        // The separator: the gap just above the dock, on no child widget.
+        const QPoint separator(window.width() / 2, dashboards->geometry().top() - 2);
+        QVERIFY(!window.childAt(separator));
+        const QPoint end = separator + QPoint(0, 100);
+        mouse(window, QEvent::MouseButtonPress, separator, Qt::LeftButton);
+        mouse(window, QEvent::MouseMove, end, Qt::LeftButton);
+        settle(); // QMainWindow moves separators on a timer
+        mouse(window, QEvent::MouseButtonRelease, end, Qt::NoButton);
+        settle();
+        const int dragged = dashboards->height();
+        QVERIFY2(dragged < before - 50, qPrintable(QStringLiteral("%1 px before the drag, %2 after").arg(before).arg(dragged)));
+        showAt(window, {1024, 700});
+        showAt(window, {1600, 1000});
+        QVERIFY2(std::abs(dashboards->height() - dragged) <= 4,
+                 qPrintable(QStringLiteral("%1 px after shrinking and growing, %2 dragged").arg(dashboards->height()).arg(dragged)));
+    }
 };
 
 QTEST_MAIN(TestLayout)
