@@ -148,7 +148,9 @@ void showAt(MainWindow& window, QSize size) {
     settle();
 }
 
-void loadStories(MainWindow& window, const QString& model) {
+// Shown at `size` with stories260K loaded.
+void loadAt(MainWindow& window, QSize size, const QString& model) {
+    showAt(window, size);
     QSignalSpy ready(&window, &MainWindow::modelReady);
     window.openModel(ModelSource::file(model));
     QVERIFY(ready.wait(kWaitMs));
@@ -198,8 +200,8 @@ private slots:
         QFETCH(int, theme);
         applyTheme(static_cast<Theme>(theme));
         MainWindow window;
-        showAt(window, size);
-        loadStories(window, model);
+        loadAt(window, size, model);
+        QVERIFY(!QTest::currentTestFailed());
         QVERIFY(!visibleDocks(window).isEmpty());
         QStringList problems = elidedDockTabs(window) + clippedLabels(*dock(window, "modelDock"));
         for (const QString& name : MainWindow::dockNames()) {
@@ -243,8 +245,8 @@ private slots:
     void dashboardsGrowBackWithTheWindow() {
         KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
         MainWindow window;
-        showAt(window, {2560, 1440});
-        loadStories(window, model);
+        loadAt(window, {2560, 1440}, model);
+        QVERIFY(!QTest::currentTestFailed());
         const QDockWidget* dashboards = dock(window, "fragmentationDock");
         const int before = dashboards->height();
         showAt(window, {1024, 700});
@@ -253,14 +255,13 @@ private slots:
                  qPrintable(QStringLiteral("%1 px after growing back, %2 px before").arg(dashboards->height()).arg(before)));
     }
 
-
     // A dragged separator sets the dashboards' share: the window's next
     // resize keeps what the user chose, not the default.
     void aDraggedShareIsKept() {
         KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
         MainWindow window;
-        showAt(window, {1600, 1000});
-        loadStories(window, model);
+        loadAt(window, {1600, 1000}, model);
+        QVERIFY(!QTest::currentTestFailed());
         const QDockWidget* dashboards = dock(window, "fragmentationDock");
         const int before = dashboards->height();
         // The separator: the gap just above the dock, on no child widget.
