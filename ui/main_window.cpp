@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDockWidget>
@@ -21,13 +22,13 @@
 #include <QStackedWidget>
 #include <QStatusBar>
 #include <QTabWidget>
-#include <QTimer>
 
 #include "ui/app_info.h"
 #include "ui/chat_palette.h"
 #include "ui/chat_panel.h"
 #include "ui/chat_tabs.h"
 #include "ui/compare_panel.h"
+#include "ui/dock_shares.h"
 #include "ui/dashboards/fragmentation_panel.h"
 #include "ui/dashboards/kv_calculator_dialog.h"
 #include "ui/dashboards/kv_quant_panel.h"
@@ -41,6 +42,7 @@
 #include "ui/playground_panel.h"
 #include "ui/recent_files.h"
 #include "ui/start_page.h"
+#include "ui/theme.h"
 
 namespace kvscope::ui {
 namespace {
@@ -48,6 +50,53 @@ namespace {
 constexpr int kStatusMessageMs = 6000;
 const QString kGeometryKey = QStringLiteral("mainWindow/geometry");
 const QString kStateKey = QStringLiteral("mainWindow/state");
+const QString kDockSharesKey = QStringLiteral("mainWindow/dockShares");
+
+// The side docks' width and the dashboards' height as shares of the window,
+// until the user drags them elsewhere.
+const DockShares::Shares kDefaultDockShares{{Qt::RightDockWidgetArea, 0.25}, {Qt::BottomDockWidgetArea, 0.4}};
+
+// Each dock by its --show name and its object name (saveState keys on the
+// object names: renaming one loses the users' saved layouts).
+struct DockName {
+    const char* shown;
+    const char* object;
+};
+constexpr DockName kDockNames[] = {{"model", "modelDock"},
+                                   {"settings", "engineSettingsDock"},
+                                   {"workload", "workloadDock"},
+                                   {"fragmentation", "fragmentationDock"},
+                                   {"throughput", "throughputDock"},
+                                   {"kv-quant", "kvQuantDock"}};
+
+QString objectNameOf(const char* shown) {
+    for (const DockName& d : kDockNames)
+        if (qstrcmp(d.shown, shown) == 0)
+            return QString::fromLatin1(d.object);
+    Q_UNREACHABLE();
+    return {};
+}
+
+const QStringList kPageNames{QStringLiteral("chat"), QStringLiteral("compare"), QStringLiteral("playground")};
+
+QVariantMap toVariant(const DockShares::Shares& shares) {
+    QVariantMap map;
+    for (const auto& [area, share] : shares)
+        map.insert(QString::number(area), share);
+    return map;
+}
+
+// The shares the user chose in an earlier run.
+DockShares::Shares savedShares(const QVariant& saved) {
+    DockShares::Shares shares;
+    const QVariantMap map = saved.toMap();
+    for (auto it = map.begin(); it != map.end(); ++it) {
+        const double share = it.value().toDouble();
+        if (share > 0 && share < 1)
+            shares[static_cast<Qt::DockWidgetArea>(it.key().toInt())] = share;
+    }
+    return shares;
+}
 
 bool isModelFile(const QUrl& url) {
     return url.isLocalFile() && url.toLocalFile().endsWith(QStringLiteral(".gguf"), Qt::CaseInsensitive);
@@ -86,7 +135,8 @@ MainWindow::MainWindow(QWidget* parent)
       modelLabel_(new QLabel(tr("No model"))),
       backendLabel_(new QLabel),
       poolLabel_(new QLabel(tr("KV pool: host RAM"))),
-      usageLabel_(new QLabel) {
+      usageLabel_(new QLabel),
+      dockShares_(new DockShares(this, kDefaultDockShares)) {
     setWindowTitle(QStringLiteral("kvscope"));
     setWindowIcon(appIcon());
     setAcceptDrops(true);
@@ -107,21 +157,15 @@ MainWindow::MainWindow(QWidget* parent)
     resize(1280, 800);
     const QSettings settings;
     restoreGeometry(settings.value(kGeometryKey).toByteArray());
-    defaultDockSizes_ = !restoreState(settings.value(kStateKey).toByteArray());
+    restoreState(settings.value(kStateKey).toByteArray());
+    dockShares_->setChosen(savedShares(settings.value(kDockSharesKey)));
 }
 
 void MainWindow::showEvent(QShowEvent* event) {
     QMainWindow::showEvent(event);
-    if (!std::exchange(defaultDockSizes_, false))
-        return;
-    // Dock sizes only take once the window has its size: the first time
-    // (no saved layout), give the side panels and the dashboards room.
-    auto* info = findChild<QDockWidget*>(QStringLiteral("modelDock"));
-    auto* waste = findChild<QDockWidget*>(QStringLiteral("fragmentationDock"));
-    QTimer::singleShot(0, this, [this, info, waste] {
-        resizeDocks({info}, {width() / 4}, Qt::Horizontal);
-        resizeDocks({waste}, {height() * 2 / 5}, Qt::Vertical);
-    });
+    // Here, not before the first show: which dock is the front tab of its
+    // group shows only once they are on screen.
+    showEngineDocks();
 }
 
 MainWindow::~MainWindow() = default;
@@ -139,26 +183,26 @@ QWidget* MainWindow::buildChatWorkspace() {
 }
 
 void MainWindow::buildDocks() {
-    const auto dock = [this](QWidget* content, const QString& title, const QString& name) {
+    const auto dock = [this](QWidget* content, const QString& title, const char* name) {
         auto* d = new QDockWidget(title, this);
-        d->setObjectName(name); // saveState needs it
+        d->setObjectName(objectNameOf(name)); // saveState needs it
         d->setWidget(content);
         addDockWidget(Qt::RightDockWidgetArea, d);
         return d;
     };
-    QDockWidget* info = dock(modelInfo_, tr("Model"), QStringLiteral("modelDock"));
-    workload_->setObjectName(QStringLiteral("workloadDock"));
+    QDockWidget* info = dock(modelInfo_, tr("Model"), "model");
+    workload_->setObjectName(objectNameOf("workload"));
     workload_->setWidget(scrolled(workload_->widget()));
     addDockWidget(Qt::RightDockWidgetArea, workload_);
-    QDockWidget* engine = dock(scrolled(settings_), tr("Engine settings"), QStringLiteral("engineSettingsDock"));
+    QDockWidget* engine = dock(scrolled(settings_), tr("Engine settings"), "settings");
     tabifyDockWidget(info, engine);
     tabifyDockWidget(info, workload_);
     info->raise();
 
     // The dashboards under the chat: each fed the same snapshots as the block map.
-    QDockWidget* waste = dock(scrolled(fragmentation_), tr("Fragmentation"), QStringLiteral("fragmentationDock"));
-    QDockWidget* speed = dock(scrolled(throughput_), tr("Throughput"), QStringLiteral("throughputDock"));
-    QDockWidget* quant = dock(scrolled(kvQuant_), tr("KV quantization"), QStringLiteral("kvQuantDock"));
+    QDockWidget* waste = dock(scrolled(fragmentation_), tr("Fragmentation"), "fragmentation");
+    QDockWidget* speed = dock(scrolled(throughput_), tr("Throughput"), "throughput");
+    QDockWidget* quant = dock(scrolled(kvQuant_), tr("KV quantization"), "kv-quant");
     for (QDockWidget* d : {waste, speed, quant})
         addDockWidget(Qt::BottomDockWidgetArea, d);
     tabifyDockWidget(waste, speed);
@@ -166,20 +210,62 @@ void MainWindow::buildDocks() {
     waste->raise();
 }
 
-// The docks describe the engine; the playground has pools of its own and
-// needs the room. Docks hidden here come back as they were.
+// The docks describe the main engine: without a model they would frame an
+// empty window, and the other tabs (Compare A/B's engines, the playground's
+// pools) need the room. Docks hidden here come back as they were.
 void MainWindow::showEngineDocks() {
-    const bool engineTab = tabs_->currentWidget() == chatStack_;
-    if (engineTab) {
-        for (QDockWidget* d : std::exchange(docksHiddenForPlayground_, {}))
-            d->show();
+    if (hasModel_ && tabs_->currentWidget() == chatStack_) {
+        restoreHiddenDocks();
+        dockShares_->apply();
         return;
     }
     for (QDockWidget* d : findChildren<QDockWidget*>())
         if (!d->isHidden() && !d->isFloating()) {
-            docksHiddenForPlayground_.push_back(d);
+            docksHidden_.push_back({d, !d->visibleRegion().isEmpty()}); // a tab group's others are out of sight
             d->hide();
         }
+}
+
+void MainWindow::restoreHiddenDocks() {
+    const std::vector<HiddenDock> hidden = std::exchange(docksHidden_, {});
+    for (const HiddenDock& h : hidden)
+        h.dock->show();
+    for (const HiddenDock& h : hidden)
+        if (h.raised)
+            h.dock->raise();
+}
+
+QStringList MainWindow::pageNames() { return kPageNames; }
+
+std::optional<MainWindow::Page> MainWindow::parsePage(const QString& name) {
+    const qsizetype index = kPageNames.indexOf(name);
+    if (index < 0)
+        return std::nullopt;
+    return static_cast<Page>(index);
+}
+
+void MainWindow::showPage(Page page) {
+    switch (page) {
+    case Page::Chat: tabs_->setCurrentWidget(chatStack_); break;
+    case Page::Compare: tabs_->setCurrentIndex(1); break;
+    case Page::Playground: showPlayground(); break;
+    }
+}
+
+QStringList MainWindow::dockNames() {
+    QStringList names;
+    for (const DockName& d : kDockNames)
+        names << QString::fromLatin1(d.shown);
+    return names;
+}
+
+bool MainWindow::raiseDock(const QString& name) {
+    if (!dockNames().contains(name))
+        return false;
+    auto* dock = findChild<QDockWidget*>(objectNameOf(qPrintable(name)));
+    dock->show();
+    dock->raise();
+    return true;
 }
 
 void MainWindow::buildMenus() {
@@ -215,15 +301,17 @@ void MainWindow::buildMenus() {
     stop->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
-    QAction* chatTab = view->addAction(tr("&Chat"), this, [this] { tabs_->setCurrentWidget(chatStack_); });
+    QAction* chatTab = view->addAction(tr("&Chat"), this, [this] { showPage(Page::Chat); });
     chatTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_1));
-    QAction* compareTab = view->addAction(tr("Compare &A/B"), this, [this] { tabs_->setCurrentIndex(1); });
+    QAction* compareTab = view->addAction(tr("Compare &A/B"), this, [this] { showPage(Page::Compare); });
     compareTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_2));
     QAction* playgroundTab = view->addAction(tr("Allocator &Playground"), this, &MainWindow::showPlayground);
     playgroundTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_3));
     view->addSeparator();
     for (QDockWidget* d : findChildren<QDockWidget*>())
         view->addAction(d->toggleViewAction());
+    view->addSeparator();
+    buildThemeMenu(view);
 
     QMenu* tools = menuBar()->addMenu(tr("&Tools"));
     QAction* calculator = tools->addAction(tr("KV &Calculator..."), this, &MainWindow::showKvCalculator);
@@ -235,6 +323,24 @@ void MainWindow::buildMenus() {
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About kvscope"), this, &MainWindow::showAbout);
+}
+
+void MainWindow::buildThemeMenu(QMenu* view) {
+    QMenu* menu = view->addMenu(tr("&Theme"));
+    menu->setObjectName(QStringLiteral("themeMenu"));
+    auto* group = new QActionGroup(menu);
+    const std::pair<Theme, QString> choices[] = {
+        {Theme::System, tr("&System")}, {Theme::Light, tr("&Light")}, {Theme::Dark, tr("&Dark")}};
+    for (const auto& [theme, label] : choices) {
+        QAction* action = menu->addAction(label, this, [theme] {
+            applyTheme(theme);
+            saveTheme(theme);
+        });
+        action->setObjectName(QStringLiteral("theme_%1").arg(themeName(theme)));
+        action->setCheckable(true);
+        action->setChecked(theme == currentTheme());
+        group->addAction(action);
+    }
 }
 
 void MainWindow::buildStatusBar() {
@@ -346,6 +452,7 @@ void MainWindow::onModelLoaded(const ModelSummary& summary) {
         chats_->newChat();
     chatStack_->setCurrentIndex(1);
     tabs_->setCurrentWidget(chatStack_);
+    showEngineDocks();
     setWindowTitle(QStringLiteral("%1 \u2014 kvscope").arg(summary.source.label()));
     emit modelReady();
 }
@@ -410,10 +517,11 @@ void MainWindow::dropEvent(QDropEvent* event) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
-    tabs_->setCurrentWidget(chatStack_); // the docks as the user left them
+    restoreHiddenDocks(); // the docks as the user left them
     QSettings settings;
     settings.setValue(kGeometryKey, saveGeometry());
     settings.setValue(kStateKey, saveState());
+    settings.setValue(kDockSharesKey, toVariant(dockShares_->chosen()));
     QMainWindow::closeEvent(event);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <QMainWindow>
@@ -14,6 +15,7 @@
 
 class QDockWidget;
 class QLabel;
+class QMenu;
 class QMessageBox;
 class QProgressDialog;
 class QStackedWidget;
@@ -23,6 +25,7 @@ namespace kvscope::ui {
 
 class ChatTabs;
 class ComparePanel;
+class DockShares;
 class EngineSettingsPanel;
 class FragmentationPanel;
 class KvQuantPanel;
@@ -36,8 +39,9 @@ class PlaygroundPanel;
 class StartPage;
 
 // The kvscope window. Before a model is loaded the Chat tab is a start
-// page; then it holds the chat tabs beside the live block map of the
-// engine's pool, with the model's facts and the engine's settings in docks.
+// page, alone in the window; then it holds the chat tabs beside the live
+// block map of the engine's pool, with the model's facts, the engine's
+// settings and the dashboards in docks (shown with the Chat tab only).
 // The engine runs on its own thread (EngineThread): this window only sends
 // commands and paints the values that come back.
 class MainWindow : public QMainWindow {
@@ -45,6 +49,18 @@ class MainWindow : public QMainWindow {
 public:
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
+
+    enum class Page { Chat, Compare, Playground };
+    // The pages by the names --tab takes: chat, compare, playground.
+    static QStringList pageNames();
+    static std::optional<Page> parsePage(const QString& name);
+    void showPage(Page page);
+    // The docks by the names --show takes: model, settings, workload,
+    // fragmentation, throughput, kv-quant.
+    static QStringList dockNames();
+    // Brings the dock called `name` (one of dockNames()) to the front of its
+    // tab group; false when there is no such dock.
+    bool raiseDock(const QString& name);
 
     PlaygroundPanel* playground() const { return playground_; }
     ChatTabs* chats() const { return chats_; }
@@ -87,8 +103,10 @@ private:
     QWidget* buildChatWorkspace();
     void buildDocks();
     void buildMenus();
+    void buildThemeMenu(QMenu* view);
     void buildStatusBar();
     void showEngineDocks();
+    void restoreHiddenDocks();
     void connectEngine();
     void chooseModelFile();
     void onModelLoaded(const ModelSummary& summary);
@@ -118,14 +136,18 @@ private:
     WorkloadDock* workload_;
     ComparePanel* compare_;
     std::optional<ModelSummary> summary_;
-    std::vector<QDockWidget*> docksHiddenForPlayground_;
+    struct HiddenDock {
+        QDockWidget* dock;
+        bool raised; // the front tab of its group
+    };
+    std::vector<HiddenDock> docksHidden_; // by the window, not the user: no model, or another tab
     QProgressDialog* progress_ = nullptr;
     QLabel* modelLabel_;
     QLabel* backendLabel_;
     QLabel* poolLabel_;
     QLabel* usageLabel_;
+    DockShares* dockShares_;
     bool hasModel_ = false;
-    bool defaultDockSizes_ = true; // no saved layout to restore
     std::optional<ModelSource> loading_;
     RequestChats requestChat_;
 };

@@ -5,6 +5,8 @@
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
+#include "ui/dashboards/dashboard_plot.h"
+
 namespace kvscope::ui {
 namespace {
 
@@ -50,6 +52,7 @@ PlaygroundChart::PlaygroundChart(QWidget* parent) : QWidget(parent), plot_(new Q
     plot_->plotLayout()->setColumnStretchFactor(1, 0.001);
     plot_->legend->setMargins(QMargins(6, 4, 6, 4));
     plot_->setToolTip(tr("Unusable = internal waste + reserved waste + external fragmentation"));
+    followPalette(plot_);
 }
 
 void PlaygroundChart::setHistory(const std::vector<PlaygroundStep>& history) {

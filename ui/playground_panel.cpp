@@ -75,7 +75,7 @@ PlaygroundPanel::PlaygroundPanel(QWidget* parent)
            "as one run of consecutive blocks; paged allocation takes a block at a time as tokens arrive, anywhere "
            "in the pool. Hover a block for its details."));
     hint->setWordWrap(true);
-    hint->setStyleSheet(QStringLiteral("color: #555"));
+    hint->setForegroundRole(QPalette::PlaceholderText); // dimmed, in the light and the dark theme
 
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(buildPoolControls());
@@ -114,23 +114,29 @@ QWidget* PlaygroundPanel::buildPoolControls() {
 
 QWidget* PlaygroundPanel::buildSequenceControls() {
     auto* box = new QGroupBox(tr("Sequences"));
-    auto* row = new QHBoxLayout(box);
     auto* addButton = button("addSequence", tr("Add sequence"),
                              tr("A new sequence with this prompt; contiguous also reserves its max new tokens"));
-    row->addWidget(promptTokens_);
-    row->addWidget(new QLabel(tr("prompt tokens, up to")));
-    row->addWidget(maxNewTokens_);
-    row->addWidget(new QLabel(tr("new")));
-    row->addWidget(addButton);
-    row->addSpacing(24);
-    row->addWidget(new QLabel(tr("Sequence")));
-    row->addWidget(sequence_);
-    row->addWidget(append_);
-    row->addWidget(appendCount_);
-    row->addWidget(new QLabel(tr("tokens")));
-    row->addWidget(fork_);
-    row->addWidget(free_);
-    row->addStretch(1);
+    // Adding and acting on a sequence on rows of their own: one row would
+    // not fit a 1024-pixel window.
+    auto* add = new QHBoxLayout;
+    add->addWidget(promptTokens_);
+    add->addWidget(new QLabel(tr("prompt tokens, up to")));
+    add->addWidget(maxNewTokens_);
+    add->addWidget(new QLabel(tr("new")));
+    add->addWidget(addButton);
+    add->addStretch(1);
+    auto* act = new QHBoxLayout;
+    act->addWidget(new QLabel(tr("Sequence")));
+    act->addWidget(sequence_);
+    act->addWidget(append_);
+    act->addWidget(appendCount_);
+    act->addWidget(new QLabel(tr("tokens")));
+    act->addWidget(fork_);
+    act->addWidget(free_);
+    act->addStretch(1);
+    auto* rows = new QVBoxLayout(box);
+    rows->addLayout(add);
+    rows->addLayout(act);
     connect(addButton, &QPushButton::clicked, this, &PlaygroundPanel::addSequence);
     connect(append_, &QPushButton::clicked, this, &PlaygroundPanel::appendTokens);
     connect(fork_, &QPushButton::clicked, this, &PlaygroundPanel::forkSequence);

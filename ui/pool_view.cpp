@@ -85,6 +85,7 @@ void PoolView::addFigure(const QString& key, const QString& label, const QString
     auto* name = new QLabel(label + QLatin1Char(':'));
     auto* value = new QLabel;
     value->setObjectName(key);
+    value->setWordWrap(true); // two pools side by side in a 1024-pixel window
     name->setToolTip(tip);
     value->setToolTip(tip);
     grid_->addWidget(name, row, column);

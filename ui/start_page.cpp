@@ -2,10 +2,12 @@
 
 #include <QComboBox>
 #include <QFileInfo>
+#include <QGridLayout>
 #include <QGroupBox>
 #include <QLabel>
 #include <QListWidget>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QVBoxLayout>
 
 #include "engine/presets/model_presets.h"
@@ -14,10 +16,15 @@
 namespace kvscope::ui {
 namespace {
 
-QGroupBox* section(const QString& title, QWidget* content, QWidget* action = nullptr) {
+// The column's width: room for the notes' sentences without lines running
+// across a 2560-pixel window.
+constexpr int kColumnMaxWidth = 640;
+
+QGroupBox* section(const QString& title, std::initializer_list<QWidget*> content, QWidget* action = nullptr) {
     auto* box = new QGroupBox(title);
     auto* layout = new QVBoxLayout(box);
-    layout->addWidget(content);
+    for (QWidget* widget : content)
+        layout->addWidget(widget);
     if (action)
         layout->addWidget(action, 0, Qt::AlignLeft);
     return box;
@@ -38,7 +45,7 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent), recent_(new QListWidget
     connect(open, &QPushButton::clicked, this, &StartPage::openFileRequested);
 
     recent_->setObjectName(QStringLiteral("recentFiles"));
-    recent_->setMaximumHeight(160);
+    recent_->setMaximumHeight(6 * recent_->fontMetrics().lineSpacing() + 2 * recent_->frameWidth());
     connect(recent_, &QListWidget::itemActivated, this,
             [this](QListWidgetItem* item) { emit recentFileRequested(item->data(Qt::UserRole).toString()); });
 
@@ -55,30 +62,41 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent), recent_(new QListWidget
     build->setObjectName(QStringLiteral("buildSynthetic"));
     connect(build, &QPushButton::clicked, this,
             [this] { emit syntheticRequested(preset_->currentData().toString()); });
-    auto* synthetic = new QWidget;
-    auto* syntheticLayout = new QVBoxLayout(synthetic);
-    syntheticLayout->setContentsMargins(0, 0, 0, 0);
-    syntheticLayout->addWidget(
+    QLabel* syntheticNote =
         note(tr("A model of a real shape with <b>random weights</b>: it <b>produces meaningless text</b>, but its "
                 "KV cache, memory and speed are those of the real model. Built into a temporary file "
-                "(Q4_0 weights) when you press the button; the large presets take minutes and gigabytes.")));
-    syntheticLayout->addWidget(preset_);
+                "(Q4_0 weights) when you press the button; the large presets take minutes and gigabytes."));
 
-    auto* title = new QLabel(tr("<h2>kvscope</h2>Chat with a model and watch its paged KV cache live."));
-    auto* column = new QVBoxLayout;
-    column->addWidget(title);
-    column->addWidget(section(tr("Model"), note(tr("A LLaMA-family GGUF (llama, Mistral, TinyLlama, Qwen 2).")), open));
-    column->addWidget(section(tr("Recent files"), recent_));
-    column->addWidget(section(tr("Synthetic model"), synthetic, build));
-    column->addWidget(section(tr("Allocator playground"),
-                              note(tr("Paged and contiguous allocation side by side, step by step, no model "
-                                      "needed.")),
-                              playground));
-    column->addStretch();
-    auto* outer = new QHBoxLayout(this);
-    outer->addStretch(1);
-    outer->addLayout(column, 2);
-    outer->addStretch(1);
+    auto* column = new QWidget;
+    column->setObjectName(QStringLiteral("startColumn"));
+    column->setMaximumWidth(kColumnMaxWidth);
+    auto* sections = new QVBoxLayout(column);
+    sections->addWidget(note(tr("<h2>kvscope</h2>Chat with a model and watch its paged KV cache live.")));
+    sections->addWidget(
+        section(tr("Model"), {note(tr("A LLaMA-family GGUF (llama, Mistral, TinyLlama, Qwen 2)."))}, open));
+    sections->addWidget(section(tr("Recent files"), {recent_}));
+    sections->addWidget(section(tr("Synthetic model"), {syntheticNote, preset_}, build));
+    sections->addWidget(section(
+        tr("Allocator playground"),
+        {note(tr("Paged and contiguous allocation side by side, step by step, no model needed."))}, playground));
+
+    // Centred in a large window; in a small one the page scrolls rather than
+    // squeeze a section's text under the next.
+    auto* centred = new QWidget;
+    auto* grid = new QGridLayout(centred);
+    grid->addWidget(column, 1, 1);
+    grid->setRowStretch(0, 1);
+    grid->setRowStretch(2, 1);
+    grid->setColumnStretch(0, 1);
+    grid->setColumnStretch(1, 2); // up to its maximum width
+    grid->setColumnStretch(2, 1);
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(centred);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    outer->addWidget(scroll);
     setRecentFiles({});
 }
 

@@ -16,13 +16,19 @@
 #include "engine/core/error.h"
 #include "engine/core/log.h"
 #include "ui/app_info.h"
+#include "ui/compare_panel.h"
 #include "ui/dashboards/workload_dock.h"
 #include "ui/main_window.h"
 #include "ui/playground_panel.h"
+#include "ui/theme.h"
 
 namespace {
 
 constexpr QSize kScreenshotSize(1280, 800);
+constexpr QSize kMinWindowSize(640, 480);
+constexpr QSize kMaxWindowSize(7680, 4320);
+// Screenshots go into the repository: the smallest PNG zlib makes.
+constexpr int kPngSmallest = 0;
 // A scripted screenshot gives up when the model or its turn takes longer.
 constexpr int kScriptTimeoutMs = 10 * 60 * 1000;
 constexpr int kSettleMs = 200;
@@ -88,6 +94,37 @@ std::optional<std::int64_t> intOption(const QCommandLineParser& parser, const QC
     return std::nullopt;
 }
 
+// --window-size WxH, e.g. 1600x1000; nullopt (after saying why) when it is
+// not such a size within the limits.
+std::optional<QSize> windowSize(const QString& text) {
+    const QStringList parts = text.split(QLatin1Char('x'));
+    bool okW = false, okH = false;
+    const QSize size = parts.size() == 2 ? QSize(parts[0].toInt(&okW), parts[1].toInt(&okH)) : QSize();
+    if (okW && okH && size.expandedTo(kMinWindowSize) == size && size.boundedTo(kMaxWindowSize) == size)
+        return size;
+    fail(QStringLiteral("--window-size needs WIDTHxHEIGHT from %1x%2 to %3x%4, e.g. 1600x1000; got '%5'")
+             .arg(kMinWindowSize.width())
+             .arg(kMinWindowSize.height())
+             .arg(kMaxWindowSize.width())
+             .arg(kMaxWindowSize.height())
+             .arg(text));
+    return std::nullopt;
+}
+
+// What --tab and --show ask the window to show, applied once the model is
+// in place (loading one shows the chat).
+struct RequestedView {
+    std::optional<kvscope::ui::MainWindow::Page> page;
+    QString dock;
+};
+
+void showRequestedView(kvscope::ui::MainWindow& window, const RequestedView& view) {
+    if (view.page)
+        window.showPage(*view.page);
+    if (!view.dock.isEmpty())
+        window.raiseDock(view.dock);
+}
+
 // A --bench-paint option taking a number; the help shows its default.
 QCommandLineOption benchPaintNumber(const char* name, const char* what, const char* valueName, std::int64_t fallback) {
     return {QString::fromLatin1(name),
@@ -95,13 +132,12 @@ QCommandLineOption benchPaintNumber(const char* name, const char* what, const ch
             QString::fromLatin1(valueName)};
 }
 
-// Renders the window without putting it on any screen and saves it.
+// Renders the window (already sized) without putting it on any screen and saves it.
 int saveScreenshot(kvscope::ui::MainWindow& window, const QString& file) {
     window.setAttribute(Qt::WA_DontShowOnScreen);
-    window.resize(kScreenshotSize);
     window.show();
     QApplication::processEvents();
-    if (!window.grab().save(file))
+    if (!window.grab().save(file, nullptr, kPngSmallest))
         return fail(QStringLiteral("could not save the screenshot to '%1' (unwritable, or not a known image "
                                    "type such as .png)")
                         .arg(file));
@@ -117,7 +153,6 @@ void scriptScreenshot(kvscope::ui::MainWindow& window, const QStringList& prompt
                       const QString& file) {
     using kvscope::ui::MainWindow;
     window.setAttribute(Qt::WA_DontShowOnScreen);
-    window.resize(kScreenshotSize);
     window.show();
     const auto save = [&window, file] { QApplication::exit(saveScreenshot(window, file)); };
     QObject::connect(
@@ -158,13 +193,17 @@ void reportTurn(qsizetype turn, qsizetype turns, const kvscope::ui::TurnStats& s
     std::fputs("\n", stderr);
 }
 
-// Once the model is ready: start the workload (when asked for) and send the
-// prompts in the first chat, each once the reply to the one before has
+// Once the model is ready: start Compare A/B's engine B and the workload
+// (when asked for, in that order, so that B gets the workload too) and send
+// the prompts in the first chat, each once the reply to the one before has
 // ended (as a person would).
-void sendTurns(kvscope::ui::MainWindow& window, const QStringList& prompts, std::optional<std::uint32_t> workload) {
+void sendTurns(kvscope::ui::MainWindow& window, const QStringList& prompts, std::optional<std::uint32_t> workload,
+               bool compare) {
     QObject::connect(
         &window, &kvscope::ui::MainWindow::modelReady, &window,
-        [&window, prompts, workload] {
+        [&window, prompts, workload, compare] {
+            if (compare)
+                window.compare()->start();
             if (workload) {
                 kvscope::WorkloadSpec spec = window.workload()->spec();
                 spec.requests = *workload;
@@ -230,10 +269,29 @@ int main(int argc, char** argv) {
                                       QStringLiteral("Once the model is loaded, also start a synthetic workload of N "
                                                      "requests (the Workload dock's other settings)."),
                                       QStringLiteral("N"));
+    const QCommandLineOption compare(QStringLiteral("compare"),
+                                     QStringLiteral("Once the model is loaded, start Compare A/B's engine B with its "
+                                                    "default settings: the prompts and workload go to both."));
     const QCommandLineOption scenario(QStringLiteral("scenario"),
                                       QStringLiteral("Play a scenario in the allocator playground first: abc (the "
                                                      "A/B/C fragmentation example) or parallel (parallel sampling)."),
                                       QStringLiteral("NAME"));
+    const QCommandLineOption size(QStringLiteral("window-size"),
+                                  QStringLiteral("The window's size, e.g. 1600x1000 (screenshots: 1280x800 unless "
+                                                 "given)."),
+                                  QStringLiteral("WxH"));
+    const QCommandLineOption theme(QStringLiteral("theme"),
+                                   QStringLiteral("system, light or dark, for this run (View > Theme chooses the "
+                                                  "one kept between runs)."),
+                                   QStringLiteral("THEME"));
+    const QCommandLineOption tab(QStringLiteral("tab"),
+                                 QStringLiteral("Show this tab once the model is loaded: %1.")
+                                     .arg(kvscope::ui::MainWindow::pageNames().join(QStringLiteral(", "))),
+                                 QStringLiteral("TAB"));
+    const QCommandLineOption show(QStringLiteral("show"),
+                                  QStringLiteral("Bring this dock to the front once the model is loaded: %1.")
+                                      .arg(kvscope::ui::MainWindow::dockNames().join(QStringLiteral(", "))),
+                                  QStringLiteral("DOCK"));
     const QCommandLineOption logLevel(QStringLiteral("log-level"),
                                       QStringLiteral("trace, debug, info, warn, error, critical or off."),
                                       QStringLiteral("LEVEL"), QStringLiteral("info"));
@@ -246,8 +304,8 @@ int main(int argc, char** argv) {
     const QCommandLineOption width = benchPaintNumber("width", "the block map's width", "W", paint.width);
     const QCommandLineOption height = benchPaintNumber("height", "the block map's height", "H", paint.height);
     const QCommandLineOption json(QStringLiteral("json"), QStringLiteral("With --bench-paint: print one JSON object."));
-    parser.addOptions({model, synthetic, prompt, workload, screenshot, afterMs, scenario, logLevel, benchPaint, blocks,
-                       frames, width, height, json});
+    parser.addOptions({model, synthetic, prompt, workload, screenshot, afterMs, compare, size, theme, tab, show,
+                       scenario, logLevel, benchPaint, blocks, frames, width, height, json});
     parser.process(app);
 
     try {
@@ -279,7 +337,31 @@ int main(int argc, char** argv) {
                                               .json = parser.isSet(json)});
     }
 
+    kvscope::ui::Theme look = kvscope::ui::savedTheme();
+    if (parser.isSet(theme)) {
+        const auto chosen = kvscope::ui::parseTheme(parser.value(theme));
+        if (!chosen)
+            return fail(QStringLiteral("--theme needs system, light or dark, got '%1'").arg(parser.value(theme)));
+        look = *chosen;
+    }
+    std::optional<QSize> windowSizeWanted;
+    if (parser.isSet(size) && !(windowSizeWanted = windowSize(parser.value(size))))
+        return 1;
+    RequestedView view;
+    if (parser.isSet(tab) && !(view.page = kvscope::ui::MainWindow::parsePage(parser.value(tab))))
+        return fail(QStringLiteral("unknown tab '%1' (known: %2)")
+                        .arg(parser.value(tab), kvscope::ui::MainWindow::pageNames().join(QStringLiteral(", "))));
+    view.dock = parser.value(show);
+    if (parser.isSet(show) && !kvscope::ui::MainWindow::dockNames().contains(view.dock))
+        return fail(QStringLiteral("unknown dock '%1' (known: %2)")
+                        .arg(view.dock, kvscope::ui::MainWindow::dockNames().join(QStringLiteral(", "))));
+
+    kvscope::ui::applyTheme(look);
     kvscope::ui::MainWindow window;
+    if (windowSizeWanted)
+        window.resize(*windowSizeWanted);
+    else if (parser.isSet(screenshot))
+        window.resize(kScreenshotSize);
     if (parser.isSet(scenario)) {
         const auto which = kvscope::ui::parse_scenario(parser.value(scenario).toStdString());
         if (!which)
@@ -300,9 +382,14 @@ int main(int argc, char** argv) {
         if (!ok || *requests == 0)
             return fail(QStringLiteral("--workload needs a number of requests, got '%1'").arg(parser.value(workload)));
     }
-    if ((parser.isSet(prompt) || requests) && !source)
-        return fail(QStringLiteral("--prompt and --workload need --model or --synthetic"));
+    if ((parser.isSet(prompt) || requests || parser.isSet(compare)) && !source)
+        return fail(QStringLiteral("--prompt, --workload and --compare need --model or --synthetic"));
 
+    if (source) // loading shows the chat: the requested view comes after
+        QObject::connect(&window, &kvscope::ui::MainWindow::modelReady, &window,
+                         [&window, view] { showRequestedView(window, view); }, Qt::SingleShotConnection);
+    else
+        showRequestedView(window, view);
     if (parser.isSet(screenshot) && !source)
         return saveScreenshot(window, parser.value(screenshot));
     if (parser.isSet(screenshot))
@@ -310,7 +397,7 @@ int main(int argc, char** argv) {
     else
         window.show();
     if (source) {
-        sendTurns(window, parser.values(prompt), requests);
+        sendTurns(window, parser.values(prompt), requests, parser.isSet(compare));
         window.openModel(*source);
     }
     return QApplication::exec();

@@ -1,10 +1,67 @@
 #include "ui/dashboards/dashboard_plot.h"
 
+#include <QEvent>
+
 namespace kvscope::ui {
+namespace {
+
+void styleAxis(QCPAxis* axis, const QPalette& palette) {
+    const QColor text = palette.color(QPalette::WindowText);
+    const QPen line(palette.color(QPalette::Dark));
+    axis->setBasePen(line);
+    axis->setTickPen(line);
+    axis->setSubTickPen(line);
+    axis->setTickLabelColor(text);
+    axis->setLabelColor(text);
+    QColor grid = palette.color(QPalette::Mid);
+    axis->grid()->setPen(QPen(grid, 0, Qt::DotLine));
+    grid.setAlpha(90);
+    axis->grid()->setSubGridPen(QPen(grid, 0, Qt::DotLine));
+    axis->grid()->setZeroLinePen(Qt::NoPen);
+}
+
+// The plot's background, axes, labels and legend in its palette's colours;
+// the graphs keep their own.
+void stylePlot(QCustomPlot* plot) {
+    const QPalette& palette = plot->palette();
+    plot->setBackground(palette.brush(QPalette::Base));
+    for (QCPAxisRect* rect : plot->axisRects())
+        for (QCPAxis* axis : rect->axes())
+            styleAxis(axis, palette);
+    for (QCPLayoutElement* element : plot->plotLayout()->elements(true))
+        if (auto* scale = qobject_cast<QCPColorScale*>(element))
+            styleAxis(scale->axis(), palette);
+    plot->legend->setBrush(palette.brush(QPalette::Base));
+    plot->legend->setBorderPen(QPen(palette.color(QPalette::Mid)));
+    plot->legend->setTextColor(palette.color(QPalette::Text));
+}
+
+// Restyles a plot when it is first shown (by then its panel has added
+// everything, a colour scale included) and whenever the palette changes
+// (View > Theme).
+class PaletteFollower : public QObject {
+public:
+    explicit PaletteFollower(QCustomPlot* plot) : QObject(plot) { plot->installEventFilter(this); }
+
+    bool eventFilter(QObject* watched, QEvent* event) override {
+        const QEvent::Type type = event->type();
+        if (type == QEvent::Polish || type == QEvent::PaletteChange) {
+            auto* plot = static_cast<QCustomPlot*>(watched);
+            stylePlot(plot);
+            queueReplot(plot);
+        }
+        return false;
+    }
+};
+
+} // namespace
+
+void followPalette(QCustomPlot* plot) { new PaletteFollower(plot); }
 
 QCustomPlot* newDashboardPlot(QWidget* parent, const QString& xLabel, const QString& yLabel, bool legend) {
     auto* plot = new QCustomPlot(parent);
     plot->setMinimumHeight(140);
+    followPalette(plot);
     plot->xAxis->setLabel(xLabel);
     plot->yAxis->setLabel(yLabel);
     if (legend) {

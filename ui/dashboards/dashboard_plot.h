@@ -14,6 +14,10 @@ namespace kvscope::ui {
 // rect (where it cannot cover a line), small fonts, no interaction.
 QCustomPlot* newDashboardPlot(QWidget* parent, const QString& xLabel, const QString& yLabel, bool legend = true);
 
+// Keeps the plot's background, axes and legend in the colours of its
+// palette, now and after every theme change (newDashboardPlot does this).
+void followPalette(QCustomPlot* plot);
+
 QCPGraph* addLine(QCustomPlot* plot, const QString& name, const QColor& color, Qt::PenStyle style = Qt::SolidLine);
 
 // The values a graph holds, in key order (for tests and exports).
