@@ -77,11 +77,15 @@ BlockMapWidget::BlockMapWidget(QWidget* parent) : QWidget(parent) {
 }
 
 void BlockMapWidget::setSnapshot(std::shared_ptr<const PoolSnapshot> snapshot) {
+    const std::size_t blocksBefore = blockCount();
     snapshot_ = std::move(snapshot);
     if (hovered_ && *hovered_ >= blockCount())
         hovered_.reset();
     invalidate();
-    updateGeometry(); // the size hint follows the pool size
+    // The size hint follows the pool size; asking for a new layout at every
+    // snapshot would lay out the whole window ~30 times a second.
+    if (blockCount() != blocksBefore)
+        updateGeometry();
 }
 
 void BlockMapWidget::setSequencePalette(SequencePalette palette) {

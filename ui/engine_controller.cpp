@@ -13,6 +13,7 @@
 #include "engine/model/synthetic_model.h"
 #include "engine/presets/model_presets.h"
 #include "engine/runtime/model.h"
+#include "ui/background_priority.h"
 
 namespace kvscope::ui {
 namespace {
@@ -344,6 +345,7 @@ EngineThread::EngineThread(EngineConfig config, QObject* parent)
     qRegisterMetaType<WorkloadSpec>();
     qRegisterMetaType<std::shared_ptr<const EngineSnapshot>>();
     thread_.setObjectName(QStringLiteral("kvscope engine"));
+    connect(&thread_, &QThread::started, &lowerCurrentThreadPriority); // direct: runs on the engine thread
     controller_->moveToThread(&thread_);
     connect(&thread_, &QThread::finished, controller_, &QObject::deleteLater);
     thread_.start();

@@ -37,6 +37,7 @@
 #include "ui/dashboards/workload_dock.h"
 #include "ui/engine_controller.h"
 #include "ui/engine_settings_panel.h"
+#include "ui/latency_probe.h"
 #include "ui/live_pool_panel.h"
 #include "ui/model_info_panel.h"
 #include "ui/playground_panel.h"
@@ -352,6 +353,10 @@ void MainWindow::buildStatusBar() {
         statusBar()->addPermanentWidget(label);
     connect(playground_, &PlaygroundPanel::operationApplied, this,
             [this](const QString& operation) { statusBar()->showMessage(operation, kStatusMessageMs); });
+    auto* latency = new UiLatencyProbe(this);
+    statusBar()->setToolTip(latency->describe());
+    connect(latency, &UiLatencyProbe::updated, this,
+            [this, latency] { statusBar()->setToolTip(latency->describe()); });
 }
 
 void MainWindow::connectEngine() {

@@ -10,6 +10,7 @@
 #include "engine/core/error.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/vocabulary.h"
+#include "ui/background_priority.h"
 
 namespace kvscope::ui {
 namespace {
@@ -65,6 +66,7 @@ void AccuracyMeasurement::start(std::shared_ptr<const Model> model, const QStrin
         QMetaObject::invokeMethod(self, [self, call] { call(self); }, Qt::QueuedConnection);
     };
     thread_ = QThread::create([model, textFile, context, blockSize, cancelled, post] {
+        lowerCurrentThreadPriority();
         try {
             const Tokenizer tokenizer(read_vocabulary(model->file()));
             const std::vector<TokenId> tokens = tokenizer.encode(readText(textFile)); // BOS as the model asks

@@ -1,9 +1,32 @@
 #include "ui/dashboards/dashboard_plot.h"
 
 #include <QEvent>
+#include <QTimer>
 
 namespace kvscope::ui {
 namespace {
+
+const char* const kReplotPending = "kvscopeReplotPending";
+
+// The plot's cooldown timer, made on first use: while it runs, replots wait
+// for its end.
+QTimer* replotCooldown(QCustomPlot* plot) {
+    static const QString name = QStringLiteral("replotCooldown");
+    if (auto* timer = plot->findChild<QTimer*>(name, Qt::FindDirectChildrenOnly))
+        return timer;
+    auto* timer = new QTimer(plot);
+    timer->setObjectName(name);
+    timer->setSingleShot(true);
+    timer->setInterval(kMinReplotIntervalMs);
+    QObject::connect(timer, &QTimer::timeout, plot, [plot, timer] {
+        if (!plot->property(kReplotPending).toBool())
+            return;
+        plot->setProperty(kReplotPending, false);
+        plot->replot(QCustomPlot::rpQueuedReplot);
+        timer->start();
+    });
+    return timer;
+}
 
 void styleAxis(QCPAxis* axis, const QPalette& palette) {
     const QColor text = palette.color(QPalette::WindowText);
@@ -94,6 +117,16 @@ std::vector<double> graphValues(const QCPGraph* graph) {
     for (const QCPGraphData& d : *graph->data())
         values.push_back(d.value);
     return values;
+}
+
+void queueReplot(QCustomPlot* plot) {
+    QTimer* cooldown = replotCooldown(plot);
+    if (cooldown->isActive()) {
+        plot->setProperty(kReplotPending, true);
+        return;
+    }
+    plot->replot(QCustomPlot::rpQueuedReplot);
+    cooldown->start();
 }
 
 } // namespace kvscope::ui

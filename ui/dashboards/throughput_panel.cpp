@@ -43,6 +43,9 @@ ThroughputPanel::ThroughputPanel(std::shared_ptr<SnapshotHistory> history, QWidg
     connect(window_, &QComboBox::currentIndexChanged, this,
             [this](int index) { setWindowSeconds(window_->itemData(index).toDouble()); });
     figures_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // Its text changes width at every snapshot: left to set the panel's
+    // minimum width, it would resize the panel and its three plots each time.
+    figures_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
 
     auto* top = new QHBoxLayout;
     top->addWidget(figures_, 1);
