@@ -9,8 +9,10 @@
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QStyle>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -23,6 +25,8 @@ namespace {
 
 enum Column { kA, kB, kDifference, kColumns };
 constexpr int kCellPadding = 8; // each side of a cell's text, as the style draws it and then some
+constexpr int kMinFormHeight = 120; // B's settings: a few rows, the rest scrolls
+constexpr int kRepliesTab = 1;
 
 // The widest texts a column must show whole: a figure (a sign, six digits,
 // a decimal) and the longest setting words.
@@ -131,7 +135,8 @@ ComparePanel::ComparePanel(QWidget* parent)
       mapBBox_(new QGroupBox(tr("B"))),
       table_(new QTableWidget(int{kSettingRows} + int{kRows}, kColumns)),
       replyA_(replyView("replyA")),
-      replyB_(replyView("replyB")) {
+      replyB_(replyView("replyB")),
+      sideTabs_(new QTabWidget) {
     settings_->setObjectName(QStringLiteral("compareSettings"));
     EngineConfig b = EngineController::defaultConfig();
     b.allocation = AllocationMode::Contiguous; // the classic comparison
@@ -152,8 +157,7 @@ ComparePanel::ComparePanel(QWidget* parent)
     maps->addWidget(mapBBox_);
     auto* left = new QVBoxLayout;
     left->addWidget(note_);
-    left->addWidget(maps, 3);
-    left->addWidget(buildReplies(), 1);
+    left->addWidget(maps, 1);
     auto* layout = new QHBoxLayout(this);
     layout->addLayout(left, 3);
     layout->addWidget(buildSide(), 2);
@@ -195,27 +199,36 @@ QWidget* ComparePanel::buildSide() {
     table_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     table_->setMinimumWidth(table_->verticalHeader()->sizeHint().width() + kColumns * columnWidth +
-                            2 * table_->frameWidth() + table_->style()->pixelMetric(QStyle::PM_ScrollBarExtent));
+                            2 * table_->frameWidth());
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     table_->setWordWrap(false);
 
-    auto* bBox = new QGroupBox(tr("Engine B"));
-    auto* bLayout = new QVBoxLayout(bBox);
-    bLayout->addWidget(settings_);
+    // Every row shows: the table is as tall as its rows; B's long form
+    // scrolls in the room left below it.
+    table_->setMinimumHeight(table_->horizontalHeader()->sizeHint().height() + table_->verticalHeader()->length() +
+                             2 * table_->frameWidth());
+    table_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    auto* form = new QScrollArea;
+    form->setWidget(settings_);
+    form->setWidgetResizable(true);
+    form->setFrameShape(QFrame::NoFrame);
+    form->setMinimumHeight(kMinFormHeight);
+    sideTabs_->addTab(form, tr("Engine B's settings"));
+    sideTabs_->addTab(buildReplies(), tr("Latest reply"));
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(start_);
     buttons->addWidget(stop_);
-    bLayout->addLayout(buttons);
     auto* side = new QWidget;
     auto* layout = new QVBoxLayout(side);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(table_, 1);
-    layout->addWidget(bBox);
+    layout->addWidget(table_);
+    layout->addLayout(buttons);
+    layout->addWidget(sideTabs_, 1);
     return side;
 }
 
 QWidget* ComparePanel::buildReplies() {
-    auto* box = new QGroupBox(tr("Latest reply"));
+    auto* box = new QWidget;
     auto* grid = new QHBoxLayout(box);
     for (auto [title, view] : {std::pair{tr("A"), replyA_}, std::pair{tr("B"), replyB_}}) {
         auto* column = new QVBoxLayout;
@@ -251,6 +264,7 @@ void ComparePanel::start() {
     engineB_ = std::make_unique<EngineThread>(config);
     connectB(config);
     engineB_->loadModel(*source_);
+    sideTabs_->setCurrentIndex(kRepliesTab); // what B says is what to watch now
     note_->setText(tr("Engine B is loading %1...").arg(source_->label()));
     start_->setEnabled(false);
     stop_->setEnabled(true);

@@ -17,6 +17,7 @@ class QGroupBox;
 class QLabel;
 class QPlainTextEdit;
 class QPushButton;
+class QTabWidget;
 class QTableWidget;
 
 namespace kvscope::ui {
@@ -58,6 +59,7 @@ public:
     QString cell(Row row, int column) const;
     QString settingCell(SettingRow row, int column) const;
     QString replyText(int side) const; // 0: A, 1: B
+    std::size_t chatRequestsB() const { return chatsB_.size(); } // B's request → chat entries
 
     // What A runs: B loads the same model.
     void setModelSource(const ModelSource& source);
@@ -115,6 +117,7 @@ private:
     QTableWidget* table_;
     QPlainTextEdit* replyA_;
     QPlainTextEdit* replyB_;
+    QTabWidget* sideTabs_; // B's settings | the latest replies
 };
 
 } // namespace kvscope::ui

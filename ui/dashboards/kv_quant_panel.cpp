@@ -114,6 +114,8 @@ KvQuantPanel::KvQuantPanel(QWidget* parent)
     accuracyNote_->setText(tr("Not measured yet: Measure accuracy scores a built-in sample text (or a text file "
                               "of yours) with every KV dtype against f32 KV (perplexity, KL divergence, top-1 "
                               "agreement)."));
+    tokenPlot_->setObjectName(QStringLiteral("bytesPerTokenPlot"));
+    totalPlot_->setObjectName(QStringLiteral("kvNowPlot"));
     for (QCustomPlot* plot : {tokenPlot_, totalPlot_})
         plot->setMinimumHeight(kMinPlotHeight);
     costTable_->setMinimumHeight(kMinTableHeight);
