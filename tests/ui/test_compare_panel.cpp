@@ -4,6 +4,7 @@
 // once it stops. KVSCOPE_SCREENSHOT_DIR, when set, receives the tab's PNG.
 #include <QtTest>
 
+#include <QDockWidget>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
@@ -116,6 +117,20 @@ private slots:
         QCOMPARE(compare->settingCell(ComparePanel::BlockSize, 1), kNoData);
         QVERIFY(!compare->findChild<QLabel*>(QStringLiteral("compareNote"))->text().contains(QStringLiteral("B runs")));
         saveScreenshot(window, QStringLiteral("compare-stopped-1024x700.png"));
+
+        // The KV quantization dock at this size: charts keep their height
+        // (the dock scrolls) and name the model's figures.
+        window.findChild<QTabWidget*>()->setCurrentIndex(0);
+        auto* quant = window.findChild<QDockWidget*>(QStringLiteral("kvQuantDock"));
+        QVERIFY(quant);
+        quant->raise();
+        QTest::qWait(300); // the panel redraws at most every 250 ms
+        for (const char* name : {"bytesPerTokenPlot", "kvNowPlot"}) {
+            const auto* plot = quant->findChild<QWidget*>(QLatin1String(name));
+            QVERIFY(plot);
+            QVERIFY2(plot->height() >= 150, qPrintable(QString::number(plot->height())));
+        }
+        saveScreenshot(window, QStringLiteral("kv-quant-1024x700.png"));
     }
 };
 
