@@ -46,6 +46,10 @@ std::uint32_t kv_pool_blocks(const EngineConfig& c, const KvLayout& layout, std:
     return blocks;
 }
 
+double kv_pool_bytes(const EngineConfig& c, const KvLayout& layout, std::uint32_t blocks) {
+    return static_cast<double>(blocks) * static_cast<double>(layout.bytes_per_block()) + outside_blocks(c, layout);
+}
+
 nlohmann::ordered_json to_json(const EngineConfig& c) {
     return nlohmann::ordered_json{{"model", c.model},
                                   {"backend", std::string(to_string(c.backend))},

@@ -58,6 +58,8 @@ double suggested_kv_budget_mib(const EngineConfig& config, const KvLayout& layou
 // scheduler may run at once (max_num_seqs). Throws kvscope::Error when the
 // budget holds no block.
 std::uint32_t kv_pool_blocks(const EngineConfig& config, const KvLayout& layout, std::uint32_t context);
+// What a pool of `blocks` takes in all: its blocks and what lives outside them.
+double kv_pool_bytes(const EngineConfig& config, const KvLayout& layout, std::uint32_t blocks);
 
 nlohmann::ordered_json to_json(const EngineConfig& config);
 // Missing keys keep their defaults; unknown keys and bad values throw

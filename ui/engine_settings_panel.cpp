@@ -126,9 +126,7 @@ PoolPlan planPool(const EngineConfig& config, const ModelShape& model) {
     PoolPlan p;
     p.blocks = kv_pool_blocks(config, layout, model.context);
     p.block_size = config.block_size;
-    const double outside = static_cast<double>(layout.fixed_bytes()) +
-                           static_cast<double>(config.max_num_seqs) * static_cast<double>(layout.tail_bytes());
-    p.mib = (static_cast<double>(p.blocks) * static_cast<double>(layout.bytes_per_block()) + outside) / kMiB;
+    p.mib = kv_pool_bytes(config, layout, p.blocks) / kMiB;
     p.suggested_mib = suggested_kv_budget_mib(config, layout, model.context);
     return p;
 }
