@@ -16,19 +16,7 @@ KvLayout kv_layout(const EngineConfig& c, const Model& model) {
 
 KvCacheConfig kv_config(const EngineConfig& c, const Model& model, Backend backend) {
     const KvLayout layout = kv_layout(c, model);
-    std::uint32_t blocks = c.num_blocks;
-    if (blocks == 0) {
-        // Outside the blocks: fp8's scales, and KIVI's f16 tails, one per
-        // sequence the scheduler may run at once.
-        const double outside = static_cast<double>(layout.fixed_bytes()) +
-                               static_cast<double>(c.max_num_seqs) * static_cast<double>(layout.tail_bytes());
-        const double budget = c.kv_budget_mib * 1024 * 1024 - outside;
-        blocks = budget > 0 ? static_cast<std::uint32_t>(budget / static_cast<double>(layout.bytes_per_block())) : 0;
-    }
-    if (blocks == 0)
-        throw Error("a KV budget of " + std::to_string(c.kv_budget_mib) + " MiB holds no block of " +
-                    std::to_string(layout.bytes_per_block()) + " bytes (" + std::to_string(c.block_size) +
-                    " tokens of this model)");
+    const std::uint32_t blocks = kv_pool_blocks(c, layout, model.config().context_length);
     // Four KV pools' worth (vLLM gives 4 GiB whatever the KV cache): a pool
     // only as large as the KV cache fills up under a preemption storm, and
     // whoever it cannot take is recomputed. Its pages cost RAM only once used.

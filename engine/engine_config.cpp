@@ -1,5 +1,7 @@
 #include "engine/engine_config.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 
@@ -8,6 +10,45 @@
 #include "engine/core/error.h"
 
 namespace kvscope {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// Bytes a pool needs beside its blocks (see kv_pool_blocks).
+double outside_blocks(const EngineConfig& c, const KvLayout& layout) {
+    return static_cast<double>(layout.fixed_bytes()) +
+           static_cast<double>(c.max_num_seqs) * static_cast<double>(layout.tail_bytes());
+}
+
+} // namespace
+
+double suggested_kv_budget_mib(const EngineConfig& c, const KvLayout& layout, std::uint32_t context) {
+    const double block = static_cast<double>(layout.bytes_per_block());
+    const double outside = outside_blocks(c, layout);
+    const double one_context = static_cast<double>(layout.blocks_for_tokens(std::max<std::uint32_t>(context, 1)));
+    const double wanted = static_cast<double>(c.max_num_seqs) * one_context;
+    const double capped = std::floor((kDefaultKvBudgetMib * kMiB - outside) / block);
+    const double blocks = std::max(one_context, std::min(wanted, capped));
+    return std::ceil((blocks * block + outside) / kMiB);
+}
+
+std::uint32_t kv_pool_blocks(const EngineConfig& c, const KvLayout& layout, std::uint32_t context) {
+    if (c.num_blocks > 0)
+        return c.num_blocks;
+    const double budget_mib = c.kv_budget_mib > 0 ? c.kv_budget_mib : suggested_kv_budget_mib(c, layout, context);
+    const double budget = budget_mib * kMiB - outside_blocks(c, layout);
+    const auto blocks =
+        budget > 0 ? static_cast<std::uint32_t>(budget / static_cast<double>(layout.bytes_per_block())) : 0u;
+    if (blocks == 0)
+        throw Error("a KV budget of " + std::to_string(budget_mib) + " MiB holds no block of " +
+                    std::to_string(layout.bytes_per_block()) + " bytes (" + std::to_string(layout.block_size()) +
+                    " tokens of this model)");
+    return blocks;
+}
+
+double kv_pool_bytes(const EngineConfig& c, const KvLayout& layout, std::uint32_t blocks) {
+    return static_cast<double>(blocks) * static_cast<double>(layout.bytes_per_block()) + outside_blocks(c, layout);
+}
 
 nlohmann::ordered_json to_json(const EngineConfig& c) {
     return nlohmann::ordered_json{{"model", c.model},

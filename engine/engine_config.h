@@ -8,12 +8,15 @@
 #include "engine/core/backend.h"
 #include "engine/kv/allocation_mode.h"
 #include "engine/kv/kv_dtype.h"
+#include "engine/kv/kv_layout.h"
 #include "engine/sched/scheduler.h"
 
 namespace kvscope {
 
 // The default host swap pool, in KV pools (see Engine).
 inline constexpr std::uint32_t kSwapPoolsPerKvPool = 4;
+// The default KV budget, and the most suggested_kv_budget_mib offers.
+inline constexpr double kDefaultKvBudgetMib = 256;
 
 // Everything that configures an Engine, in one plain struct. The CLI, the
 // app and JSON files use the same words as these field names.
@@ -24,7 +27,7 @@ struct EngineConfig {
     KvDtype kv_dtype = KvDtype::F16;
     std::uint32_t block_size = 16;
     std::uint32_t num_blocks = 0; // KV pool size; 0: as many as kv_budget_mib holds
-    double kv_budget_mib = 256;
+    double kv_budget_mib = kDefaultKvBudgetMib; // 0: suggested_kv_budget_mib for the model
     AllocationMode allocation = AllocationMode::Paged;
     // Swap by default: the swap pool is host memory, so preempting costs a
     // copy of the sequence's blocks and resuming another, where recompute
@@ -41,6 +44,22 @@ struct EngineConfig {
     std::uint32_t swap_blocks = 0;
     double watermark = 0.01;       // fraction of blocks admission leaves free
 };
+
+// The KV budget offered when nobody chose one: room for max_num_seqs
+// sequences at the model's full context, at most kDefaultKvBudgetMib but
+// never less than one full-context sequence (a chat may use the whole
+// context), plus what lives outside the blocks. Whole MiB, rounded up.
+// `layout` is the model's in the config's dtype and block size.
+double suggested_kv_budget_mib(const EngineConfig& config, const KvLayout& layout, std::uint32_t context);
+
+// The KV pool's blocks: num_blocks, else as many as the budget holds
+// (kv_budget_mib, or the suggested one when it is 0) after what lives
+// outside the blocks: fp8's scales and one KIVI tail per sequence the
+// scheduler may run at once (max_num_seqs). Throws kvscope::Error when the
+// budget holds no block.
+std::uint32_t kv_pool_blocks(const EngineConfig& config, const KvLayout& layout, std::uint32_t context);
+// What a pool of `blocks` takes in all: its blocks and what lives outside them.
+double kv_pool_bytes(const EngineConfig& config, const KvLayout& layout, std::uint32_t blocks);
 
 nlohmann::ordered_json to_json(const EngineConfig& config);
 // Missing keys keep their defaults; unknown keys and bad values throw

@@ -22,7 +22,6 @@ namespace {
 // pass of the types make-model writes, and the text is meaningless anyway.
 constexpr GgmlType kSyntheticWeights = GgmlType::Q4_0;
 constexpr std::uint64_t kSyntheticSeed = 1;
-constexpr std::uint32_t kDefaultBlocks = 1024;
 
 QString errorText(const std::exception& e) { return QString::fromUtf8(e.what()); }
 
@@ -56,7 +55,8 @@ EngineController::~EngineController() = default;
 
 EngineConfig EngineController::defaultConfig() {
     EngineConfig config;
-    config.num_blocks = kDefaultBlocks;
+    config.num_blocks = 0;
+    config.kv_budget_mib = 0; // suggested_kv_budget_mib for whichever model is opened
     return config;
 }
 

@@ -46,8 +46,9 @@ public:
     explicit EngineController(EngineConfig config = defaultConfig(), QObject* parent = nullptr);
     ~EngineController() override;
 
-    // The app's starting configuration: a pool of 1,024 blocks, which a
-    // block map shows whole, whatever the model.
+    // The app's starting configuration: a KV pool sized for the model
+    // opened (suggested_kv_budget_mib: every sequence at the full context,
+    // at most 256 MiB, at least one full context).
     static EngineConfig defaultConfig();
 
 public slots:

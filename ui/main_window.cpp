@@ -98,6 +98,7 @@ DockShares::Shares savedShares(const QVariant& saved) {
     }
     return shares;
 }
+const QString kEngineConfigKey = QStringLiteral("engine/config"); // the applied EngineConfig, as JSON
 
 bool isModelFile(const QUrl& url) {
     return url.isLocalFile() && url.toLocalFile().endsWith(QStringLiteral(".gguf"), Qt::CaseInsensitive);
@@ -117,7 +118,8 @@ QScrollArea* scrolled(QWidget* panel) {
 
 MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent),
-      engine_(new EngineThread(EngineController::defaultConfig(), this)),
+      engine_(new EngineThread(EngineSettingsPanel::savedConfig(kEngineConfigKey, EngineController::defaultConfig()),
+                               this)),
       tabs_(new QTabWidget),
       chatStack_(new QStackedWidget),
       startPage_(new StartPage),
@@ -153,7 +155,8 @@ MainWindow::MainWindow(QWidget* parent)
     buildMenus();
     buildStatusBar();
     connectEngine();
-    settings_->setConfig(EngineController::defaultConfig());
+    settings_->setConfig(EngineSettingsPanel::savedConfig(kEngineConfigKey, EngineController::defaultConfig()));
+    settings_->persistAs(kEngineConfigKey);
     refreshRecentFiles();
     resize(1280, 800);
     const QSettings settings;
@@ -368,11 +371,13 @@ void MainWindow::connectEngine() {
     connect(c, &EngineController::modelLoaded, this, &MainWindow::onModelLoaded);
     connect(c, &EngineController::modelLoadFailed, this, &MainWindow::onModelLoadFailed);
     connect(c, &EngineController::configApplied, settings_, &EngineSettingsPanel::setConfig);
+    connect(c, &EngineController::configApplied, compare_, &ComparePanel::setConfigA);
     connect(c, &EngineController::errorOccurred, this,
             [this](const QString& message) { showError(tr("Engine"), message, QStringLiteral("engineError")); });
     connect(c, &EngineController::chatStarted, this,
             [this](int chat, quint64 request) { requestChat_[request] = chat; });
     connect(c, &EngineController::chatText, chats_, &ChatTabs::appendText);
+    connect(c, &EngineController::chatText, compare_, &ComparePanel::appendTextA);
     connect(c, &EngineController::chatFinished, chats_, &ChatTabs::finishTurn);
     connect(c, &EngineController::chatFinished, this, &MainWindow::turnFinished);
     connect(c, &EngineController::snapshotReady, this, &MainWindow::showSnapshot);
@@ -438,8 +443,13 @@ void MainWindow::onModelLoaded(const ModelSummary& summary) {
     hasModel_ = true;
     summary_ = summary;
     modelInfo_->setSummary(summary);
-    kvQuant_->setModel(summary.model);
+    kvQuant_->setModel(summary.model, summary.source.label());
     compare_->setModelSource(summary.source);
+    const ModelShape shape{summary.source.label(),
+                           {summary.config.n_layers, summary.config.n_kv_heads, summary.config.head_dim},
+                           summary.config.context_length};
+    settings_->setModelShape(shape);
+    compare_->setModelShape(shape);
     workload_->setModelLimits(summary.config.vocab_size, summary.config.context_length);
     modelLabel_->setText(summary.source.isSynthetic() ? tr("%1 (random weights)").arg(summary.source.label())
                                                       : summary.source.label());
@@ -554,9 +564,14 @@ void MainWindow::exportHistoryCsv() {
 void MainWindow::showKvCalculator() {
     auto* dialog = new KvCalculatorDialog(this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
-    if (summary_)
+    if (summary_) {
         dialog->setLoadedModel(
             calc_model(summary_->config, summary_->tensors, summary_->source.label().toStdString()));
+        dialog->setEngineSettings(parse_kv_dtype(summary_->kv_dtype), summary_->block_size);
+    } else {
+        const EngineConfig next = settings_->config();
+        dialog->setEngineSettings(next.kv_dtype, next.block_size);
+    }
     dialog->show();
 }
 

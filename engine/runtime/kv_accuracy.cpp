@@ -71,15 +71,6 @@ std::uint32_t window_length(const Model& model, std::size_t tokens, std::uint32_
     return static_cast<std::uint32_t>(model_context > 0 ? model_context : tokens);
 }
 
-// What the KV of one sequence of `tokens` tokens costs per token, counted by
-// KvLayout alone: its blocks (values and scales), KIVI's f16 tail, and the
-// pool's fixed bytes (fp8's scales), since such a sequence has a pool of its
-// own here.
-double sequence_bytes_per_token(const Model& model, KvDtype dtype, std::uint32_t block_size, std::size_t tokens) {
-    const KvLayout layout = layout_for(model, dtype, block_size);
-    return static_cast<double>(layout.bytes_for_tokens(tokens) + layout.fixed_bytes()) / static_cast<double>(tokens);
-}
-
 // f32 first (the reference), then the requested dtypes without repeats.
 std::vector<KvDtype> with_f32_first(std::span<const KvDtype> requested) {
     std::vector<KvDtype> dtypes{KvDtype::F32};
@@ -169,12 +160,12 @@ KvAccuracyReport measure_kv_accuracy(const Model& model, std::span<const TokenId
     const std::vector<NextTokenStats> stats = score(runs, windows, options);
     report.scored = stats[0].positions();
 
-    const double f16_bytes = sequence_bytes_per_token(model, KvDtype::F16, options.block_size, longest);
+    const double f16_bytes = static_cast<double>(layout_for(model, KvDtype::F16, options.block_size).bytes_per_token());
     const double f32_perplexity = stats[0].perplexity();
     for (std::size_t d = 0; d < dtypes.size(); ++d) {
         KvAccuracyRow row;
         row.kv_dtype = dtypes[d];
-        row.bytes_per_token = sequence_bytes_per_token(model, dtypes[d], options.block_size, longest);
+        row.bytes_per_token = static_cast<double>(layout_for(model, dtypes[d], options.block_size).bytes_per_token());
         row.saving_vs_f16 = f16_bytes / row.bytes_per_token;
         row.perplexity = stats[d].perplexity();
         row.delta_pct = 100.0 * (row.perplexity / f32_perplexity - 1.0);

@@ -45,9 +45,11 @@ public:
 
 struct KvAccuracyRow {
     KvDtype kv_dtype = KvDtype::F32;
-    // KV bytes of one sequence as long as the longest window, per token, as
-    // KvLayout counts them: values, scales, KIVI's f16 tail block and fp8's
-    // per-pool scales, all layers, K and V.
+    // KvLayout::bytes_per_token(): what each token adds, all layers, K and
+    // V, scales included -- the figure `kvscope-cli calc` and the app show.
+    // KIVI's f16 tail (one per sequence) and fp8's scales (one set per pool)
+    // are not per token: spread over a text they would make this figure
+    // depend on the text's length.
     double bytes_per_token = 0;
     double saving_vs_f16 = 0;        // f16 bytes per token / these
     double perplexity = 0;

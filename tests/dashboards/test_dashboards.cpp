@@ -6,6 +6,7 @@
 #include <QtTest>
 
 #include <QBuffer>
+#include <QFile>
 #include <QImage>
 #include <QProgressBar>
 #include <QPushButton>
@@ -20,7 +21,9 @@
 #include "support/test_models.h"
 #include "ui/dashboards/accuracy_measurement.h"
 #include "engine/kv/contiguous_reservation.h"
+#include "engine/model/tensor_stats.h"
 #include "ui/dashboards/fragmentation_panel.h"
+#include "ui/dashboards/kv_calculator_dialog.h"
 #include "ui/dashboards/kv_quant_panel.h"
 #include "ui/dashboards/snapshot_history.h"
 #include "ui/dashboards/snapshot_metatype.h"
@@ -112,6 +115,11 @@ private slots:
     void hidden_panels_draw_when_shown();
     void throughput_series_equal_the_snapshots();
     void kv_quant_bars_come_from_kv_layout();
+    void kv_now_is_empty_while_no_sequence_holds_kv();
+    void kv_quant_charts_keep_their_height();
+    void kivi_bytes_per_token_agree_everywhere();
+    void accuracy_of_another_model_is_cleared();
+    void measures_the_built_in_sample_text();
     void accuracy_rows_fill_the_table();
     void measure_accuracy_fills_the_table();
     void cancel_stops_the_accuracy_measurement();
@@ -387,16 +395,21 @@ void TestDashboards::kv_quant_bars_come_from_kv_layout() {
     const auto totals = panel.barValues(KvQuantPanel::Bars::KvBytes);
     QCOMPARE(perToken.size(), dtypes.size());
     const KvLayout& pool = snap->pool->layout;
-    std::uint64_t tokens = 0;
-    for (const SeqSnapshot& s : snap->seqs)
-        tokens += s.tokens();
-    const std::uint64_t mean = (tokens + snap->seqs.size() - 1) / snap->seqs.size();
+    // What the pool holds: its sequences' K/V (a shared block once).
+    std::uint64_t tokens = 0, holders = 0;
+    for (const SequenceInfo& s : snap->pool->sequences)
+        if (!s.swapped && s.num_tokens > 0) {
+            tokens += s.num_tokens;
+            ++holders;
+        }
+    QVERIFY(holders > 0);
+    const std::uint64_t mean = (tokens + holders - 1) / holders;
+    const std::size_t used = snap->pool->fragmentation.used_blocks;
     for (std::size_t i = 0; i < dtypes.size(); ++i) {
         const KvLayout layout(pool.geometry(), dtypes[i], pool.block_size());
         QCOMPARE(perToken[i], static_cast<double>(layout.bytes_per_token()));
-        double bytes = static_cast<double>(layout.fixed_bytes());
-        for (const SeqSnapshot& s : snap->seqs)
-            bytes += static_cast<double>(layout.bytes_for_tokens(s.tokens()));
+        const double bytes = static_cast<double>(used * layout.bytes_per_block() + layout.fixed_bytes() +
+                                                 holders * layout.tail_bytes());
         QVERIFY(std::abs(totals[i] - bytes / (1024.0 * 1024.0)) < 1e-9);
         QVERIFY(!panel.costCell(static_cast<int>(i), 1).isEmpty());
     }
@@ -411,6 +424,42 @@ void TestDashboards::kv_quant_bars_come_from_kv_layout() {
     const auto f16 = std::find_if(rows.begin(), rows.end(), [](const KvDtypeCost& r) { return r.dtype == KvDtype::F16; });
     QVERIFY(*f16->sequences_that_fit > *own->sequences_that_fit);
     QVERIFY2(distinctColours(panel) > 10, "the bars are painted");
+    // In its own dtype the KV in use never exceeds the pool.
+    QVERIFY(own->kv_bytes <= panel.costs().pool_bytes);
+    QVERIFY(panel.kvNowEmptyText().isEmpty());
+}
+
+void TestDashboards::kv_now_is_empty_while_no_sequence_holds_kv() {
+    // Before the first step: four requests queued, none holding KV.
+    const auto& queued = paged_.front();
+    QVERIFY(queued->waiting > 0);
+    QVERIFY(queued->pool->sequences.empty());
+    KvQuantPanel panel;
+    feed(panel, {queued});
+    QCOMPARE(panel.costs().sequences, std::size_t{0});
+    QVERIFY2(panel.barValues(KvQuantPanel::Bars::KvBytes).empty(), "not fp8's fixed scales alone");
+    QVERIFY(!panel.barValues(KvQuantPanel::Bars::BytesPerToken).empty()); // per token still compares
+    QVERIFY(panel.kvNowEmptyText().contains(QStringLiteral("No sequence holds KV")));
+    for (int row = 0; row < static_cast<int>(all_kv_dtypes().size()); ++row) {
+        QCOMPARE(panel.costCell(row, 2), QStringLiteral("\u2014"));
+        QVERIFY(!panel.costCell(row, 1).isEmpty());
+    }
+    // And once sequences hold KV, the chart has its bars again.
+    feed(panel, {paged_[paged_.size() / 2]});
+    QTRY_VERIFY(panel.kvNowEmptyText().isEmpty()); // within the panel's 250 ms refresh
+    QCOMPARE(panel.barValues(KvQuantPanel::Bars::KvBytes).size(), all_kv_dtypes().size());
+}
+
+void TestDashboards::kv_quant_charts_keep_their_height() {
+    KvQuantPanel panel;
+    feed(panel, {paged_[paged_.size() / 2]});
+    panel.resize(400, 120); // a short dock: the scroll area around it scrolls
+    QCoreApplication::processEvents();
+    for (const char* name : {"bytesPerTokenPlot", "kvNowPlot"}) {
+        const auto* plot = panel.findChild<QWidget*>(QLatin1String(name));
+        QVERIFY(plot);
+        QVERIFY2(plot->height() >= 150, qPrintable(QString::number(plot->height())));
+    }
 }
 
 void TestDashboards::accuracy_rows_fill_the_table() {
@@ -469,6 +518,66 @@ void TestDashboards::cancel_stops_the_accuracy_measurement() {
     QTRY_VERIFY_WITH_TIMEOUT(!panel.isMeasuringAccuracy(), 60000);
     QCOMPARE(panel.accuracyRowCount(), 0); // no result
     QCOMPARE(panel.accuracyNoteText(), QStringLiteral("Cancelled."));
+}
+
+// The calculator (`kvscope-cli calc` and its dialog), the panel and the
+// accuracy measurement (`kvscope-cli perplexity`) give each dtype the same
+// bytes per token: KvLayout's. KIVI's per-sequence f16 tail is not a
+// per-token cost; spread over a text it made perplexity say 300 where the
+// others say 280.
+void TestDashboards::kivi_bytes_per_token_agree_everywhere() {
+    const auto& snap = paged_[paged_.size() / 2];
+    const KvLayout& pool = snap->pool->layout;
+    KvQuantPanel panel;
+    feed(panel, {snap});
+    KvCalculatorDialog dialog;
+    dialog.setLoadedModel(calc_model(model_->config(), TensorStats{}, "stories260K"));
+    dialog.setEngineSettings(pool.dtype(), pool.block_size());
+    KvAccuracyOptions options;
+    options.kv_dtypes = {KvDtype::Int4Kivi, KvDtype::Int2Kivi, KvDtype::Int8, KvDtype::Fp8E4M3};
+    options.block_size = pool.block_size();
+    options.threads = 1;
+    const std::vector<TokenId> tokens{1, 300, 301, 302, 303, 304, 305, 306, 307, 308};
+    const KvAccuracyReport report = measure_kv_accuracy(*model_, tokens, options);
+    const auto dtypes = all_kv_dtypes();
+    for (const KvAccuracyRow& row : report.rows) {
+        const auto at = static_cast<int>(std::find(dtypes.begin(), dtypes.end(), row.kv_dtype) - dtypes.begin());
+        const KvLayout layout(pool.geometry(), row.kv_dtype, pool.block_size());
+        const double expected = static_cast<double>(layout.bytes_per_token());
+        QCOMPARE(row.bytes_per_token, expected);                                          // perplexity
+        QCOMPARE(static_cast<double>(panel.costs().rows[static_cast<std::size_t>(at)].bytes_per_token), expected); // panel
+        QCOMPARE(*dialog.cellValue(at, KvCalculatorDialog::kPerToken), expected);        // calculator
+    }
+    QCOMPARE(KvLayout(pool.geometry(), KvDtype::Int4Kivi, 16).bytes_per_token(), std::size_t{280});
+}
+
+void TestDashboards::accuracy_of_another_model_is_cleared() {
+    KvQuantPanel panel;
+    panel.setModel(model_, QStringLiteral("stories260K-f32.gguf"));
+    panel.setAccuracyRows({{QStringLiteral("f32"), 1280, 5.25, 0, 0, 1}}, QStringLiteral("measured"));
+    QCOMPARE(panel.accuracyRowCount(), 1);
+    panel.setModel(model_, QStringLiteral("stories260K-f32.gguf")); // the same model again (after Apply)
+    QCOMPARE(panel.accuracyRowCount(), 1);
+    KVSCOPE_REQUIRE_MODEL(otherPath, "stories260K-f16.gguf");
+    const auto other = std::make_shared<const Model>(otherPath.toStdString());
+    panel.setModel(other, QStringLiteral("stories260K-f16.gguf"));
+    QCOMPARE(panel.accuracyRowCount(), 0);
+    QVERIFY2(panel.accuracyNoteText().contains(QStringLiteral("stories260K-f16.gguf")),
+             qPrintable(panel.accuracyNoteText()));
+}
+
+void TestDashboards::measures_the_built_in_sample_text() {
+    QFile sample(AccuracyMeasurement::sampleText());
+    QVERIFY(sample.open(QIODevice::ReadOnly));
+    QVERIFY(sample.size() > 2000); // a few KB of prose, compiled in
+    KvQuantPanel panel;
+    panel.setModel(model_, QStringLiteral("stories260K-f32.gguf"));
+    panel.measureAccuracy(AccuracyMeasurement::sampleText(), 256);
+    QVERIFY(panel.isMeasuringAccuracy());
+    QTRY_VERIFY_WITH_TIMEOUT(!panel.isMeasuringAccuracy(), 240000);
+    QVERIFY(panel.accuracyRowCount() > 1);
+    QVERIFY2(panel.accuracyNoteText().startsWith(QStringLiteral("stories260K-f32.gguf")),
+             qPrintable(panel.accuracyNoteText())); // labelled with its model
 }
 
 void TestDashboards::workload_dock_emits_the_spec() {

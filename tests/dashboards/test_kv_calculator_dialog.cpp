@@ -5,10 +5,16 @@
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFile>
+#include <QJsonArray>
+#include <QTemporaryDir>
+
+#include <cmath>
 #include <QSpinBox>
 
 #include "app/cli_runner.h"
 #include "engine/kv/kv_dtype.h"
+#include "engine/presets/device_presets.h"
 #include "support/test_models.h"
 #include "ui/dashboards/kv_calculator_dialog.h"
 
@@ -69,6 +75,9 @@ private slots:
     void custom_gpu_memory_and_weight_format();
     void loaded_model_counts_its_file_weights();
     void a_gpu_without_model_size_is_an_error_not_a_crash();
+    void opens_on_the_engines_dtype_and_block_size();
+    void gpu_memory_field_follows_the_gpu();
+    void calc_and_perplexity_agree_on_bytes_per_token();
 };
 
 void TestKvCalculatorDialog::preset_without_a_gpu() {
@@ -142,6 +151,55 @@ void TestKvCalculatorDialog::a_gpu_without_model_size_is_an_error_not_a_crash() 
     setCombo(dialog, "gpu", QStringLiteral("none"));
     QVERIFY(dialog.errorText().isEmpty());
     QCOMPARE(dialog.result().answers.size(), all_kv_dtypes().size());
+}
+
+void TestKvCalculatorDialog::opens_on_the_engines_dtype_and_block_size() {
+    KvCalculatorDialog dialog;
+    dialog.selectPreset(QStringLiteral("llama-2-7b"));
+    dialog.setEngineSettings(KvDtype::Int4Kivi, 32);
+    QCOMPARE(dialog.inputs().block_size, 32u);
+    QCOMPARE(dialog.findChild<QComboBox*>(QStringLiteral("dtype"))->currentText(), QStringLiteral("int4-kivi"));
+    compareWithCli(dialog, {"--preset", "llama-2-7b", "--block-size", "32", "--kv-dtype", "int4-kivi"});
+}
+
+void TestKvCalculatorDialog::gpu_memory_field_follows_the_gpu() {
+    KvCalculatorDialog dialog;
+    auto* memory = dialog.findChild<QDoubleSpinBox*>(QStringLiteral("gpuGib"));
+    QVERIFY(memory);
+    QVERIFY(!memory->isEnabled());
+    QCOMPARE(memory->text(), QStringLiteral("no GPU"));
+    setCombo(dialog, "gpu", QStringLiteral("h100-80gb"));
+    QVERIFY(!memory->isEnabled());
+    QCOMPARE(memory->value(), std::round(81559.0 / 1024 * 100) / 100); // the preset's, not a stale 24 GiB
+    QCOMPARE(dialog.inputs().device->memory_bytes, find_device_preset("h100-80gb").memory_bytes);
+    setCombo(dialog, "gpu", QStringLiteral("custom memory"));
+    QVERIFY(memory->isEnabled());
+    memory->setValue(40);
+    QCOMPARE(dialog.inputs().device->memory_bytes, 40ull << 30);
+    setCombo(dialog, "gpu", QStringLiteral("none"));
+    QCOMPARE(memory->text(), QStringLiteral("no GPU"));
+}
+
+// `calc` and `perplexity` print the same bytes per token for every dtype
+// they share, KIVI included (its f16 tail is per sequence, not per token).
+void TestKvCalculatorDialog::calc_and_perplexity_agree_on_bytes_per_token() {
+    KVSCOPE_REQUIRE_MODEL(path, "stories260K-f32.gguf");
+    QTemporaryDir dir;
+    const QString text = dir.filePath(QStringLiteral("sample.txt"));
+    QVERIFY(QFile::copy(QStringLiteral(":/kvscope/sample_text.txt"), text));
+    const test::CliResult calc = test::run_cli({"calc", "--model", path, "--json"});
+    QVERIFY2(calc.exit_code == 0, calc.err.constData());
+    const test::CliResult ppl = test::run_cli({"perplexity", "--model", path, "--text-file", text, "--ctx", "128",
+                                               "--kv-dtype", "int4-kivi,int2-kivi,fp8-e4m3,int8", "--json"});
+    QVERIFY2(ppl.exit_code == 0, ppl.err.constData());
+    const QJsonObject byDtype = calc.json()["by_dtype"].toObject();
+    const QJsonArray rows = ppl.json()["rows"].toArray();
+    QCOMPARE(rows.size(), 5); // f32 and the four asked for
+    for (const QJsonValue& row : rows) {
+        const QString dtype = row["kv_dtype"].toString();
+        QCOMPARE(row["bytes_per_token"].toDouble(), byDtype[dtype]["bytes_per_token"].toDouble());
+    }
+    QCOMPARE(byDtype["int4-kivi"]["bytes_per_token"].toDouble(), 280.0);
 }
 
 QTEST_MAIN(TestKvCalculatorDialog)

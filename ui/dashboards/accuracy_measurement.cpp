@@ -1,9 +1,8 @@
 #include "ui/dashboards/accuracy_measurement.h"
 
 #include <exception>
-#include <fstream>
-#include <sstream>
 
+#include <QFile>
 #include <QFileInfo>
 #include <QThread>
 
@@ -15,13 +14,12 @@
 namespace kvscope::ui {
 namespace {
 
+// QFile, so that the built-in sample (a Qt resource) reads like any file.
 std::string readText(const QString& path) {
-    std::ifstream in(path.toStdString(), std::ios::binary);
-    if (!in)
-        throw Error("cannot read the text file " + path.toStdString());
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        throw Error("cannot read the text file " + path.toStdString() + ": " + file.errorString().toStdString());
+    return file.readAll().toStdString();
 }
 
 QString dtypeName(KvDtype d) {

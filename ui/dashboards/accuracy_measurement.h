@@ -40,9 +40,13 @@ public:
 
     bool isRunning() const { return thread_ != nullptr; }
 
-    // Tokenizes the file with the model's vocabulary and scores every KV
-    // dtype the forward pass can run, in windows of `context` tokens (0: the
-    // model's context). Ignored while a measurement runs.
+    // The built-in sample text (resources/sample_text.txt, compiled in).
+    static QString sampleText() { return QStringLiteral(":/kvscope/sample_text.txt"); }
+
+    // Tokenizes the file (a path or a Qt resource) with the model's
+    // vocabulary and scores every KV dtype the forward pass can run, in
+    // windows of `context` tokens (0: the model's context). Ignored while a
+    // measurement runs.
     void start(std::shared_ptr<const Model> model, const QString& textFile, std::uint32_t context,
                std::uint32_t blockSize = 16);
     void cancel();

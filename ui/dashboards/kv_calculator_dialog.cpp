@@ -88,8 +88,8 @@ KvCalculatorDialog::KvCalculatorDialog(QWidget* parent)
     for (std::size_t i = 0; i < devices.size(); ++i)
         gpu_->addItem(QString::fromStdString(devices[i].name), static_cast<int>(i));
     gpu_->addItem(tr("custom memory"), kCustomGpu);
-    gpuGib_->setRange(0.25, 1 << 20);
-    gpuGib_->setValue(24);
+    gpuGib_->setRange(0, 1 << 20);
+    gpuGib_->setSpecialValueText(tr("no GPU")); // shown at 0: with GPU "none"
     gpuGib_->setSuffix(tr(" GiB"));
     for (GgmlType t : weight_formats())
         weights_->addItem(QString::fromStdString(weight_format_name(t)));
@@ -151,6 +151,11 @@ void KvCalculatorDialog::setLoadedModel(const CalcModel& model) {
         modelChanged();
 }
 
+void KvCalculatorDialog::setEngineSettings(KvDtype dtype, std::uint32_t blockSize) {
+    dtype_->setCurrentIndex(dtype_->findData(static_cast<int>(dtype)));
+    blockSize_->setValue(static_cast<int>(blockSize));
+}
+
 bool KvCalculatorDialog::selectPreset(const QString& name) {
     const auto presets = model_presets();
     for (std::size_t i = 0; i < presets.size(); ++i)
@@ -198,9 +203,25 @@ void KvCalculatorDialog::modelChanged() {
     recompute();
 }
 
-void KvCalculatorDialog::recompute() {
+// A preset GPU's memory shows in the (then greyed) memory field, so the
+// field never contradicts the GPU chosen.
+void KvCalculatorDialog::showGpuMemory() {
+    constexpr double kCustomStartGib = 24;
     const int g = gpu_->currentData().toInt();
     gpuGib_->setEnabled(g == kCustomGpu);
+    const QSignalBlocker quiet(gpuGib_);
+    if (g == kNoGpu)
+        gpuGib_->setValue(0);
+    else if (g == kCustomGpu && gpuGib_->value() == 0)
+        gpuGib_->setValue(kCustomStartGib);
+    else if (g != kCustomGpu)
+        gpuGib_->setValue(static_cast<double>(device_presets()[static_cast<std::size_t>(g)].memory_bytes) /
+                          (1024.0 * 1024.0 * 1024.0));
+}
+
+void KvCalculatorDialog::recompute() {
+    const int g = gpu_->currentData().toInt();
+    showGpuMemory();
     weights_->setEnabled(g != kNoGpu);
     gpuUtil_->setEnabled(g != kNoGpu);
     error_->clear();

@@ -29,6 +29,8 @@ public:
     // The loaded model's geometry, parameters and real weight bytes
     // (calc_model(config, stats, path)); listed first and selected.
     void setLoadedModel(const kvscope::CalcModel& model);
+    // Opens on what the engine runs: its KV dtype highlighted, its block size.
+    void setEngineSettings(kvscope::KvDtype dtype, std::uint32_t blockSize);
     // Selects a model preset by name; false when there is none.
     bool selectPreset(const QString& name);
 
@@ -47,6 +49,7 @@ private slots:
 
 private:
     void fillTable();
+    void showGpuMemory();
 
     std::optional<CalcModel> loaded_;
     QComboBox* model_;

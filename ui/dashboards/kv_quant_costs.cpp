@@ -4,21 +4,50 @@
 #include "engine/kv/kv_memory_calc.h"
 
 namespace kvscope::ui {
+namespace {
+
+// The sequences whose K/V is in the pool now, and their tokens.
+void countHolders(const PoolSnapshot& pool, KvQuantCosts& c) {
+    for (const SequenceInfo& s : pool.sequences) {
+        if (s.swapped || s.num_tokens == 0)
+            continue;
+        ++c.sequences;
+        c.context_tokens += s.num_tokens;
+    }
+    if (c.sequences > 0)
+        c.mean_tokens = (c.context_tokens + c.sequences - 1) / c.sequences;
+}
+
+KvDtypeCost costIn(KvDtype dtype, const KvQuantCosts& c, const KvMemoryQuestion& fit) {
+    KvDtypeCost row;
+    row.dtype = dtype;
+    try {
+        const KvLayout layout(c.geometry, dtype, c.block_size);
+        row.bytes_per_token = layout.bytes_per_token();
+        if (c.holdsKv()) {
+            row.kv_bytes = c.used_blocks * layout.bytes_per_block() + layout.fixed_bytes() +
+                           c.sequences * layout.tail_bytes();
+            row.sequences_that_fit = answer_kv_memory(fit, dtype).sequences_that_fit;
+        }
+    } catch (const Error& e) {
+        row.unavailable = e.what();
+    }
+    return row;
+}
+
+} // namespace
 
 KvQuantCosts kv_quant_costs(const EngineSnapshot& snapshot) {
     KvQuantCosts c;
     if (!snapshot.pool)
         return c;
-    const KvLayout& pool = snapshot.pool->layout;
-    c.geometry = pool.geometry();
-    c.block_size = pool.block_size();
-    c.pool_dtype = pool.dtype();
-    c.pool_bytes = snapshot.pool->fragmentation.total_blocks * pool.bytes_per_block() + pool.fixed_bytes();
-    c.sequences = snapshot.seqs.size();
-    for (const SeqSnapshot& s : snapshot.seqs)
-        c.context_tokens += s.tokens();
-    if (c.sequences > 0)
-        c.mean_tokens = (c.context_tokens + c.sequences - 1) / c.sequences;
+    const PoolSnapshot& pool = *snapshot.pool;
+    c.geometry = pool.layout.geometry();
+    c.block_size = pool.layout.block_size();
+    c.pool_dtype = pool.layout.dtype();
+    c.pool_bytes = pool.fragmentation.total_blocks * pool.layout.bytes_per_block() + pool.layout.fixed_bytes();
+    c.used_blocks = pool.fragmentation.used_blocks;
+    countHolders(pool, c);
 
     // "How many sequences like these fit in this pool's memory": the
     // calculator's question with the pool's bytes as the whole device.
@@ -28,22 +57,8 @@ KvQuantCosts kv_quant_costs(const EngineSnapshot& snapshot) {
     fit.tokens_per_sequence = c.mean_tokens;
     fit.device_bytes = c.pool_bytes;
     fit.memory_fraction = 1.0;
-    for (KvDtype dtype : all_kv_dtypes()) {
-        KvDtypeCost row;
-        row.dtype = dtype;
-        try {
-            const KvLayout layout(c.geometry, dtype, c.block_size);
-            row.bytes_per_token = layout.bytes_per_token();
-            row.kv_bytes = layout.fixed_bytes();
-            for (const SeqSnapshot& s : snapshot.seqs)
-                row.kv_bytes += layout.bytes_for_tokens(s.tokens());
-            if (c.mean_tokens > 0)
-                row.sequences_that_fit = answer_kv_memory(fit, dtype).sequences_that_fit;
-        } catch (const Error& e) {
-            row.unavailable = e.what();
-        }
-        c.rows.push_back(std::move(row));
-    }
+    for (KvDtype dtype : all_kv_dtypes())
+        c.rows.push_back(costIn(dtype, c, fit));
     return c;
 }
 

@@ -1,5 +1,6 @@
 #include "ui/dashboards/kv_quant_panel.h"
 
+#include <QFile>
 #include <QFileDialog>
 #include <QGroupBox>
 #include <QProgressBar>
@@ -22,6 +23,9 @@ namespace {
 enum CostColumn { kDtype, kPerToken, kKvNow, kVsF16, kFit, kCostColumns };
 
 constexpr int kRefreshMs = 250;
+// Below this the bars' labels and axes do not fit: the panel scrolls instead.
+constexpr int kMinPlotHeight = 170;
+constexpr int kMinTableHeight = 150;
 
 QString dtypeName(KvDtype d) {
     const std::string_view name = to_string(d);
@@ -65,7 +69,17 @@ bool sameShape(const KvQuantCosts& a, const KvQuantCosts& b) {
     return a.geometry.n_layers == b.geometry.n_layers && a.geometry.n_kv_heads == b.geometry.n_kv_heads &&
            a.geometry.head_dim == b.geometry.head_dim && a.block_size == b.block_size &&
            a.pool_dtype == b.pool_dtype && a.pool_bytes == b.pool_bytes && a.sequences == b.sequences &&
-           a.context_tokens == b.context_tokens && a.rows.size() == b.rows.size();
+           a.used_blocks == b.used_blocks && a.context_tokens == b.context_tokens && a.rows.size() == b.rows.size();
+}
+
+QCPItemText* newEmptyNote(QCustomPlot* plot, const QString& text) {
+    auto* note = new QCPItemText(plot);
+    note->position->setType(QCPItemPosition::ptAxisRectRatio);
+    note->position->setCoords(0.5, 0.4);
+    note->setText(text);
+    note->setColor(plot->palette().color(QPalette::PlaceholderText));
+    note->setVisible(false);
+    return note;
 }
 
 } // namespace
@@ -73,17 +87,19 @@ bool sameShape(const KvQuantCosts& a, const KvQuantCosts& b) {
 KvQuantPanel::KvQuantPanel(QWidget* parent)
     : QWidget(parent),
       tokenPlot_(newDashboardPlot(this, tr("KV dtype"), tr("bytes per token"), false)),
-      totalPlot_(newDashboardPlot(this, tr("KV dtype"), tr("KV MiB now"), false)),
+      totalPlot_(newDashboardPlot(this, tr("KV dtype"), tr("KV MiB in use now"), false)),
       tokenBars_(newBars(tokenPlot_, QColor(0x1f, 0x77, 0xb4))),
       totalBars_(newBars(totalPlot_, QColor(0x2c, 0xa0, 0x2c))),
+      kvNowEmpty_(newEmptyNote(totalPlot_, tr("No sequence holds KV now.\nStart a chat or a workload."))),
       context_(new QLabel(tr("No model loaded"), this)),
-      costTable_(newTable(this, {tr("KV dtype"), tr("per token"), tr("current sequences"), tr("vs f16"),
+      costTable_(newTable(this, {tr("KV dtype"), tr("per token"), tr("KV in use now"), tr("vs f16"),
                                  tr("sequences that fit in this pool")})),
       accuracyNote_(new QLabel(this)),
       accuracyTable_(newTable(this, {tr("KV dtype"), tr("bytes/token"), tr("perplexity"), tr("Δ vs f32"),
                                      tr("KL divergence"), tr("top-1 agreement")})),
       measurement_(new AccuracyMeasurement(this)),
-      measure_(new QPushButton(tr("Measure accuracy…"), this)),
+      measure_(new QPushButton(tr("Measure accuracy"), this)),
+      measureFile_(new QPushButton(tr("On a text file…"), this)),
       cancel_(new QPushButton(tr("Cancel"), this)),
       window_(new QSpinBox(this)),
       progress_(new QProgressBar(this)),
@@ -95,8 +111,17 @@ KvQuantPanel::KvQuantPanel(QWidget* parent)
     });
     context_->setWordWrap(true);
     accuracyNote_->setWordWrap(true);
-    accuracyNote_->setText(tr("Not measured yet: Measure accuracy scores a text file with every KV dtype "
-                              "against f32 KV (perplexity, KL divergence, top-1 agreement)."));
+    accuracyNote_->setText(tr("Not measured yet: Measure accuracy scores a built-in sample text (or a text file "
+                              "of yours) with every KV dtype against f32 KV (perplexity, KL divergence, top-1 "
+                              "agreement)."));
+    tokenPlot_->setObjectName(QStringLiteral("bytesPerTokenPlot"));
+    totalPlot_->setObjectName(QStringLiteral("kvNowPlot"));
+    for (QCustomPlot* plot : {tokenPlot_, totalPlot_})
+        plot->setMinimumHeight(kMinPlotHeight);
+    costTable_->setMinimumHeight(kMinTableHeight);
+    costTable_->horizontalHeaderItem(kKvNow)->setToolTip(
+        tr("The pool's blocks in use (a shared block once) in each dtype, with the fp8 scales and KIVI tails "
+           "they need. Queued requests hold no KV; swapped-out ones hold theirs in host memory."));
     auto* plots = new QHBoxLayout;
     plots->addWidget(tokenPlot_);
     plots->addWidget(totalPlot_);
@@ -114,14 +139,14 @@ QWidget* KvQuantPanel::buildAccuracySection() {
     window_->setPrefix(tr("window "));
     window_->setToolTip(tr("Tokens per evaluation window; longer texts are scored in several windows"));
     progress_->setFormat(tr("window %v of %m"));
-    connect(measure_, &QPushButton::clicked, this, &KvQuantPanel::chooseTextAndMeasure);
+    connect(measure_, &QPushButton::clicked, this, [this] { measureAccuracy(AccuracyMeasurement::sampleText()); });
+    connect(measureFile_, &QPushButton::clicked, this, &KvQuantPanel::chooseTextAndMeasure);
     connect(cancel_, &QPushButton::clicked, measurement_, &AccuracyMeasurement::cancel);
     connect(measurement_, &AccuracyMeasurement::progress, this, [this](int done, int total) {
         progress_->setRange(0, total);
         progress_->setValue(done);
     });
-    connect(measurement_, &AccuracyMeasurement::finished, this,
-            [this](const std::vector<AccuracyRow>& rows, const QString& note) { setAccuracyRows(rows, note); });
+    connect(measurement_, &AccuracyMeasurement::finished, this, &KvQuantPanel::showAccuracyResult);
     connect(measurement_, &AccuracyMeasurement::failed, this, [this](const QString& message) {
         accuracyNote_->setText(tr("The measurement failed: %1").arg(message));
     });
@@ -132,6 +157,7 @@ QWidget* KvQuantPanel::buildAccuracySection() {
     auto* box = new QGroupBox(tr("Measured accuracy"), this);
     auto* controls = new QHBoxLayout;
     controls->addWidget(measure_);
+    controls->addWidget(measureFile_);
     controls->addWidget(window_);
     controls->addWidget(progress_, 1);
     controls->addWidget(cancel_);
@@ -140,22 +166,43 @@ QWidget* KvQuantPanel::buildAccuracySection() {
     layout->addLayout(controls);
     layout->addWidget(accuracyNote_);
     layout->addWidget(accuracyTable_);
+    accuracyTable_->setMinimumHeight(kMinTableHeight);
     showMeasuring(false);
     return box;
 }
 
 void KvQuantPanel::showMeasuring(bool measuring) {
     measure_->setEnabled(!measuring && model_ != nullptr);
-    measure_->setToolTip(model_ ? tr("Score a text file with every KV dtype against f32 KV")
+    measureFile_->setEnabled(!measuring && model_ != nullptr);
+    measure_->setToolTip(model_ ? tr("Score the built-in sample text (a short story, %1) with every KV dtype "
+                                     "against f32 KV")
+                                      .arg(QLocale().formattedDataSize(QFile(AccuracyMeasurement::sampleText()).size()))
                                 : tr("Load a model first"));
+    measureFile_->setToolTip(model_ ? tr("Score a text file of yours with every KV dtype against f32 KV")
+                                    : tr("Load a model first"));
     window_->setEnabled(!measuring);
     cancel_->setVisible(measuring);
     progress_->setVisible(measuring);
 }
 
-void KvQuantPanel::setModel(std::shared_ptr<const Model> model) {
+void KvQuantPanel::setModel(std::shared_ptr<const Model> model, const QString& name) {
+    const bool another = model != model_;
     model_ = std::move(model);
+    modelName_ = name;
+    if (another) {
+        // Results belong to the model they were measured on.
+        measurement_->cancel();
+        setAccuracyRows({});
+        accuracyNote_->setText(model_ ? tr("Not measured yet for %1.").arg(name.isEmpty() ? tr("this model") : name)
+                                      : tr("Load a model to measure accuracy."));
+    }
     showMeasuring(measurement_->isRunning());
+}
+
+void KvQuantPanel::showAccuracyResult(const std::vector<AccuracyRow>& rows, const QString& note) {
+    if (measuredModel_ != model_)
+        return; // finished just as another model came: not this model's figures
+    setAccuracyRows(rows, modelName_.isEmpty() ? note : tr("%1 — %2").arg(modelName_, note));
 }
 
 void KvQuantPanel::chooseTextAndMeasure() {
@@ -169,7 +216,10 @@ void KvQuantPanel::measureAccuracy(const QString& textFile, std::uint32_t contex
     if (!model_ || measurement_->isRunning())
         return;
     progress_->setRange(0, 0); // busy until the first window is done
-    accuracyNote_->setText(tr("Measuring %1…").arg(textFile));
+    accuracyNote_->setText(tr("Measuring %1…")
+                               .arg(textFile == AccuracyMeasurement::sampleText() ? tr("the built-in sample text")
+                                                                                  : textFile));
+    measuredModel_ = model_;
     showMeasuring(true);
     measurement_->start(model_, textFile, context > 0 ? context : static_cast<std::uint32_t>(window_->value()));
 }
@@ -206,16 +256,21 @@ void KvQuantPanel::showCosts() {
     pending_ = false;
     sinceShown_.start();
     const KvGeometry& g = costs_.geometry;
-    context_->setText(tr("%1 layers × %2 KV heads × head_dim %3, block size %4. Pool: %5 in %6. "
-                         "%n sequence(s), %7 tokens in all (mean %8).",
-                         nullptr, static_cast<int>(costs_.sequences))
-                          .arg(g.n_layers)
-                          .arg(g.n_kv_heads)
-                          .arg(g.head_dim)
-                          .arg(costs_.block_size)
-                          .arg(bytes(costs_.pool_bytes), dtypeName(costs_.pool_dtype))
-                          .arg(costs_.context_tokens)
-                          .arg(costs_.mean_tokens));
+    const QString shape = tr("%1 layers × %2 KV heads × head_dim %3, block size %4. Pool: %5 in %6.")
+                              .arg(g.n_layers)
+                              .arg(g.n_kv_heads)
+                              .arg(g.head_dim)
+                              .arg(costs_.block_size)
+                              .arg(bytes(costs_.pool_bytes), dtypeName(costs_.pool_dtype));
+    const QString holders =
+        costs_.holdsKv()
+            ? tr("%n sequence(s) hold KV: %1 tokens in all (mean %2), %3 blocks in use.", nullptr,
+                 static_cast<int>(costs_.sequences))
+                  .arg(costs_.context_tokens)
+                  .arg(costs_.mean_tokens)
+                  .arg(costs_.used_blocks)
+            : tr("No sequence holds KV now: per token is all there is to compare.");
+    context_->setText(shape + QLatin1Char(' ') + holders);
     fillCostTable();
     fillBars();
 }
@@ -248,7 +303,8 @@ void KvQuantPanel::fillCostTable() {
             continue;
         }
         setCell(itemAt(costTable_, i, kPerToken), bytes(r.bytes_per_token), tr("%1 bytes").arg(r.bytes_per_token));
-        setCell(itemAt(costTable_, i, kKvNow), bytes(r.kv_bytes), tr("%1 bytes").arg(r.kv_bytes));
+        setCell(itemAt(costTable_, i, kKvNow), costs_.holdsKv() ? bytes(r.kv_bytes) : tr("—"),
+                costs_.holdsKv() ? tr("%1 bytes").arg(r.kv_bytes) : tr("No sequence holds KV now"));
         setCell(itemAt(costTable_, i, kVsF16),
                 r.bytes_per_token
                     ? QString::number(f16PerToken / static_cast<double>(r.bytes_per_token), 'f', 2) + QStringLiteral("×")
@@ -271,16 +327,26 @@ void KvQuantPanel::fillBars() {
         ticker->addTick(static_cast<double>(i), dtypeName(r.dtype));
     }
     tokenBars_->setData(keys, perToken, true);
-    totalBars_->setData(keys, totalMiB, true);
+    // Without sequences only fp8's fixed scales would be left: a bar that
+    // reads as "fp8 costs most". The chart says there is nothing instead.
+    if (costs_.holdsKv())
+        totalBars_->setData(keys, totalMiB, true);
+    else
+        totalBars_->data()->clear();
+    kvNowEmpty_->setVisible(!costs_.holdsKv());
     for (QCustomPlot* plot : {tokenPlot_, totalPlot_}) {
         plot->xAxis->setTicker(ticker);
         plot->xAxis->setTickLabelRotation(45);
         plot->xAxis->setRange(-0.6, static_cast<double>(keys.size()) - 0.4);
     }
     tokenBars_->rescaleValueAxis(false, true);
-    totalBars_->rescaleValueAxis(false, true);
     tokenPlot_->yAxis->setRangeLower(0);
-    totalPlot_->yAxis->setRangeLower(0);
+    if (costs_.holdsKv()) {
+        totalBars_->rescaleValueAxis(false, true);
+        totalPlot_->yAxis->setRangeLower(0);
+    } else {
+        totalPlot_->yAxis->setRange(0, 1);
+    }
     queueReplot(tokenPlot_);
     queueReplot(totalPlot_);
 }
@@ -322,5 +388,7 @@ QString KvQuantPanel::accuracyCell(int row, int column) const {
 int KvQuantPanel::accuracyRowCount() const { return accuracyTable_->rowCount(); }
 
 QString KvQuantPanel::accuracyNoteText() const { return accuracyNote_->text(); }
+
+QString KvQuantPanel::kvNowEmptyText() const { return kvNowEmpty_->visible() ? kvNowEmpty_->text() : QString(); }
 
 } // namespace kvscope::ui
