@@ -9,7 +9,8 @@
 
 namespace kvscope {
 
-inline constexpr int kSnapshotSchemaVersion = 1;
+// 2: rates per second of step time, busy_s and last_step_s (issue 15).
+inline constexpr int kSnapshotSchemaVersion = 2;
 
 // Every field of the snapshot, keys in the documented order; unknown values
 // are null.

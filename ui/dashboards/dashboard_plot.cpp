@@ -1,6 +1,13 @@
 #include "ui/dashboards/dashboard_plot.h"
 
 namespace kvscope::ui {
+namespace {
+
+// Legend entries per row: three fit beside each other in a third of a
+// 1024 px window.
+constexpr int kLegendColumns = 3;
+
+} // namespace
 
 QCustomPlot* newDashboardPlot(QWidget* parent, const QString& xLabel, const QString& yLabel, bool legend) {
     auto* plot = new QCustomPlot(parent);
@@ -8,18 +15,20 @@ QCustomPlot* newDashboardPlot(QWidget* parent, const QString& xLabel, const QStr
     plot->xAxis->setLabel(xLabel);
     plot->yAxis->setLabel(yLabel);
     if (legend) {
+        // A row above the axis rect, where it cannot cover a line and costs
+        // no width: the dashboards' docks are wide and short.
         plot->legend->setVisible(true);
         plot->legend->setFont(QFont(plot->font().family(), 8));
-        // Right of the axis rect, at the top: an empty element below takes
-        // the rest of the height, so the entries stay together.
-        auto* side = new QCPLayoutGrid;
+        plot->legend->setBorderPen(Qt::NoPen);
+        plot->legend->setBrush(Qt::NoBrush);
+        plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+        plot->legend->setWrap(kLegendColumns);
+        plot->legend->setMargins(QMargins(4, 0, 4, 0));
         plot->axisRect()->insetLayout()->take(plot->legend);
-        plot->plotLayout()->addElement(0, 1, side);
-        plot->plotLayout()->setColumnStretchFactor(1, 0.001);
-        side->addElement(0, 0, plot->legend);
-        side->addElement(1, 0, new QCPLayoutElement(plot));
-        side->setRowStretchFactor(0, 0.001);
-        plot->legend->setMargins(QMargins(6, 4, 6, 4));
+        plot->plotLayout()->insertRow(0);
+        plot->plotLayout()->addElement(0, 0, plot->legend);
+        plot->plotLayout()->setRowStretchFactor(0, 0.001);
+        plot->plotLayout()->setRowSpacing(0);
     }
     return plot;
 }

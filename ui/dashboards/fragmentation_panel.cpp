@@ -117,6 +117,8 @@ void FragmentationPanel::buildWastePlot() {
     addLine(wastePlot_, tr("external"), kExternal);
     addLine(wastePlot_, tr("contiguous: internal"), kInternal, Qt::DashLine);
     addLine(wastePlot_, tr("contiguous: reserved"), kReserved, Qt::DashLine);
+    for (int i = 0; i < wastePlot_->graphCount(); ++i)
+        wastePlot_->graph(i)->setLineStyle(QCPGraph::lsStepLeft); // a step's waste holds until the next
     wastePlot_->yAxis->setRange(0, 100);
 }
 
