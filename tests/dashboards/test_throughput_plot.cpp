@@ -72,6 +72,7 @@ private slots:
     void an_idle_gap_reads_zero_between_bursts();
     void a_long_step_under_load_reads_its_rate();
     void steady_load_is_one_flat_line();
+    void a_short_wait_is_part_of_the_work();
     void the_panel_plots_the_spans();
     void the_panel_plots_only_its_window();
     void dashboards_fit_the_dock_of_a_1024x700_window();
@@ -121,6 +122,14 @@ void TestThroughputPlot::steady_load_is_one_flat_line() {
     QCOMPARE(spans.size(), std::size_t{2});
     for (const TokenRateSpan& s : spans)
         QVERIFY(std::abs(s.generation_per_s - 100 / 0.033) < 1e-6);
+}
+
+void TestThroughputPlot::a_short_wait_is_part_of_the_work() {
+    // 20 ms of steps in 100 ms (the engine thread waited for a core): drawn
+    // as 100 ms at the average rate, not as a spike after a notch.
+    const auto spans = token_rate_spans(history({{5.0, 1.0, 100, 0, 1000}, {5.1, 1.02, 110, 0, 1010}}));
+    QCOMPARE(spans.size(), std::size_t{1});
+    QVERIFY(std::abs(spans[0].generation_per_s - 100) < 1e-9);
 }
 
 void TestThroughputPlot::the_panel_plots_the_spans() {

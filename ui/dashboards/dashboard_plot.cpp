@@ -24,9 +24,14 @@ QCustomPlot* newDashboardPlot(QWidget* parent, const QString& xLabel, const QStr
         plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
         plot->legend->setWrap(kLegendColumns);
         plot->legend->setMargins(QMargins(4, 0, 4, 0));
+        // Entries packed at the left: an empty element takes the rest of the row.
+        auto* row = new QCPLayoutGrid;
         plot->axisRect()->insetLayout()->take(plot->legend);
+        row->addElement(0, 0, plot->legend);
+        row->addElement(0, 1, new QCPLayoutElement(plot));
+        row->setColumnStretchFactor(0, 0.001);
         plot->plotLayout()->insertRow(0);
-        plot->plotLayout()->addElement(0, 0, plot->legend);
+        plot->plotLayout()->addElement(0, 0, row);
         plot->plotLayout()->setRowStretchFactor(0, 0.001);
         plot->plotLayout()->setRowSpacing(0);
     }

@@ -6,6 +6,11 @@
 namespace kvscope::ui {
 namespace {
 
+// Idle time shorter than this is drawn as part of the work: a few pixels at
+// the plot's scale, and splitting it off would draw every hiccup of a busy
+// machine (the engine thread waiting for a core) as a spike.
+constexpr double kShortestIdleS = 0.25;
+
 double per_s(std::uint64_t before, std::uint64_t after, double seconds) {
     return after > before ? static_cast<double>(after - before) / seconds : 0.0;
 }
@@ -20,7 +25,8 @@ void add_interval(const SnapshotFigures& a, const SnapshotFigures& b, std::vecto
         spans.push_back({a.time_s, b.time_s, 0, 0});
         return;
     }
-    const bool mostlyIdle = seconds - busy > busy;
+    const double idle = seconds - busy;
+    const bool mostlyIdle = idle > busy && idle >= kShortestIdleS;
     const double workFrom = mostlyIdle ? b.time_s - busy : a.time_s;
     if (mostlyIdle)
         spans.push_back({a.time_s, workFrom, 0, 0});

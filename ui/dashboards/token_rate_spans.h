@@ -23,9 +23,10 @@ struct TokenRateSpan {
 // not from samples of a rate, so no line joins two bursts across the idle
 // time between them. Each interval's tokens become the area of its spans:
 //  - no step ran (busy_s did not grow): one span at 0, idle;
-//  - the engine was idle most of it: a span at 0, then the work at tokens
-//    per busy second, placed last: the app publishes a snapshot as soon as
-//    an engine goes idle, so idle time opens an interval, never closes it;
+//  - the engine was idle most of it, a quarter second or more: a span at 0,
+//    then the work at tokens per busy second, placed last: the app
+//    publishes a snapshot as soon as an engine goes idle, so idle time opens
+//    an interval, never closes it;
 //  - otherwise: one span at tokens per second of the interval (the short
 //    waits between steps included, so steady load draws a flat line).
 // The spans cover entries [first, end) from the first one's time to the
