@@ -138,25 +138,26 @@ void Engine::abort(RequestId request) {
 }
 
 void Engine::step() {
+    const double started = now();
     last_batch_ = {};
+    sampled_this_step_ = 0;
     const Schedule schedule = scheduler_.schedule();
     for (const auto& [seq, why] : schedule.rejected) {
         const RequestId request = seqs_.at(seq).request;
         seqs_.erase(seq);
         reject(request, why);
     }
-    if (!schedule.chunks.empty())
-        run(schedule.chunks);
+    const std::uint64_t prompt_tokens = schedule.chunks.empty() ? 0 : run(schedule.chunks);
     std::erase_if(ended_seqs_, [&](const auto& e) { return kv_.pool().cached_blocks_of(e.first) == 0; });
     ++step_;
+    metrics_.on_step(started, now(), prompt_tokens, sampled_this_step_);
 }
 
 // A failed forward pass cannot say whose chunk made it fail, so each chunk
 // runs again alone and only those that fail alone end with the error.
 // Running a chunk again is safe: its K/V go to the same slots (see
-// forward() for KIVI's tails).
-void Engine::run(std::span<const ScheduledChunk> chunks) {
-    sampled_this_step_ = 0;
+// forward() for KIVI's tails). Returns the prompt tokens it computed.
+std::uint64_t Engine::run(std::span<const ScheduledChunk> chunks) {
     std::uint64_t prompt_tokens = 0;
     if (const std::string error = forward(chunks, false); error.empty()) {
         prompt_tokens = use_logits(chunks);
@@ -172,7 +173,7 @@ void Engine::run(std::span<const ScheduledChunk> chunks) {
                 finish(c.seq, FinishReason::Error, alone);
         }
     }
-    metrics_.on_step(now(), prompt_tokens, sampled_this_step_);
+    return prompt_tokens;
 }
 
 // Runs the chunks' forward pass into logits_; returns the error, empty when
@@ -334,8 +335,10 @@ std::shared_ptr<const EngineSnapshot> Engine::snapshot() const {
     snap->completed_requests = completed_;
     snap->prompt_tokens = metrics_.prompt_tokens();
     snap->generated_tokens = metrics_.generated_tokens();
-    snap->prompt_tokens_per_s = metrics_.prompt_tokens_per_s(t);
-    snap->generation_tokens_per_s = metrics_.generation_tokens_per_s(t);
+    snap->prompt_tokens_per_s = metrics_.prompt_tokens_per_s();
+    snap->generation_tokens_per_s = metrics_.generation_tokens_per_s();
+    snap->busy_s = metrics_.busy_s();
+    snap->last_step_s = metrics_.last_step_s();
     snap->ttft = metrics_.ttft();
     snap->itl = metrics_.itl();
     snap->prefix_hit_tokens = snap->pool->prefix_hit_tokens;

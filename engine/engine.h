@@ -132,7 +132,7 @@ private:
     double now() const;
     SeqId new_seq(RequestId request, std::uint32_t index);
     void reject(RequestId request, const std::string& why);
-    void run(std::span<const ScheduledChunk> chunks);
+    std::uint64_t run(std::span<const ScheduledChunk> chunks);
     std::string forward(std::span<const ScheduledChunk> chunks, bool from_block_start);
     std::uint64_t use_logits(std::span<const ScheduledChunk> chunks);
     void fork_samples(SeqId parent, std::span<const float> logits);

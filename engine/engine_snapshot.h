@@ -93,8 +93,17 @@ struct EngineSnapshot {
     std::uint64_t completed_requests = 0; // finished for any reason, rejected included
     std::uint64_t prompt_tokens = 0;      // computed so far (prefix-cache hits excluded)
     std::uint64_t generated_tokens = 0;
-    double prompt_tokens_per_s = 0;       // over the last few seconds
+    // Throughput of the engine's recent work: tokens computed by the steps
+    // that ended in the 5 s up to the last step (always the last one, however
+    // long) over the seconds those steps took. Idle time is in neither; an
+    // idle engine keeps the rates of its last work (engine/serving_metrics.h).
+    double prompt_tokens_per_s = 0;
     double generation_tokens_per_s = 0;
+    // Seconds spent inside Engine::step() since the engine started: between
+    // two snapshots, its growth is the time the engine worked and the rest of
+    // time_s's growth it was idle (or between steps).
+    double busy_s = 0;
+    double last_step_s = 0; // how long the last step took; 0 before the first
     Percentiles ttft;                     // time to first token
     Percentiles itl;                      // inter-token latency
     double prefix_hit_rate = 0;           // prefix-cache hits / prompt tokens looked up; 0 before any lookup

@@ -5,28 +5,27 @@
 
 namespace kvscope {
 
-void ServingMetrics::on_step(double now, std::uint64_t prompt_tokens, std::uint64_t generated_tokens) {
+void ServingMetrics::on_step(double start, double end, std::uint64_t prompt_tokens,
+                             std::uint64_t generated_tokens) {
+    window_.push_back({end, busy_total_, prompt_total_, generated_total_});
+    last_step_s_ = std::max(end - start, 0.0);
+    busy_total_ += last_step_s_;
     prompt_total_ += prompt_tokens;
     generated_total_ += generated_tokens;
-    window_.push_back({now, prompt_tokens, generated_tokens});
-    while (!window_.empty() && window_.front().time < now - window_s_)
-        window_.pop_front();
+    while (window_.front().end < end - window_s_)
+        window_.pop_front(); // never the step just pushed
 }
 
-// Tokens in the window over the time the window spans (at least since its
-// first step), so a burst is not averaged with seconds of idleness.
-double ServingMetrics::rate(double now, std::uint64_t Sample::*field) const {
-    if (window_.size() < 2)
+double ServingMetrics::rate(std::uint64_t total, std::uint64_t Step::*before) const {
+    if (window_.empty())
         return 0;
-    std::uint64_t tokens = 0;
-    for (auto it = window_.begin() + 1; it != window_.end(); ++it)
-        tokens += (*it).*field;
-    const double span = std::max(now, window_.back().time) - window_.front().time;
-    return span > 0 ? static_cast<double>(tokens) / span : 0;
+    const Step& first = window_.front();
+    const double busy = busy_total_ - first.busy_before;
+    return busy > 0 ? static_cast<double>(total - first.*before) / busy : 0;
 }
 
-double ServingMetrics::prompt_tokens_per_s(double now) const { return rate(now, &Sample::prompt); }
-double ServingMetrics::generation_tokens_per_s(double now) const { return rate(now, &Sample::generated); }
+double ServingMetrics::prompt_tokens_per_s() const { return rate(prompt_total_, &Step::prompt_before); }
+double ServingMetrics::generation_tokens_per_s() const { return rate(generated_total_, &Step::generated_before); }
 
 Percentiles ServingMetrics::percentiles(std::vector<double> values) {
     if (values.empty())

@@ -28,6 +28,7 @@
 #include "ui/dashboards/snapshot_history.h"
 #include "ui/dashboards/snapshot_metatype.h"
 #include "ui/dashboards/throughput_panel.h"
+#include "ui/dashboards/token_rate_spans.h"
 #include "ui/dashboards/workload_dock.h"
 
 using namespace kvscope;
@@ -172,7 +173,7 @@ void TestDashboards::csv_has_a_header_and_one_row_per_snapshot() {
     const QList<QByteArray> header = lines[0].split(',');
     QVERIFY(header.size() >= 20);
     const auto column = [&](const char* name) { return header.indexOf(QByteArray(name)); };
-    for (const char* name : {"step", "time_s", "generation_tokens_per_s", "running", "waiting", "swapped",
+    for (const char* name : {"step", "time_s", "generation_tokens_per_s", "busy_s", "last_step_s", "running", "waiting", "swapped",
                              "kv_block_occupancy_pct", "kv_token_occupancy_pct", "internal_waste_pct",
                              "reserved_waste_pct", "external_fragmentation_pct", "contiguous_reserved_waste_pct",
                              "preemptions", "prefix_hit_rate_pct", "ttft_p50_ms", "itl_p95_ms"})
@@ -364,9 +365,18 @@ void TestDashboards::throughput_series_equal_the_snapshots() {
     const auto running = panel.series(S::Running);
     const auto blocks = panel.series(S::BlockOccupancy);
     const auto tokens = panel.series(S::TokenOccupancy);
-    QCOMPARE(gen.size(), paged_.size());
+    // Tokens/s: one value per span between snapshots, the last one again;
+    // under the curve, as many tokens as the engine sampled.
+    const auto spans = token_rate_spans(history->entries());
+    QCOMPARE(gen.size(), spans.size() + 1);
+    double sampled = 0;
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+        QCOMPARE(gen[i], spans[i].generation_per_s);
+        sampled += gen[i] * (spans[i].to_s - spans[i].from_s);
+    }
+    const double expected = static_cast<double>(paged_.back()->generated_tokens - paged_.front()->generated_tokens);
+    QVERIFY2(std::abs(sampled - expected) < 1e-6 * expected, qPrintable(QString::number(sampled)));
     for (std::size_t i = 0; i < paged_.size(); ++i) {
-        QCOMPARE(gen[i], paged_[i]->generation_tokens_per_s);
         QCOMPARE(running[i], static_cast<double>(paged_[i]->running));
         QVERIFY(std::abs(blocks[i] - 100 * paged_[i]->pool->fragmentation.block_occupancy()) < 1e-9);
         QVERIFY(std::abs(tokens[i] - 100 * paged_[i]->pool->fragmentation.token_occupancy()) < 1e-9);

@@ -79,6 +79,8 @@ void compare_snapshots(const EngineSnapshot& a, const EngineSnapshot& b) {
     QCOMPARE(a.generated_tokens, b.generated_tokens);
     QCOMPARE(a.prompt_tokens_per_s, b.prompt_tokens_per_s);
     QCOMPARE(a.generation_tokens_per_s, b.generation_tokens_per_s);
+    QCOMPARE(a.busy_s, b.busy_s);
+    QCOMPARE(a.last_step_s, b.last_step_s);
     QVERIFY(a.ttft == b.ttft);
     QVERIFY(a.itl == b.itl);
     QCOMPARE(a.prefix_hit_rate, b.prefix_hit_rate);
@@ -293,6 +295,7 @@ void TestSnapshotJson::bad_input_is_refused_data() {
     QTest::addColumn<QString>("change"); // a JSON pointer, then the new value as JSON, or "-" to remove
     QTest::addColumn<QString>("message");
     QTest::newRow("other version") << "/schema_version 99" << "schema_version 99";
+    QTest::newRow("older version") << "/schema_version 1" << "schema_version 1";
     QTest::newRow("missing key") << "/running -" << "'running' is missing";
     QTest::newRow("wrong type") << "/step \"seven\"" << "'step' has the wrong type";
     QTest::newRow("unknown word") << "/seqs/0/status \"sleeping\"" << "\"sleeping\"";

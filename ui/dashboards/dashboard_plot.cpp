@@ -77,6 +77,10 @@ public:
     }
 };
 
+// Legend entries per row: three fit beside each other in a third of a
+// 1024 px window.
+constexpr int kLegendColumns = 3;
+
 } // namespace
 
 void followPalette(QCustomPlot* plot) { new PaletteFollower(plot); }
@@ -88,18 +92,25 @@ QCustomPlot* newDashboardPlot(QWidget* parent, const QString& xLabel, const QStr
     plot->xAxis->setLabel(xLabel);
     plot->yAxis->setLabel(yLabel);
     if (legend) {
+        // A row above the axis rect, where it cannot cover a line and costs
+        // no width: the dashboards' docks are wide and short.
         plot->legend->setVisible(true);
         plot->legend->setFont(QFont(plot->font().family(), 8));
-        // Right of the axis rect, at the top: an empty element below takes
-        // the rest of the height, so the entries stay together.
-        auto* side = new QCPLayoutGrid;
+        plot->legend->setBorderPen(Qt::NoPen);
+        plot->legend->setBrush(Qt::NoBrush);
+        plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+        plot->legend->setWrap(kLegendColumns);
+        plot->legend->setMargins(QMargins(4, 0, 4, 0));
+        // Entries packed at the left: an empty element takes the rest of the row.
+        auto* row = new QCPLayoutGrid;
         plot->axisRect()->insetLayout()->take(plot->legend);
-        plot->plotLayout()->addElement(0, 1, side);
-        plot->plotLayout()->setColumnStretchFactor(1, 0.001);
-        side->addElement(0, 0, plot->legend);
-        side->addElement(1, 0, new QCPLayoutElement(plot));
-        side->setRowStretchFactor(0, 0.001);
-        plot->legend->setMargins(QMargins(6, 4, 6, 4));
+        row->addElement(0, 0, plot->legend);
+        row->addElement(0, 1, new QCPLayoutElement(plot));
+        row->setColumnStretchFactor(0, 0.001);
+        plot->plotLayout()->insertRow(0);
+        plot->plotLayout()->addElement(0, 0, row);
+        plot->plotLayout()->setRowStretchFactor(0, 0.001);
+        plot->plotLayout()->setRowSpacing(0);
     }
     return plot;
 }

@@ -10,8 +10,8 @@
 
 namespace kvscope::ui {
 
-// A QCustomPlot with the dashboards' common look: legend right of the axis
-// rect (where it cannot cover a line), small fonts, no interaction.
+// A QCustomPlot with the dashboards' common look: legend in rows above the
+// axis rect (where it cannot cover a line), small fonts, no interaction.
 QCustomPlot* newDashboardPlot(QWidget* parent, const QString& xLabel, const QString& yLabel, bool legend = true);
 
 // Keeps the plot's background, axes and legend in the colours of its

@@ -49,7 +49,7 @@ FragmentationPanel::FragmentationPanel(std::shared_ptr<SnapshotHistory> history,
       history_(history ? std::move(history) : std::make_shared<SnapshotHistory>()),
       heatPlot_(newDashboardPlot(this, tr("engine step"), tr("block"), false)),
       wastePlot_(newDashboardPlot(this, tr("engine step"), tr("% of KV memory"))),
-      counterfactual_(new QCheckBox(tr("Show contiguous allocation of the same sequences"), this)),
+      counterfactual_(new QCheckBox(tr("Show contiguous allocation"), this)),
       summary_(new QLabel(this)) {
     buildHeatmap();
     buildWastePlot();
@@ -63,11 +63,14 @@ FragmentationPanel::FragmentationPanel(std::shared_ptr<SnapshotHistory> history,
     auto* plots = new QHBoxLayout;
     plots->addWidget(heatPlot_, 1);
     plots->addWidget(wastePlot_, 1);
+    // One row under the plots, so a short dock leaves them the height.
+    auto* bottom = new QHBoxLayout;
+    bottom->addWidget(counterfactual_, 0, Qt::AlignTop);
+    bottom->addWidget(summary_, 1);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(plots, 1);
-    layout->addWidget(counterfactual_);
-    layout->addWidget(summary_);
+    layout->addLayout(bottom);
     setCounterfactualVisible(false);
 }
 
@@ -117,6 +120,8 @@ void FragmentationPanel::buildWastePlot() {
     addLine(wastePlot_, tr("external"), kExternal);
     addLine(wastePlot_, tr("contiguous: internal"), kInternal, Qt::DashLine);
     addLine(wastePlot_, tr("contiguous: reserved"), kReserved, Qt::DashLine);
+    for (int i = 0; i < wastePlot_->graphCount(); ++i)
+        wastePlot_->graph(i)->setLineStyle(QCPGraph::lsStepLeft); // a step's waste holds until the next
     wastePlot_->yAxis->setRange(0, 100);
 }
 
@@ -237,8 +242,8 @@ void FragmentationPanel::updateSummary(const EngineSnapshot& snapshot) {
                             pct(f.reserved_waste()), pct(f.external_fragmentation()));
     const ContiguousCounterfactual c = contiguous_counterfactual(*snapshot.pool);
     if (c.sequences > 0) {
-        text += QLatin1Char(' ') + tr("Contiguous allocation of the same %n sequence(s) would waste %1 internal + "
-                                      "%2 reserved, reserving %3 of the pool's %4 blocks%5.",
+        text += QLatin1Char(' ') + tr("Contiguous, the same %n sequence(s) would waste %1 internal + %2 reserved "
+                                      "in %3 of %4 blocks%5.",
                                       nullptr, static_cast<int>(c.sequences))
                                        .arg(pct(c.internal_waste()), pct(c.reserved_waste()))
                                        .arg(c.reserved_blocks)

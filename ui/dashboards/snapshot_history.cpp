@@ -29,6 +29,8 @@ const std::vector<CsvColumn>& csvColumns() {
         {"time_s", [](const SnapshotFigures& f) { return number(f.time_s); }},
         {"prompt_tokens_per_s", [](const SnapshotFigures& f) { return number(f.prompt_tokens_per_s); }},
         {"generation_tokens_per_s", [](const SnapshotFigures& f) { return number(f.generation_tokens_per_s); }},
+        {"busy_s", [](const SnapshotFigures& f) { return number(f.busy_s); }},
+        {"last_step_s", [](const SnapshotFigures& f) { return number(f.last_step_s); }},
         {"running", [](const SnapshotFigures& f) { return count(f.running); }},
         {"waiting", [](const SnapshotFigures& f) { return count(f.waiting); }},
         {"swapped", [](const SnapshotFigures& f) { return count(f.swapped); }},
@@ -67,6 +69,8 @@ SnapshotFigures figures_of(const EngineSnapshot& s) {
     f.time_s = s.time_s;
     f.prompt_tokens_per_s = s.prompt_tokens_per_s;
     f.generation_tokens_per_s = s.generation_tokens_per_s;
+    f.busy_s = s.busy_s;
+    f.last_step_s = s.last_step_s;
     f.running = s.running;
     f.waiting = s.waiting;
     f.swapped = s.swapped;

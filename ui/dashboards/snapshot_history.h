@@ -15,8 +15,10 @@ namespace kvscope::ui {
 struct SnapshotFigures {
     std::uint64_t step = 0;
     double time_s = 0;
-    double prompt_tokens_per_s = 0;
+    double prompt_tokens_per_s = 0; // the engine's, over its recent steps
     double generation_tokens_per_s = 0;
+    double busy_s = 0; // seconds inside steps since the engine started
+    double last_step_s = 0;
     std::size_t running = 0, waiting = 0, swapped = 0;
     double block_occupancy = 0; // blocks in use / blocks
     double token_occupancy = 0; // slots holding a token / slots

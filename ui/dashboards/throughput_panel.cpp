@@ -10,6 +10,7 @@
 #include <QVBoxLayout>
 
 #include "ui/dashboards/dashboard_plot.h"
+#include "ui/dashboards/token_rate_spans.h"
 
 namespace kvscope::ui {
 namespace {
@@ -35,6 +36,9 @@ ThroughputPanel::ThroughputPanel(std::shared_ptr<SnapshotHistory> history, QWidg
     addLine(kvPlot_, tr("blocks in use"), QColor(0x1f, 0x77, 0xb4));
     addLine(kvPlot_, tr("slots holding a token"), QColor(0x17, 0xbe, 0xcf), Qt::DashLine);
     kvPlot_->yAxis->setRange(0, 105);
+    for (QCustomPlot* plot : {tokensPlot_, seqsPlot_, kvPlot_})
+        for (int i = 0; i < plot->graphCount(); ++i)
+            plot->graph(i)->setLineStyle(QCPGraph::lsStepLeft); // each value holds until the next
 
     for (const auto& [label, seconds] : {std::pair{tr("last 30 s"), 30.0}, {tr("last 60 s"), 60.0},
                                           {tr("last 5 min"), 300.0}, {tr("all"), 0.0}})
@@ -46,17 +50,20 @@ ThroughputPanel::ThroughputPanel(std::shared_ptr<SnapshotHistory> history, QWidg
     // Its text changes width at every snapshot: left to set the panel's
     // minimum width, it would resize the panel and its three plots each time.
     figures_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    figures_->setWordWrap(true); // a narrow dock wraps it rather than scroll
 
     auto* top = new QHBoxLayout;
     top->addWidget(figures_, 1);
     top->addWidget(new QLabel(tr("Window:"), this));
     top->addWidget(window_);
+    // Side by side: the bottom dock is wide and short.
+    auto* plots = new QHBoxLayout;
+    for (QCustomPlot* plot : {tokensPlot_, seqsPlot_, kvPlot_})
+        plots->addWidget(plot, 1);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(top);
-    layout->addWidget(tokensPlot_, 1);
-    layout->addWidget(seqsPlot_, 1);
-    layout->addWidget(kvPlot_, 1);
+    layout->addLayout(plots, 1);
     figures_->setText(tr("No snapshot yet"));
 }
 
@@ -103,28 +110,31 @@ void ThroughputPanel::showEvent(QShowEvent* event) {
     updateFigures(*latest_);
 }
 
+// Rates are drawn as steps of constant height over the spans that made the
+// tokens (token_rate_spans.h); counts hold from one snapshot to the next, as
+// the engine's state does between steps.
 void ThroughputPanel::updatePlots() {
     const auto& entries = history_->entries();
     if (entries.empty())
         return;
     const double last = entries.back().time_s;
     const double from = window_s_ > 0 ? last - window_s_ : entries.front().time_s;
-    // Entries are in time order: only the window's tail is copied.
-    auto begin = std::lower_bound(entries.begin(), entries.end(), from,
-                                  [](const SnapshotFigures& f, double t) { return f.time_s < t; });
-    QVector<double> t, prompt, gen, running, waiting, swapped, blocks, tokens;
-    for (auto it = begin; it != entries.end(); ++it) {
-        t << it->time_s;
-        prompt << it->prompt_tokens_per_s;
-        gen << it->generation_tokens_per_s;
-        running << static_cast<double>(it->running);
-        waiting << static_cast<double>(it->waiting);
-        swapped << static_cast<double>(it->swapped);
-        blocks << 100.0 * it->block_occupancy;
-        tokens << 100.0 * it->token_occupancy;
+    // Entries are in time order: only the window's tail is copied, from the
+    // entry before it, whose interval reaches into the window.
+    const auto inWindow = std::lower_bound(entries.begin(), entries.end(), from,
+                                           [](const SnapshotFigures& f, double t) { return f.time_s < t; });
+    const auto first = static_cast<std::size_t>(std::max<std::ptrdiff_t>(inWindow - entries.begin() - 1, 0));
+    updateRatePlot(token_rate_spans(entries, first));
+    QVector<double> t, running, waiting, swapped, blocks, tokens;
+    for (std::size_t i = first; i < entries.size(); ++i) {
+        const SnapshotFigures& f = entries[i];
+        t << f.time_s;
+        running << static_cast<double>(f.running);
+        waiting << static_cast<double>(f.waiting);
+        swapped << static_cast<double>(f.swapped);
+        blocks << 100.0 * f.block_occupancy;
+        tokens << 100.0 * f.token_occupancy;
     }
-    graph(Series::PromptTokensPerS)->setData(t, prompt, true);
-    graph(Series::GenerationTokensPerS)->setData(t, gen, true);
     graph(Series::Running)->setData(t, running, true);
     graph(Series::Waiting)->setData(t, waiting, true);
     graph(Series::Swapped)->setData(t, swapped, true);
@@ -133,9 +143,6 @@ void ThroughputPanel::updatePlots() {
     const double start = window_s_ > 0 ? std::max(from, 0.0) : t.front();
     for (QCustomPlot* plot : {tokensPlot_, seqsPlot_, kvPlot_})
         plot->xAxis->setRange(start, std::max(last, start + 1));
-    const double topRate = std::max(*std::max_element(prompt.begin(), prompt.end()),
-                                    *std::max_element(gen.begin(), gen.end()));
-    tokensPlot_->yAxis->setRange(0, std::max(1.0, topRate * 1.1));
     double topSeqs = 1;
     for (const QVector<double>* v : {&running, &waiting, &swapped})
         topSeqs = std::max(topSeqs, *std::max_element(v->begin(), v->end()));
@@ -144,10 +151,34 @@ void ThroughputPanel::updatePlots() {
         queueReplot(plot);
 }
 
+// Each span is one point at its start; a last point at the end of the last
+// span closes it (the graphs draw steps left to right).
+void ThroughputPanel::updateRatePlot(const std::vector<TokenRateSpan>& spans) {
+    QVector<double> t, prompt, gen;
+    for (const TokenRateSpan& s : spans) {
+        t << s.from_s;
+        prompt << s.prompt_per_s;
+        gen << s.generation_per_s;
+    }
+    if (!spans.empty()) {
+        t << spans.back().to_s;
+        prompt << spans.back().prompt_per_s;
+        gen << spans.back().generation_per_s;
+    }
+    graph(Series::PromptTokensPerS)->setData(t, prompt, true);
+    graph(Series::GenerationTokensPerS)->setData(t, gen, true);
+    double top = 1;
+    for (const QVector<double>* v : {&prompt, &gen})
+        if (!v->isEmpty())
+            top = std::max(top, *std::max_element(v->begin(), v->end()) * 1.1);
+    tokensPlot_->yAxis->setRange(0, top);
+}
+
 void ThroughputPanel::updateFigures(const EngineSnapshot& s) {
-    figures_->setText(tr("TTFT p50 %1 · p95 %2   |   inter-token p50 %3 · p95 %4   |   preemptions %5   |   "
-                         "prefix cache hit rate %6%   |   completed %7")
-                          .arg(ms(s.ttft.p50_ms), ms(s.ttft.p95_ms), ms(s.itl.p50_ms), ms(s.itl.p95_ms))
+    figures_->setText(tr("TTFT p50 %1 · p95 %2   |   inter-token p50 %3 · p95 %4   |   last step %5   |   "
+                         "preemptions %6   |   prefix cache hit rate %7%   |   completed %8")
+                          .arg(ms(s.ttft.p50_ms), ms(s.ttft.p95_ms), ms(s.itl.p50_ms), ms(s.itl.p95_ms),
+                               ms(1000.0 * s.last_step_s))
                           .arg(s.preemptions)
                           .arg(100.0 * s.prefix_hit_rate, 0, 'f', 1)
                           .arg(s.completed_requests));

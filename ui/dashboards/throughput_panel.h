@@ -7,6 +7,7 @@
 
 #include "engine/engine_snapshot.h"
 #include "ui/dashboards/snapshot_history.h"
+#include "ui/dashboards/token_rate_spans.h"
 
 class QComboBox;
 class QCustomPlot;
@@ -19,7 +20,9 @@ namespace kvscope::ui {
 // running / waiting / swapped sequences and KV utilisation (blocks in use,
 // slots holding a token) over a rolling window of seconds; time to first
 // token and inter-token latency p50/p95, preemptions and the prefix cache
-// hit rate as numbers.
+// hit rate as numbers. Tokens/s is drawn from the tokens each interval
+// between snapshots made and the engine's busy time in it
+// (token_rate_spans.h): idle time reads 0, never a line between bursts.
 class ThroughputPanel : public QWidget {
     Q_OBJECT
 public:
@@ -37,7 +40,8 @@ public:
 
     const std::shared_ptr<SnapshotHistory>& history() const { return history_; }
     double windowSeconds() const { return window_s_; }
-    // What the plots and numbers show (for tests).
+    // What the plots and numbers show (for tests): a series' values in time
+    // order; a rate's are one per TokenRateSpan and the last one again.
     std::vector<double> series(Series s) const;
     QString figuresText() const;
 
@@ -52,6 +56,7 @@ protected:
 private:
     QCPGraph* graph(Series s) const;
     void updatePlots();
+    void updateRatePlot(const std::vector<TokenRateSpan>& spans);
     void updateFigures(const EngineSnapshot& snapshot);
 
     std::shared_ptr<SnapshotHistory> history_;

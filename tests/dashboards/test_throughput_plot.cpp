@@ -1,0 +1,185 @@
+// The throughput plot on hand-made snapshot sequences, without a model: a
+// burst, an idle gap between two bursts, a step longer than a second under
+// load. It must draw what happened: tokens where steps ran, 0 where none did,
+// and as many tokens under the curve as the engine made.
+#include <QtTest>
+
+#include <cmath>
+
+#include "ui/dashboards/fragmentation_panel.h"
+#include "ui/dashboards/snapshot_metatype.h"
+#include "ui/dashboards/throughput_panel.h"
+#include "ui/dashboards/token_rate_spans.h"
+
+using namespace kvscope;
+using namespace kvscope::ui;
+
+namespace {
+
+// An engine's snapshot: its clock, time spent in steps and token totals.
+struct Moment {
+    double time_s, busy_s;
+    std::uint64_t step, prompt, generated;
+};
+
+std::shared_ptr<const EngineSnapshot> snapshot(const Moment& m) {
+    auto s = std::make_shared<EngineSnapshot>();
+    s->time_s = m.time_s;
+    s->busy_s = m.busy_s;
+    s->step = m.step;
+    s->prompt_tokens = m.prompt;
+    s->generated_tokens = m.generated;
+    return s;
+}
+
+std::deque<SnapshotFigures> history(std::initializer_list<Moment> moments) {
+    std::deque<SnapshotFigures> entries;
+    for (const Moment& m : moments)
+        entries.push_back(figures_of(*snapshot(m)));
+    return entries;
+}
+
+// A chat turn of 40 ms at t = 3 s and another at t = 28 s, as the app
+// publishes them: right after the first step of each, every 33 ms while
+// busy, and once when the engine goes idle.
+const std::initializer_list<Moment> kTwoTurns{
+    {0.0, 0.0, 0, 0, 0},         {3.001, 0.001, 1, 20, 1},   {3.034, 0.033, 30, 20, 30},
+    {3.040, 0.039, 36, 20, 36},  {28.001, 0.040, 37, 40, 37}, {28.040, 0.079, 73, 40, 73},
+};
+
+double tokensUnder(const std::vector<TokenRateSpan>& spans, double TokenRateSpan::*rate) {
+    double tokens = 0;
+    for (const TokenRateSpan& s : spans)
+        tokens += s.*rate * (s.to_s - s.from_s);
+    return tokens;
+}
+
+void verifyContiguous(const std::vector<TokenRateSpan>& spans, double from, double to) {
+    QVERIFY(!spans.empty());
+    QCOMPARE(spans.front().from_s, from);
+    QCOMPARE(spans.back().to_s, to);
+    for (std::size_t i = 1; i < spans.size(); ++i)
+        QCOMPARE(spans[i].from_s, spans[i - 1].to_s);
+}
+
+} // namespace
+
+class TestThroughputPlot : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() { registerDashboardMetaTypes(); }
+    void a_burst_is_drawn_where_it_ran();
+    void an_idle_gap_reads_zero_between_bursts();
+    void a_long_step_under_load_reads_its_rate();
+    void steady_load_is_one_flat_line();
+    void a_short_wait_is_part_of_the_work();
+    void the_panel_plots_the_spans();
+    void the_panel_plots_only_its_window();
+    void dashboards_fit_the_dock_of_a_1024x700_window();
+};
+
+void TestThroughputPlot::a_burst_is_drawn_where_it_ran() {
+    // Idle 3 s, then 1 ms of prefill: the tokens go in that millisecond.
+    const auto spans = token_rate_spans(history({{0.0, 0.0, 0, 0, 0}, {3.001, 0.001, 1, 20, 1}}));
+    QCOMPARE(spans.size(), std::size_t{2});
+    QCOMPARE(spans[0], (TokenRateSpan{0.0, 3.0, 0, 0}));
+    QCOMPARE(spans[1].from_s, 3.0);
+    QVERIFY(std::abs(spans[1].prompt_per_s - 20 / 0.001) < 1e-6);
+    QVERIFY(std::abs(spans[1].generation_per_s - 1 / 0.001) < 1e-6);
+}
+
+void TestThroughputPlot::an_idle_gap_reads_zero_between_bursts() {
+    const auto entries = history(kTwoTurns);
+    const auto spans = token_rate_spans(entries);
+    verifyContiguous(spans, 0.0, 28.040);
+    // Nothing ran between 3.040 and 28.0: one span at 0 covers it, no slope.
+    const auto gap = std::find_if(spans.begin(), spans.end(), [](const TokenRateSpan& s) { return s.from_s == 3.040; });
+    QVERIFY(gap != spans.end());
+    QVERIFY(std::abs(gap->to_s - 28.0) < 1e-9);
+    QCOMPARE(gap->generation_per_s, 0.0);
+    QCOMPARE(gap->prompt_per_s, 0.0);
+    for (const TokenRateSpan& s : spans)
+        if (s.to_s - s.from_s > 0.1)
+            QCOMPARE(s.generation_per_s, 0.0); // only the bursts make tokens
+    // The area under each curve is the tokens the engine made.
+    QVERIFY(std::abs(tokensUnder(spans, &TokenRateSpan::generation_per_s) - 73) < 1e-6);
+    QVERIFY(std::abs(tokensUnder(spans, &TokenRateSpan::prompt_per_s) - 40) < 1e-6);
+}
+
+void TestThroughputPlot::a_long_step_under_load_reads_its_rate() {
+    // 47 sequences decode one token each in a 10 s step; the next snapshot
+    // comes after it.
+    const auto spans = token_rate_spans(history({{100.0, 99.9, 500, 9000, 2000}, {110.0, 109.9, 501, 9000, 2047}}));
+    QCOMPARE(spans.size(), std::size_t{1});
+    QCOMPARE(spans[0], (TokenRateSpan{100.0, 110.0, 0, 4.7}));
+}
+
+void TestThroughputPlot::steady_load_is_one_flat_line() {
+    // Short waits between steps (publishing, the event loop) are part of the
+    // work, not idle notches in the line.
+    const auto spans = token_rate_spans(
+        history({{1.0, 0.9, 10, 0, 100}, {1.033, 0.93, 20, 0, 200}, {1.066, 0.96, 30, 0, 300}}));
+    QCOMPARE(spans.size(), std::size_t{2});
+    for (const TokenRateSpan& s : spans)
+        QVERIFY(std::abs(s.generation_per_s - 100 / 0.033) < 1e-6);
+}
+
+void TestThroughputPlot::a_short_wait_is_part_of_the_work() {
+    // 20 ms of steps in 100 ms (the engine thread waited for a core): drawn
+    // as 100 ms at the average rate, not as a spike after a notch.
+    const auto spans = token_rate_spans(history({{5.0, 1.0, 100, 0, 1000}, {5.1, 1.02, 110, 0, 1010}}));
+    QCOMPARE(spans.size(), std::size_t{1});
+    QVERIFY(std::abs(spans[0].generation_per_s - 100) < 1e-9);
+}
+
+void TestThroughputPlot::the_panel_plots_the_spans() {
+    ThroughputPanel panel;
+    panel.setWindowSeconds(0);
+    panel.show();
+    for (const Moment& m : kTwoTurns)
+        panel.setSnapshot(snapshot(m));
+    const auto spans = token_rate_spans(panel.history()->entries());
+    const auto gen = panel.series(ThroughputPanel::Series::GenerationTokensPerS);
+    const auto prompt = panel.series(ThroughputPanel::Series::PromptTokensPerS);
+    QCOMPARE(gen.size(), spans.size() + 1);
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+        QCOMPARE(gen[i], spans[i].generation_per_s);
+        QCOMPARE(prompt[i], spans[i].prompt_per_s);
+    }
+    QCOMPARE(gen.back(), spans.back().generation_per_s);
+    QCOMPARE(panel.series(ThroughputPanel::Series::Running).size(), kTwoTurns.size());
+}
+
+void TestThroughputPlot::the_panel_plots_only_its_window() {
+    ThroughputPanel panel;
+    panel.setWindowSeconds(30);
+    panel.show();
+    panel.setSnapshot(snapshot({0.0, 0.0, 0, 0, 0}));
+    panel.setSnapshot(snapshot({10.0, 1.0, 10, 0, 100}));
+    panel.setSnapshot(snapshot({50.0, 1.0, 10, 0, 100}));
+    panel.setSnapshot(snapshot({50.5, 1.5, 20, 0, 150}));
+    // The window starts at 20.5 s: the interval from 10 s reaches into it
+    // (idle, 0), the one before does not.
+    const auto gen = panel.series(ThroughputPanel::Series::GenerationTokensPerS);
+    QCOMPARE(gen, (std::vector<double>{0.0, 100.0, 100.0}));
+}
+
+void TestThroughputPlot::dashboards_fit_the_dock_of_a_1024x700_window() {
+    // The bottom dock takes 2/5 of the window's height; its title and tabs
+    // take ~60 px of that.
+    const QSize dock(1024, 700 * 2 / 5 - 60);
+    ThroughputPanel throughput;
+    FragmentationPanel fragmentation;
+    fragmentation.setCounterfactualVisible(true); // the longest legend
+    for (QWidget* panel : std::initializer_list<QWidget*>{&throughput, &fragmentation}) {
+        const QSize smallest = panel->minimumSizeHint();
+        QVERIFY2(smallest.width() <= dock.width() && smallest.height() <= dock.height(),
+                 qPrintable(QStringLiteral("%1: %2x%3")
+                                .arg(panel->metaObject()->className())
+                                .arg(smallest.width())
+                                .arg(smallest.height())));
+    }
+}
+
+QTEST_MAIN(TestThroughputPlot)
+#include "test_throughput_plot.moc"
