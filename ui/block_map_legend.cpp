@@ -4,6 +4,7 @@
 
 #include <QHelpEvent>
 #include <QPainter>
+#include <QResizeEvent>
 #include <QToolTip>
 
 namespace kvscope::ui {
@@ -65,6 +66,13 @@ std::vector<QRect> BlockMapLegend::layoutAt(int width) const {
 }
 
 int BlockMapLegend::heightForWidth(int width) const { return layoutAt(width).back().bottom() + 1; }
+
+void BlockMapLegend::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    // A layout in a short window gives less than heightForWidth asks; a
+    // minimum height for the width it got keeps every row in view.
+    setMinimumHeight(heightForWidth(width()));
+}
 
 QSize BlockMapLegend::sizeHint() const {
     const QRect last = layoutAt(QWIDGETSIZE_MAX).back();

@@ -30,6 +30,7 @@ public:
 
 protected:
     bool event(QEvent* event) override; // tooltips
+    void resizeEvent(QResizeEvent* event) override;
     void paintEvent(QPaintEvent* event) override;
 
 private:
