@@ -38,7 +38,7 @@ struct SeqSnapshot {
     // Waiting: how many waiting sequences the scheduler admits before it
     // (0: it is next, held back by the KV cache's room or max_num_seqs).
     // nullopt when it is not waiting, or the source does not know.
-    std::optional<std::uint32_t> queue_position;
+    std::optional<std::uint32_t> queue_position = std::nullopt;
 
     // Its length in tokens, prompt and generated. The KV row may count fewer
     // (a prompt still in chunked prefill, the token sampled last step).

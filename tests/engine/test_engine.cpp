@@ -13,6 +13,8 @@
 #include <stdexcept>
 
 #include "engine/chat/conversation.h"
+#include "engine/model/gguf_file.h"
+#include "engine/tokenizer/vocabulary.h"
 #include "engine_test_support.h"
 #include "../runtime/jsonl.h"
 
@@ -101,6 +103,7 @@ private slots:
     void snapshot_counts();
     void a_conversation_reuses_its_blocks_turn_after_turn();
     void waiting_sequences_know_their_queue_position();
+    void turn_encoder_writes_what_follows_a_reply();
 
 private:
     std::shared_ptr<const Model> model_;
@@ -445,6 +448,29 @@ void TestEngine::waiting_sequences_know_their_queue_position() {
     QCOMPARE(s->seqs[0].queue_position, std::nullopt);
     QCOMPARE(s->seqs[1].queue_position, std::optional<std::uint32_t>(0));
     QCOMPARE(s->seqs[2].queue_position, std::optional<std::uint32_t>(1));
+}
+
+// TurnEncoder on a real vocabulary (cl100k's, with ChatML's tokens) and
+// the ChatML template: an end of turn the model sampled is not written
+// again, one it did not sample is.
+void TestEngine::turn_encoder_writes_what_follows_a_reply() {
+    KVSCOPE_REQUIRE_MODEL(path, "tokenizers/llama3-bpe-vocab.gguf");
+    const Tokenizer tokenizer(read_vocabulary(GgufFile(path.toStdString())));
+    const ChatTemplate chat("{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' }}",
+                            "<|endoftext|>", "<|endoftext|>");
+    QCOMPARE(chat.family(), ChatFamily::chatml);
+    const TurnEncoder encoder = TurnEncoder::through(chat, tokenizer);
+    const EncodeOptions special{.add_special = false, .parse_special = true};
+    const TokenId end = tokenizer.encode("<|im_end|>", special).at(0);
+    QVERIFY(tokenizer.is_stop_token(end));
+    const std::vector<TokenId> next =
+        tokenizer.encode("\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", special);
+    QCOMPARE(encoder.after_reply(std::vector<TokenId>{1000, end}, "Hi"), next);
+    std::vector<TokenId> closed{end};
+    closed.insert(closed.end(), next.begin(), next.end());
+    QCOMPARE(encoder.after_reply(std::vector<TokenId>{1000}, "Hi"), closed); // a reply cut at its token limit
+    QCOMPARE(encoder.opening(std::nullopt, "Hi"),
+             tokenizer.encode("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", special));
 }
 
 QTEST_APPLESS_MAIN(TestEngine)

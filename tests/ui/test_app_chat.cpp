@@ -156,7 +156,8 @@ private slots:
                 if (const SequenceInfo* row = s->kv_row(seq.seq))
                     for (BlockId b : row->blocks) {
                         ++blocksSeen;
-                        if (const QString tip = window.pool()->map()->toolTipFor(b); tip.contains(QStringLiteral("Chat")))
+                        const QString tip = window.pool()->map()->toolTipFor(b);
+                        if (tip.contains(QStringLiteral("Chat")))
                             namedAfterChats << tip;
                     }
         });
