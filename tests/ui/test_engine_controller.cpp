@@ -6,6 +6,7 @@
 // runs flat out (the longest gap between timer ticks is printed, never
 // asserted as a timing: only a deadlock-sized bound is checked).
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -194,16 +195,19 @@ private slots:
             return s->running + s->waiting + s->swapped;
         };
         QTRY_VERIFY_WITH_TIMEOUT(!snapshots.isEmpty() && inFlight() > 0, kWaitMs);
-        // The snapshot right after the stop (the first one to arrive after
-        // workloadStopped) holds none of the workload's sequences.
-        std::optional<std::size_t> afterStop;
-        connect(engine->controller(), &EngineController::workloadStopped, this, [&] { afterStop = snapshots.size(); });
+        // The snapshot right after the stop (the first one emitted after
+        // workloadStopped; the spy counts on the engine's thread, so this
+        // does too) holds none of the workload's sequences.
+        std::atomic<qsizetype> afterStop = -1;
+        QObject context; // drops the connection with this test's locals
+        connect(engine->controller(), &EngineController::workloadStopped, &context,
+                [&] { afterStop = snapshots.size(); }, Qt::DirectConnection);
         engine->stopWorkload();
         QVERIFY(arrives(stopped, 1));
         QVERIFY(stopped.last().at(0).toUInt() > 0); // aborted in the engine
         QCOMPARE(stopped.size(), 1);
-        QTRY_VERIFY_WITH_TIMEOUT(afterStop && snapshots.size() > qsizetype(*afterStop), kWaitMs);
-        const auto next = snapshots.at(qsizetype(*afterStop)).at(0).value<std::shared_ptr<const EngineSnapshot>>();
+        QTRY_VERIFY_WITH_TIMEOUT(afterStop >= 0 && snapshots.size() > afterStop, kWaitMs);
+        const auto next = snapshots.at(afterStop).at(0).value<std::shared_ptr<const EngineSnapshot>>();
         QVERIFY(next->seqs.empty());
     }
 
@@ -221,11 +225,12 @@ private slots:
         EngineController* c = engine->controller();
         quint32 ended = 0, total = 0;
         std::optional<quint32> endedAtFirstToken;
-        connect(c, &EngineController::workloadProgress, this, [&](quint32, quint32 finished, quint32 all) {
+        QObject context; // queued calls to these lambdas go with this test's locals
+        connect(c, &EngineController::workloadProgress, &context, [&](quint32, quint32 finished, quint32 all) {
             ended = finished;
             total = all;
         });
-        connect(c, &EngineController::chatText, this, [&] {
+        connect(c, &EngineController::chatText, &context, [&] {
             if (!endedAtFirstToken)
                 endedAtFirstToken = ended;
         });
@@ -265,7 +270,8 @@ private slots:
         QVERIFY(engine);
         EngineController* c = engine->controller();
         QString reply;
-        connect(c, &EngineController::chatText, this, [&](int, const QString& text) { reply += text; });
+        QObject context; // queued calls to this lambda go with this test's locals
+        connect(c, &EngineController::chatText, &context, [&](int, const QString& text) { reply += text; });
         QSignalSpy done(c, &EngineController::chatFinished);
         QSignalSpy snapshots(c, &EngineController::snapshotReady);
         ChatTurn turn = userTurn(1, "Once upon a time", 40);
