@@ -39,6 +39,17 @@ private:
         return engine;
     }
 
+    // 200 requests of 100 + 300 tokens, all at once: more than max_num_seqs
+    // (64) can run, and busy far longer than a snapshot interval.
+    static WorkloadSpec longWorkload() {
+        WorkloadSpec spec;
+        spec.requests = 200;
+        spec.distribution = LengthDistribution::Fixed;
+        spec.prompt_len = 100;
+        spec.output_len = 300;
+        return spec;
+    }
+
 private slots:
     void chatTurnStreamsTextAndFinishes() {
         KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
@@ -181,12 +192,7 @@ private slots:
         QVERIFY(engine);
         QSignalSpy stopped(engine->controller(), &EngineController::workloadStopped);
         QSignalSpy snapshots(engine->controller(), &EngineController::snapshotReady);
-        WorkloadSpec spec;
-        spec.requests = 200;
-        spec.distribution = LengthDistribution::Fixed;
-        spec.prompt_len = 100;
-        spec.output_len = 300;
-        engine->startWorkload(spec);
+        engine->startWorkload(longWorkload());
         // Stop only once the engine holds workload requests, so that the
         // stop has something to abort every time (200 requests of 400
         // tokens keep it busy far longer than a snapshot interval).
@@ -237,12 +243,7 @@ private slots:
         QSignalSpy snapshots(c, &EngineController::snapshotReady);
         QSignalSpy chatDone(c, &EngineController::chatFinished);
         QSignalSpy stopped(c, &EngineController::workloadStopped);
-        WorkloadSpec spec;
-        spec.requests = 200;
-        spec.distribution = LengthDistribution::Fixed;
-        spec.prompt_len = 100;
-        spec.output_len = 300;
-        engine->startWorkload(spec);
+        engine->startWorkload(longWorkload());
         auto queued = [&snapshots] {
             return !snapshots.isEmpty() &&
                    snapshots.last().at(0).value<std::shared_ptr<const EngineSnapshot>>()->waiting > 0;
