@@ -26,7 +26,7 @@ KvCacheConfig kv_config(const EngineConfig& c, const Model& model, Backend backe
 }
 
 SchedulerConfig scheduler_config(const EngineConfig& c) {
-    return {c.max_num_seqs, c.max_num_batched_tokens, c.preemption};
+    return {c.max_num_seqs, c.max_num_batched_tokens, c.preemption, c.scheduling_policy};
 }
 
 std::shared_ptr<const Model> checked(std::shared_ptr<const Model> model) {
@@ -104,7 +104,8 @@ RequestId Engine::add_request(std::vector<TokenId> prompt, const RequestParams& 
         return id;
     }
     const SeqId s = new_seq(id, 0);
-    scheduler_.add({s, std::move(prompt), r.prompt_tokens + params.max_new_tokens, 0, SeqStatus::Waiting, arrivals_++});
+    scheduler_.add({s, std::move(prompt), r.prompt_tokens + params.max_new_tokens, 0, SeqStatus::Waiting, arrivals_++,
+                    params.priority});
     return id;
 }
 
@@ -321,10 +322,15 @@ std::shared_ptr<const EngineSnapshot> Engine::snapshot() const {
     snap->step = step_;
     snap->time_s = t;
     snap->pool = kv_.snapshot();
+    std::map<SeqId, std::uint32_t> queue_position;
+    for (const SeqId id : scheduler_.waiting_queue())
+        queue_position.emplace(id, static_cast<std::uint32_t>(queue_position.size()));
     for (const auto& [id, s] : seqs_) {
         const SchedSeq& q = scheduler_.seq(id);
         const Request& r = requests_.at(s.request);
-        snap->seqs.push_back({id, s.request, s.index, q.status, r.prompt_tokens, s.generated});
+        const auto position = queue_position.find(id);
+        snap->seqs.push_back({id, s.request, s.index, q.status, r.prompt_tokens, s.generated,
+                              position != queue_position.end() ? std::optional(position->second) : std::nullopt});
     }
     for (const auto& [seq, request] : ended_seqs_)
         snap->ended_seqs.push_back({seq, request});

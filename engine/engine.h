@@ -41,6 +41,9 @@ struct RequestParams {
     // next one sampled is taken as EOS (Stop, not part of the reply), as if
     // the model had ended its reply there; 0: off.
     std::uint32_t end_after_tokens = 0;
+    // With SchedulingPolicy::Priority, lower values are scheduled first and
+    // preempted last (vLLM's convention); FCFS ignores it.
+    std::int32_t priority = 0;
 };
 
 enum class FinishReason : std::uint8_t { Stop, Length, Abort, Error };

@@ -64,7 +64,8 @@ nlohmann::ordered_json to_json(const EngineConfig& c) {
                                   {"max_num_seqs", c.max_num_seqs},
                                   {"max_num_batched_tokens", c.max_num_batched_tokens},
                                   {"swap_blocks", c.swap_blocks},
-                                  {"watermark", c.watermark}};
+                                  {"watermark", c.watermark},
+                                  {"scheduling_policy", std::string(to_string(c.scheduling_policy))}};
 }
 
 namespace {
@@ -110,6 +111,8 @@ EngineConfig engine_config_from_json(const nlohmann::ordered_json& j) {
     read(j, "max_num_batched_tokens", c.max_num_batched_tokens);
     read(j, "swap_blocks", c.swap_blocks);
     read(j, "watermark", c.watermark);
+    c.scheduling_policy =
+        parse_scheduling_policy(read_word(j, "scheduling_policy", std::string(to_string(c.scheduling_policy))));
     return c;
 }
 

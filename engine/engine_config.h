@@ -43,6 +43,9 @@ struct EngineConfig {
     // preemption is swap (its pages are backed by RAM only once used).
     std::uint32_t swap_blocks = 0;
     double watermark = 0.01;       // fraction of blocks admission leaves free
+    // fcfs: requests run in arrival order (bench serve, the server); priority:
+    // RequestParams::priority first (the app: chat turns ahead of workloads).
+    SchedulingPolicy scheduling_policy = SchedulingPolicy::Fcfs;
 };
 
 // The KV budget offered when nobody chose one: room for max_num_seqs

@@ -35,6 +35,10 @@ struct SeqSnapshot {
     SeqStatus status = SeqStatus::Waiting;
     std::uint32_t prompt_tokens = 0;
     std::uint32_t generated = 0;    // tokens sampled so far
+    // Waiting: how many waiting sequences the scheduler admits before it
+    // (0: it is next, held back by the KV cache's room or max_num_seqs).
+    // nullopt when it is not waiting, or the source does not know.
+    std::optional<std::uint32_t> queue_position = std::nullopt;
 
     // Its length in tokens, prompt and generated. The KV row may count fewer
     // (a prompt still in chunked prefill, the token sampled last step).

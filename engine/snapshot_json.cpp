@@ -51,7 +51,8 @@ Json to_json(const SeqSnapshot& s) {
             {"index", s.index},
             {"status", std::string(word(s.status))},
             {"prompt_tokens", s.prompt_tokens},
-            {"generated", s.generated}};
+            {"generated", s.generated},
+            {"queue_position", optional_value(s.queue_position)}};
 }
 
 Json to_json(const EndedSeq& e) { return {{"seq", e.seq}, {"request", e.request}}; }
@@ -181,6 +182,7 @@ SeqSnapshot read_seq(const Json& j) {
     s.status = read_word(j, "status", {SeqStatus::Waiting, SeqStatus::Running, SeqStatus::Swapped});
     s.prompt_tokens = read<std::uint32_t>(j, "prompt_tokens");
     s.generated = read<std::uint32_t>(j, "generated");
+    s.queue_position = read_optional<std::uint32_t>(j, "queue_position");
     return s;
 }
 

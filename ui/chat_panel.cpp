@@ -10,6 +10,7 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QShortcut>
 #include <QSpinBox>
 #include <QTextBrowser>
@@ -42,6 +43,19 @@ QString turnStatsLine(const TurnStats& stats) {
     return parts.join(QStringLiteral(" \u00b7 "));
 }
 
+QString waitingText(const SeqSnapshot& seq) {
+    switch (seq.status) {
+    case SeqStatus::Running: return {};
+    case SeqStatus::Swapped: return QObject::tr("Preempted: waiting for KV blocks\u2026");
+    case SeqStatus::Waiting: break;
+    }
+    const std::uint32_t ahead = seq.queue_position.value_or(0);
+    if (ahead == 0)
+        return QObject::tr("Waiting for KV blocks\u2026");
+    return ahead == 1 ? QObject::tr("Queued behind 1 request\u2026")
+                      : QObject::tr("Queued behind %1 requests\u2026").arg(ahead);
+}
+
 ChatPanel::ChatPanel(int chat, QColor color, QWidget* parent)
     : QWidget(parent),
       chat_(chat),
@@ -49,6 +63,7 @@ ChatPanel::ChatPanel(int chat, QColor color, QWidget* parent)
       systemPrompt_(new QLineEdit),
       templateNote_(new QLabel),
       transcript_(new QTextBrowser),
+      waiting_(new QLabel),
       input_(new QPlainTextEdit),
       send_(new QPushButton(tr("Send"))),
       stop_(new QPushButton(tr("Stop"))),
@@ -64,6 +79,8 @@ ChatPanel::ChatPanel(int chat, QColor color, QWidget* parent)
     templateNote_->setVisible(false);
     transcript_->setObjectName(QStringLiteral("transcript"));
     transcript_->setOpenLinks(false);
+    waiting_->setObjectName(QStringLiteral("waiting"));
+    waiting_->setVisible(false);
     input_->setObjectName(QStringLiteral("input"));
     input_->setPlaceholderText(tr("Message (Ctrl+Enter sends)"));
     input_->setMaximumHeight(90);
@@ -85,9 +102,12 @@ ChatPanel::ChatPanel(int chat, QColor color, QWidget* parent)
     layout->addWidget(systemPrompt_);
     layout->addWidget(templateNote_);
     layout->addWidget(transcript_, 1);
+    layout->addWidget(waiting_);
     layout->addWidget(buildSamplingRow());
     layout->addLayout(inputRow);
 
+    // The document lays out new text after it is inserted: follow it there too.
+    connect(transcript_->verticalScrollBar(), &QScrollBar::rangeChanged, this, &ChatPanel::scrollToNewest);
     connect(send_, &QPushButton::clicked, this, &ChatPanel::sendInput);
     connect(stop_, &QPushButton::clicked, this, &ChatPanel::stop);
     auto* sendKey = new QShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return), this);
@@ -138,6 +158,21 @@ QString ChatPanel::transcriptText() const { return transcript_->toPlainText(); }
 
 void ChatPanel::setSystemPrompt(const QString& text) { systemPrompt_->setText(text); }
 
+void ChatPanel::setWaiting(const QString& text) {
+    if (text == waiting_->text())
+        return;
+    waiting_->setText(text);
+    waiting_->setVisible(!text.isEmpty());
+}
+
+QString ChatPanel::waitingLine() const { return waiting_->text(); }
+
+// Whatever the user scrolled to, new text is where they look.
+void ChatPanel::scrollToNewest() {
+    QScrollBar* bar = transcript_->verticalScrollBar();
+    bar->setValue(bar->maximum());
+}
+
 void ChatPanel::setTemplateNote(const QString& note) {
     templateNote_->setText(note);
     templateNote_->setVisible(!note.isEmpty());
@@ -170,6 +205,7 @@ void ChatPanel::submit(const QString& text) {
     cursor.movePosition(QTextCursor::End);
     cursor.insertText(text);
     appendHeading(tr("Model"), color_);
+    scrollToNewest();
     reply_.clear();
 
     ChatTurn turn{chat_, {}, requestParams()};
@@ -203,7 +239,8 @@ void ChatPanel::appendText(const QString& text) {
     QTextCursor cursor(transcript_->document());
     cursor.movePosition(QTextCursor::End);
     cursor.insertText(text, QTextCharFormat());
-    transcript_->ensureCursorVisible();
+    setWaiting({}); // the first token came
+    scrollToNewest();
 }
 
 void ChatPanel::finishTurn(const TurnStats& stats) {
@@ -240,6 +277,8 @@ void ChatPanel::finishTurn(const TurnStats& stats) {
         history_.push_back({"assistant", reply_});
     }
     reply_.clear();
+    setWaiting({});
+    scrollToNewest();
     setBusy(false);
 }
 

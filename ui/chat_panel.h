@@ -6,6 +6,7 @@
 #include <QColor>
 #include <QWidget>
 
+#include "engine/engine_snapshot.h"
 #include "engine/tokenizer/chat_template.h"
 #include "ui/chat_turn.h"
 
@@ -23,8 +24,11 @@ namespace kvscope::ui {
 // prompt, sampling controls, Send and Stop. It keeps the conversation and
 // asks for turns; the engine answers through appendText and finishTurn.
 //
-// Object names for tests: systemPrompt, transcript, input, send, stop,
-// temperature, topP, topK, maxTokens, seed.
+// The transcript follows the newest line as text arrives. While a turn
+// waits in the engine's queue, a line under the transcript says what for.
+//
+// Object names for tests: systemPrompt, transcript, waiting, input, send,
+// stop, temperature, topP, topK, maxTokens, seed.
 class ChatPanel : public QWidget {
     Q_OBJECT
 public:
@@ -37,6 +41,9 @@ public:
     const std::vector<ChatMessage>& history() const { return history_; }
 
     void setSystemPrompt(const QString& text);
+    // What the turn in flight waits for (waitingText); empty hides the line.
+    void setWaiting(const QString& text);
+    QString waitingLine() const;
     // Tells the user that the model has no known chat template.
     void setTemplateNote(const QString& note);
     // Sends `text` as the next user message (what Send does with the input).
@@ -58,6 +65,7 @@ private:
     void sendInput();
     void setBusy(bool busy);
     void appendHeading(const QString& who, const QColor& color);
+    void scrollToNewest();
 
     int chat_;
     QColor color_;
@@ -67,6 +75,7 @@ private:
     QLineEdit* systemPrompt_;
     QLabel* templateNote_;
     QTextBrowser* transcript_;
+    QLabel* waiting_;
     QPlainTextEdit* input_;
     QPushButton* send_;
     QPushButton* stop_;
@@ -79,5 +88,9 @@ private:
 
 // The text under a finished reply: "42 tokens · 310.5 tok/s · first token 12 ms · stop".
 QString turnStatsLine(const TurnStats& stats);
+// What a turn's sequence waits for: "Waiting for KV blocks..." at the head
+// of the queue, "Queued behind 3 requests..." behind others, "Preempted:
+// waiting for KV blocks..." when swapped out; empty while it runs.
+QString waitingText(const SeqSnapshot& seq);
 
 } // namespace kvscope::ui

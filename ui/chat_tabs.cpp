@@ -1,5 +1,7 @@
 #include "ui/chat_tabs.h"
 
+#include <map>
+
 #include <QPixmap>
 #include <QToolButton>
 
@@ -71,6 +73,16 @@ void ChatTabs::setTemplateNote(const QString& note) {
     for (int i = 0; i < count(); ++i)
         if (auto* p = qobject_cast<ChatPanel*>(widget(i)))
             p->setTemplateNote(note);
+}
+
+void ChatTabs::showWaiting(const EngineSnapshot& snapshot, const RequestChats& chats) {
+    std::map<int, QString> waiting; // by chat
+    for (const SeqSnapshot& seq : snapshot.seqs)
+        if (const auto it = chats.find(seq.request); it != chats.end() && seq.index == 0)
+            waiting[it->second] = waitingText(seq);
+    for (int i = 0; i < count(); ++i)
+        if (auto* p = qobject_cast<ChatPanel*>(widget(i)))
+            p->setWaiting(p->busy() ? waiting[p->chat()] : QString());
 }
 
 void ChatTabs::appendText(int chat, const QString& text) {

@@ -1,9 +1,10 @@
 #pragma once
 
-
 #include <QColor>
 #include <QTabWidget>
 
+#include "engine/engine_snapshot.h"
+#include "ui/chat_palette.h"
 #include "ui/chat_turn.h"
 
 namespace kvscope::ui {
@@ -27,6 +28,10 @@ public:
     ChatPanel* panel(int chat) const;
     // Shown in every chat (and new ones): how turns are rendered for this model.
     void setTemplateNote(const QString& note);
+
+    // Each busy chat's waiting line from the snapshot (ChatPanel::setWaiting):
+    // `chats` says which requests are whose.
+    void showWaiting(const EngineSnapshot& snapshot, const RequestChats& chats);
 
 public slots:
     void appendText(int chat, const QString& text);

@@ -11,12 +11,14 @@
 
 namespace kvscope::ui {
 
-// One chat turn sent to the engine: the whole conversation so far (system
-// prompt first, the new user message last), rendered with the model's chat
-// template on the worker thread. Earlier turns come back from the prefix
-// cache, so a conversation costs new blocks only for what is new. When it
-// outgrows the model's context, the oldest exchanges are left out (the
-// system prompt stays) and TurnStats says how many messages went.
+// One chat turn sent to the engine: the whole conversation so far as text
+// (system prompt first, the new user message last). The controller keeps
+// each chat's conversation as token ids (engine/chat), its replies as they
+// were sampled, and appends the new message to them, so the prefix cache
+// serves the earlier turns from the blocks they left; the text is what a
+// newly loaded model starts from. When the conversation outgrows the
+// model's context, the oldest exchanges are left out (the system prompt
+// stays) and TurnStats says how many messages went.
 struct ChatTurn {
     int chat = 0;
     std::vector<ChatMessage> messages;

@@ -57,6 +57,7 @@ EngineConfig EngineController::defaultConfig() {
     EngineConfig config;
     config.num_blocks = 0;
     config.kv_budget_mib = 0; // suggested_kv_budget_mib for whichever model is opened
+    config.scheduling_policy = SchedulingPolicy::Priority; // chat turns ahead of workload requests
     return config;
 }
 
@@ -80,6 +81,7 @@ void EngineController::loadModel(const ModelSource& source) {
         engine_->set_output_callback([this](const RequestOutput& out) { onOutput(out); });
         model_ = std::move(model);
         template_ = std::move(chatTemplate);
+        conversations_.clear(); // another vocabulary: chats go on from their text
         syntheticDir_ = std::move(dir);
         source_ = source;
         config_ = config;
@@ -136,31 +138,63 @@ void EngineController::submitChat(const ChatTurn& turn) {
     rejection_.reset();
     const RequestId id = engine_->add_request(std::move(fitted.prompt), fitted.params);
     if (rejection_ && rejection_->first == id) {
+        conversations_.at(turn.chat).drop_last();
         failed.error = rejection_->second;
         failed.prompt_tokens = promptTokens;
         emit chatFinished(failed);
         return;
     }
-    chats_[id] = ChatRequest{turn.chat, promptTokens, 0, submitted, std::nullopt, {}, fitted.dropped_messages,
-                             fitted.reply_limit};
+    ChatRequest& chat = chats_[id];
+    chat.chat = turn.chat;
+    chat.prompt_tokens = promptTokens;
+    chat.submitted = submitted;
+    chat.dropped_messages = fitted.dropped_messages;
+    chat.reply_limit = fitted.reply_limit;
     emit chatStarted(turn.chat, id);
     scheduleStep();
 }
 
-// The conversation within the model's context (engine/chat): while the
-// prompt and max_new_tokens do not fit, the oldest exchange goes (the
-// system prompt stays); when the newest message alone still leaves less
-// room than max_new_tokens, the reply gets what room there is.
-EngineController::FittedTurn EngineController::fitToContext(const ChatTurn& turn) const {
-    const bool hasSystem = !turn.messages.empty() && turn.messages.front().role == "system";
-    Conversation conversation(hasSystem ? std::optional(turn.messages.front().content) : std::nullopt);
-    for (auto m = turn.messages.begin() + (hasSystem ? 1 : 0); m != turn.messages.end(); ++m)
-        conversation.add(*m);
+TurnEncoder EngineController::encoder() const { return TurnEncoder::through(*template_, engine_->tokenizer()); }
+
+// The chat's conversation up to the turn's new message: the one this
+// controller kept, token-exact, when it holds the turn's user messages (the
+// system prompt may have changed); otherwise (another model was loaded
+// since) one rebuilt from the turn's text.
+Conversation& EngineController::conversationFor(const ChatTurn& turn, const TurnEncoder& encoder) {
+    const auto known = std::span(turn.messages).first(turn.messages.size() - 1);
+    const bool hasSystem = !known.empty() && known.front().role == "system";
+    const auto system = hasSystem ? std::optional(known.front().content) : std::nullopt;
+    // Replies are compared by role only: the conversation holds their ids as sampled.
+    const auto sameExchanges = [&](const Conversation& c) {
+        const std::vector<ChatMessage> held = c.messages();
+        return std::ranges::equal(std::span(held).subspan(c.system() ? 1 : 0), known.subspan(hasSystem ? 1 : 0),
+                                  [](const ChatMessage& a, const ChatMessage& b) {
+                                      return a.role == b.role && (a.role != "user" || a.content == b.content);
+                                  });
+    };
+    const auto it = conversations_.find(turn.chat);
+    if (it == conversations_.end() || !sameExchanges(it->second))
+        return conversations_.insert_or_assign(turn.chat, Conversation::from_messages(known, encoder)).first->second;
+    if (it->second.system() != system)
+        it->second.set_system(system, encoder);
+    return it->second;
+}
+
+// The conversation within the model's context (engine/chat): the new user
+// message is appended to the chat's token ids; while the prompt and
+// max_new_tokens do not fit, the oldest exchange goes (the system prompt
+// stays); when the newest message alone still leaves less room than
+// max_new_tokens, the reply gets what room there is.
+EngineController::FittedTurn EngineController::fitToContext(const ChatTurn& turn) {
+    if (turn.messages.empty() || turn.messages.back().role != "user")
+        throw Error("a chat turn ends with the user's message");
+    const TurnEncoder encode = encoder();
+    Conversation& conversation = conversationFor(turn, encode);
+    conversation.add_user(turn.messages.back().content, encode);
     const std::size_t before = conversation.messages().size();
     const std::size_t context = engine_->model().config().context_length;
-    FittedTurn fitted{conversation.prompt_within(context, turn.params.max_new_tokens,
-                                                 Conversation::through(*template_, engine_->tokenizer())),
-                      turn.params, 0, 0};
+    FittedTurn fitted{conversation.prompt_within(context, turn.params.max_new_tokens, encode), turn.params, 0, 0};
+    fitted.params.priority = kChatPriority;
     fitted.dropped_messages = static_cast<std::uint32_t>(before - conversation.messages().size());
     if (context > 0 && fitted.prompt.size() < context && fitted.prompt.size() + fitted.params.max_new_tokens > context) {
         fitted.params.max_new_tokens = static_cast<std::uint32_t>(context - fitted.prompt.size());
@@ -193,7 +227,7 @@ void EngineController::startWorkload(const WorkloadSpec& spec) {
     if (const std::uint32_t context = model_->config().context_length; context > 0)
         fitted.max_total = std::min(fitted.max_total, context);
     try {
-        workload_.emplace(*engine_, make_workload(fitted), spec.n);
+        workload_.emplace(*engine_, make_workload(fitted), spec.n, kWorkloadPriority);
     } catch (const std::exception& e) {
         emit errorOccurred(tr("The workload was not started: %1").arg(errorText(e)));
         return;
@@ -229,6 +263,8 @@ void EngineController::onOutput(const RequestOutput& out) {
         if (!out.tokens.empty() && !c.first_token)
             c.first_token = Clock::now();
         c.generated += static_cast<std::uint32_t>(out.tokens.size());
+        c.reply.insert(c.reply.end(), out.tokens.begin(), out.tokens.end());
+        c.reply_text += out.text;
         c.pending_text += QString::fromStdString(out.text);
         if (out.finish)
             finishChat(it->first, out);
@@ -244,6 +280,11 @@ void EngineController::onOutput(const RequestOutput& out) {
 void EngineController::finishChat(RequestId request, const RequestOutput& out) {
     ChatRequest c = std::move(chats_.at(request));
     chats_.erase(request);
+    // As the chat panel does: a failed turn never happened; a stopped one keeps what it said.
+    if (Conversation& conversation = conversations_.at(c.chat); out.finish == FinishReason::Error)
+        conversation.drop_last();
+    else
+        conversation.add_reply(std::move(c.reply), std::move(c.reply_text));
     if (!c.pending_text.isEmpty())
         emit chatText(c.chat, c.pending_text);
     const auto end = Clock::now();

@@ -12,6 +12,7 @@
 #include <QString>
 #include <QThread>
 
+#include "engine/chat/conversation.h"
 #include "engine/engine.h"
 #include "engine/engine_config.h"
 #include "engine/engine_snapshot.h"
@@ -42,13 +43,17 @@ class EngineController : public QObject {
     Q_OBJECT
 public:
     static constexpr std::chrono::milliseconds kSnapshotInterval{33};
+    // RequestParams::priority under the app's priority scheduling: a chat
+    // turn is admitted before, and preempted after, any workload request.
+    static constexpr std::int32_t kChatPriority = 0;
+    static constexpr std::int32_t kWorkloadPriority = 1;
 
     explicit EngineController(EngineConfig config = defaultConfig(), QObject* parent = nullptr);
     ~EngineController() override;
 
     // The app's starting configuration: a KV pool sized for the model
     // opened (suggested_kv_budget_mib: every sequence at the full context,
-    // at most 256 MiB, at least one full context).
+    // at most 256 MiB, at least one full context), and priority scheduling.
     static EngineConfig defaultConfig();
 
 public slots:
@@ -93,6 +98,8 @@ private:
         Clock::time_point submitted;
         std::optional<Clock::time_point> first_token;
         QString pending_text; // not yet sent
+        std::vector<TokenId> reply;  // the ids sampled, for the chat's Conversation
+        std::string reply_text;
         std::uint32_t dropped_messages = 0; // TurnStats::dropped_messages
         std::uint32_t reply_limit = 0;      // TurnStats::reply_limit
     };
@@ -103,7 +110,9 @@ private:
         std::uint32_t dropped_messages = 0;
         std::uint32_t reply_limit = 0;
     };
-    FittedTurn fitToContext(const ChatTurn& turn) const;
+    FittedTurn fitToContext(const ChatTurn& turn);
+    Conversation& conversationFor(const ChatTurn& turn, const TurnEncoder& encoder);
+    TurnEncoder encoder() const;
     void abortEverything();
     void onOutput(const RequestOutput& out);
     void finishChat(RequestId request, const RequestOutput& out);
@@ -122,6 +131,9 @@ private:
     std::unique_ptr<Engine> engine_;
     std::unique_ptr<ChatTemplate> template_;
     std::map<RequestId, ChatRequest> chats_;
+    // Each chat's conversation as token ids (engine/chat): valid for the
+    // loaded model's vocabulary, so kept across Apply and forgotten on load.
+    std::map<int, Conversation> conversations_;
     // add_request rejects a request synchronously, before its id is known here.
     std::optional<std::pair<RequestId, std::string>> rejection_;
     std::optional<WorkloadFeeder> workload_;

@@ -278,6 +278,7 @@ EngineConfig EngineSettingsPanel::savedConfig(const QString& key, const EngineCo
     try {
         EngineConfig saved = engine_config_from_json(nlohmann::ordered_json::parse(json.toStdString()));
         saved.model = fallback.model;
+        saved.scheduling_policy = fallback.scheduling_policy; // the app's choice (chats first), not a setting
         return saved;
     } catch (const std::exception&) {
         return fallback; // written by another version: its defaults are the safe choice

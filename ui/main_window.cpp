@@ -442,6 +442,7 @@ void MainWindow::onModelLoaded(const ModelSummary& summary) {
     refreshRecentFiles();
     hasModel_ = true;
     summary_ = summary;
+    requestChat_.clear(); // a new engine (a model opened, or Apply): its request ids start again
     modelInfo_->setSummary(summary);
     kvQuant_->setModel(summary.model, summary.source.label());
     compare_->setModelSource(summary.source);
@@ -495,6 +496,7 @@ void MainWindow::showSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
     if (!snapshot || !snapshot->pool)
         return;
     const SequencePalette palette = chatPalette(*snapshot, requestChat_);
+    chats_->showWaiting(*snapshot, requestChat_);
     pool_->setSnapshot(snapshot, palette);
     fragmentation_->setSnapshot(snapshot);
     throughput_->setSnapshot(snapshot);

@@ -1,9 +1,9 @@
 // kvscope-cli chat: a terminal conversation with a model through its chat
 // template. Each line read from standard input is a user message; the reply
-// streams to standard output. The whole conversation is kept and rendered
-// again for every turn (engine/chat: oldest turns are dropped when it no
-// longer fits the context), on one Engine whose prefix cache keeps the
-// earlier turns' blocks. End of input ends the chat.
+// streams to standard output. The conversation is kept as token ids, each
+// reply as it was sampled (engine/chat: oldest turns are dropped when it no
+// longer fits the context), on one Engine whose prefix cache serves the
+// earlier turns from their blocks. End of input ends the chat.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -74,7 +74,7 @@ int run_chat(Args& args) {
                              "Ctrl-D ends]\n");
 
     Conversation conversation(system);
-    const Conversation::Encode encode = Conversation::through(chat, tokenizer);
+    const TurnEncoder encoder = TurnEncoder::through(chat, tokenizer);
     std::string line;
     while (true) {
         if (interactive) {
@@ -92,9 +92,9 @@ int run_chat(Args& args) {
             std::fprintf(stderr, "[conversation forgotten]\n");
             continue;
         }
-        conversation.add({"user", line});
+        conversation.add_user(line, encoder);
         const std::uint32_t max_new = g.request.max_new_tokens;
-        const std::vector<TokenId> prompt = conversation.prompt_within(context, max_new, encode);
+        const std::vector<TokenId> prompt = conversation.prompt_within(context, max_new, encoder);
         if (context > 0 && prompt.size() + max_new > context) {
             std::fprintf(stderr,
                          "kvscope-cli chat: the message takes %zu tokens; with -n %u that exceeds the "
@@ -114,7 +114,7 @@ int run_chat(Args& args) {
                                       : 0.0;
         std::fprintf(stderr, "[%zu prompt tokens, %zu generated at %.1f tok/s%s]\n", prompt.size(), r.tokens.size(),
                      decode_tps, r.finish == FinishReason::Stop ? "" : ", length limit");
-        conversation.add({"assistant", chat.supported() ? strip_whitespace(r.text) : r.text});
+        conversation.add_reply(r.tokens, r.text);
     }
     if (interactive)
         std::fputs("\n", stdout);

@@ -1,40 +1,86 @@
 #include "engine/chat/conversation.h"
 
-#include "engine/tokenizer/tokenizer.h"
+#include "engine/core/error.h"
 
 namespace kvscope {
 
-Conversation::Encode Conversation::through(const ChatTemplate& chat, const Tokenizer& tokenizer) {
-    return [&chat, &tokenizer](std::span<const ChatMessage> messages) {
-        return chat.encode(tokenizer, chat.render(messages));
-    };
+Conversation::Conversation(std::optional<std::string> system) : system_(std::move(system)) {}
+
+Conversation Conversation::from_messages(std::span<const ChatMessage> messages, const TurnEncoder& encoder) {
+    const bool has_system = !messages.empty() && messages.front().role == "system";
+    Conversation c(has_system ? std::optional(messages.front().content) : std::nullopt);
+    for (const ChatMessage& m : messages.subspan(has_system ? 1 : 0)) {
+        if (m.role == "assistant")
+            c.add_reply(encoder.reply(m.content), m.content);
+        else
+            c.add_user(m.content, encoder);
+    }
+    return c;
 }
 
-Conversation::Conversation(std::optional<std::string> system) {
-    if (system)
-        messages_.push_back({"system", std::move(*system)});
-    kept_ = messages_.size();
+void Conversation::add_user(std::string text, const TurnEncoder& encoder) {
+    Exchange next{std::move(text), {}, std::nullopt, {}};
+    if (exchanges_.empty()) {
+        next.lead = encoder.opening(system_, next.user);
+    } else if (exchanges_.back().reply) {
+        next.lead = encoder.after_reply(*exchanges_.back().reply, next.user);
+    } else {
+        throw Error("a conversation takes a user message after the reply to the previous one");
+    }
+    exchanges_.push_back(std::move(next));
 }
 
-void Conversation::add(ChatMessage message) { messages_.push_back(std::move(message)); }
+void Conversation::add_reply(std::vector<TokenId> ids, std::string text) {
+    if (exchanges_.empty() || exchanges_.back().reply)
+        throw Error("a conversation takes a reply after a user message");
+    exchanges_.back().reply = std::move(ids);
+    exchanges_.back().reply_text = std::move(text);
+}
 
 void Conversation::drop_last() {
-    if (messages_.size() > kept_)
-        messages_.pop_back();
+    if (!exchanges_.empty() && !exchanges_.back().reply)
+        exchanges_.pop_back();
 }
 
-void Conversation::reset() { messages_.resize(kept_); }
+void Conversation::reset() { exchanges_.clear(); }
+
+void Conversation::set_system(std::optional<std::string> system, const TurnEncoder& encoder) {
+    system_ = std::move(system);
+    if (!exchanges_.empty())
+        exchanges_.front().lead = encoder.opening(system_, exchanges_.front().user);
+}
+
+std::vector<ChatMessage> Conversation::messages() const {
+    std::vector<ChatMessage> out;
+    if (system_)
+        out.push_back({"system", *system_});
+    for (const Exchange& e : exchanges_) {
+        out.push_back({"user", e.user});
+        if (e.reply)
+            out.push_back({"assistant", e.reply_text});
+    }
+    return out;
+}
+
+std::vector<TokenId> Conversation::tokens() const {
+    std::vector<TokenId> ids;
+    for (const Exchange& e : exchanges_) {
+        ids.insert(ids.end(), e.lead.begin(), e.lead.end());
+        if (e.reply)
+            ids.insert(ids.end(), e.reply->begin(), e.reply->end());
+    }
+    return ids;
+}
 
 std::vector<TokenId> Conversation::prompt_within(std::size_t context, std::uint32_t reply_tokens,
-                                                 const Encode& encode) {
+                                                 const TurnEncoder& encoder) {
     for (;;) {
-        std::vector<TokenId> prompt = encode(messages_);
-        // An exchange can go while one remains in front of the newest message.
-        const bool can_drop = messages_.size() >= kept_ + 3;
-        if (context == 0 || prompt.size() + reply_tokens <= context || !can_drop)
+        std::vector<TokenId> prompt = tokens();
+        // An exchange can go while one remains after it.
+        if (context == 0 || prompt.size() + reply_tokens <= context || exchanges_.size() < 2)
             return prompt;
-        const auto oldest = messages_.begin() + static_cast<std::ptrdiff_t>(kept_);
-        messages_.erase(oldest, oldest + 2);
+        exchanges_.erase(exchanges_.begin());
+        exchanges_.front().lead = encoder.opening(system_, exchanges_.front().user);
     }
 }
 

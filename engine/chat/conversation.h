@@ -1,45 +1,69 @@
-// engine/chat: a conversation kept within the model's context (README.md).
+// engine/chat: a conversation kept as token ids within the model's context
+// (README.md).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "engine/kv/kv_ids.h"
+#include "engine/chat/turn_encoder.h"
 #include "engine/tokenizer/chat_template.h"
 
 namespace kvscope {
 
+// A conversation as the model reads it: each exchange is the template's ids
+// leading to the reply, then the reply's ids as they were sampled. The
+// prompt of turn N+1 is therefore exactly turn N's prompt, its reply and the
+// new turn's ids, and the prefix cache serves everything before the new
+// turn from the blocks turn N left. Each call that encodes takes the
+// encoder, which may be rebuilt between calls (a new engine, same model).
 class Conversation {
 public:
-    // Messages rendered and tokenized as the model will read them.
-    using Encode = std::function<std::vector<TokenId>(std::span<const ChatMessage>)>;
-    // Encode through a chat template (both must outlive the function).
-    static Encode through(const ChatTemplate& chat, const Tokenizer& tokenizer);
-
     // `system`: a system message, first in every prompt and never dropped.
     explicit Conversation(std::optional<std::string> system = std::nullopt);
+    // A conversation known only as text (from another model or engine):
+    // [system,] user, assistant, ..., with an optional unanswered user
+    // message last; its replies are encoded from their text, once.
+    static Conversation from_messages(std::span<const ChatMessage> messages, const TurnEncoder& encoder);
 
-    void add(ChatMessage message);
-    // Forgets the last message (a user message that could not be answered).
+    // The next user message, after the reply to the previous one. Throws
+    // kvscope::Error when that reply has not come.
+    void add_user(std::string text, const TurnEncoder& encoder);
+    // The reply to the last user message: its ids as sampled (with the
+    // end-of-turn token that ended it, if one did) and its text.
+    void add_reply(std::vector<TokenId> ids, std::string text);
+    // Forgets the last user message (one that could not be answered).
     void drop_last();
     // Back to the system message alone.
     void reset();
-    const std::vector<ChatMessage>& messages() const { return messages_; }
+    // A new system message: only the first exchange's ids change.
+    void set_system(std::optional<std::string> system, const TurnEncoder& encoder);
+
+    const std::optional<std::string>& system() const { return system_; }
+    // The messages it holds, as text: system first, user and assistant in turn.
+    std::vector<ChatMessage> messages() const;
 
     // The prompt for the next reply: while it and `reply_tokens` exceed
     // `context` (0: no limit), the oldest exchange after the system message
-    // is forgotten first, for good. The newest message is never dropped, so
-    // the prompt returned may still not fit: the caller checks.
-    std::vector<TokenId> prompt_within(std::size_t context, std::uint32_t reply_tokens, const Encode& encode);
+    // is forgotten first, for good, and the next one opens the conversation.
+    // The newest user message is never dropped, so the prompt returned may
+    // still not fit: the caller checks.
+    std::vector<TokenId> prompt_within(std::size_t context, std::uint32_t reply_tokens, const TurnEncoder& encoder);
 
 private:
-    std::vector<ChatMessage> messages_;
-    std::size_t kept_ = 0; // leading messages never dropped: the system message
+    struct Exchange {
+        std::string user;
+        std::vector<TokenId> lead; // the ids before the reply: the opening, or what follows the previous reply
+        std::optional<std::vector<TokenId>> reply;
+        std::string reply_text;
+    };
+    std::vector<TokenId> tokens() const;
+
+    std::optional<std::string> system_;
+    std::vector<Exchange> exchanges_;
 };
 
 } // namespace kvscope

@@ -17,6 +17,18 @@ PreemptionMode parse_preemption_mode(std::string_view word) {
     throw Error("unknown preemption mode '" + std::string(word) + "' (expected recompute or swap)");
 }
 
+std::string_view to_string(SchedulingPolicy policy) {
+    return policy == SchedulingPolicy::Priority ? "priority" : "fcfs";
+}
+
+SchedulingPolicy parse_scheduling_policy(std::string_view word) {
+    if (word == "fcfs")
+        return SchedulingPolicy::Fcfs;
+    if (word == "priority")
+        return SchedulingPolicy::Priority;
+    throw Error("unknown scheduling policy '" + std::string(word) + "' (expected fcfs or priority)");
+}
+
 std::string_view to_string(SeqStatus status) {
     switch (status) {
     case SeqStatus::Waiting: return "waiting";
@@ -50,18 +62,59 @@ void Scheduler::add(SchedSeq s) {
     enqueue_waiting(id);
 }
 
-// Waiting stays in arrival order, so a preempted sequence goes back ahead of
-// younger ones (FCFS).
+bool Scheduler::ahead(const SchedSeq& a, const SchedSeq& b) const {
+    if (config_.policy == SchedulingPolicy::Priority && a.priority != b.priority)
+        return a.priority < b.priority;
+    return a.arrival < b.arrival;
+}
+
+bool Scheduler::waiting_head_first() const {
+    return config_.policy == SchedulingPolicy::Priority && !waiting_.empty() && !swapped_.empty() &&
+           ahead(seqs_.at(waiting_.front()), seqs_.at(swapped_.front()));
+}
+
+// Waiting stays in ahead() order, so a preempted sequence goes back ahead of
+// younger ones.
 void Scheduler::enqueue_waiting(SeqId id) {
-    const std::uint64_t arrival = seqs_.at(id).arrival;
-    const auto pos = std::find_if(waiting_.begin(), waiting_.end(),
-                                  [&](SeqId w) { return seqs_.at(w).arrival > arrival; });
+    const SchedSeq& s = seqs_.at(id);
+    const auto pos = std::find_if(waiting_.begin(), waiting_.end(), [&](SeqId w) { return ahead(s, seqs_.at(w)); });
     waiting_.insert(pos, id);
+}
+
+// Priority keeps running_ in ahead() order, so that its back, the victim of
+// preemption, is the lowest-priority, latest-arrived sequence.
+void Scheduler::enter_running(SeqId id) {
+    if (config_.policy == SchedulingPolicy::Fcfs) {
+        running_.push_back(id);
+        return;
+    }
+    const SchedSeq& s = seqs_.at(id);
+    const auto pos = std::find_if(running_.begin(), running_.end(), [&](SeqId r) { return ahead(s, seqs_.at(r)); });
+    running_.insert(pos, id);
+}
+
+// Priority: before anyone decodes, the waiting head takes the place of
+// running sequences of lower priority when it could not be admitted
+// otherwise. Runs first, so that no victim has a chunk in `out` yet.
+void Scheduler::preempt_for_waiting(Schedule& out) {
+    if (config_.policy != SchedulingPolicy::Priority)
+        return;
+    while (!waiting_.empty() && !running_.empty()) {
+        const SchedSeq& head = seqs_.at(waiting_.front());
+        SchedSeq& last = seqs_.at(running_.back());
+        if (last.priority <= head.priority)
+            return;
+        const AllocStatus status = kv_.can_allocate(head.tokens, new_tokens(head));
+        if (status == AllocStatus::Never || (status == AllocStatus::Ok && running_.size() < config_.max_num_seqs))
+            return;
+        preempt(last, out);
+    }
 }
 
 Schedule Scheduler::schedule() {
     Schedule out;
     std::uint32_t budget = config_.max_num_batched_tokens;
+    preempt_for_waiting(out);
     // Decodes first: one token each, the cheapest way to keep everyone moving.
     for (std::size_t i = 0; i < running_.size(); ++i) {
         SchedSeq& s = seqs_.at(running_[i]);
@@ -80,8 +133,7 @@ Schedule Scheduler::schedule() {
     }
     if (out.preempted.empty())
         resume_swapped(budget, out);
-    if (swapped_.empty())
-        admit_waiting(budget, out);
+    admit_waiting(budget, out);
     return out;
 }
 
@@ -119,7 +171,7 @@ void Scheduler::preempt(SchedSeq& victim, Schedule& out) {
         victim.status = SeqStatus::Swapped;
         swapped_.push_back(victim.id);
         std::sort(swapped_.begin(), swapped_.end(),
-                  [&](SeqId a, SeqId b) { return seqs_.at(a).arrival < seqs_.at(b).arrival; });
+                  [&](SeqId a, SeqId b) { return ahead(seqs_.at(a), seqs_.at(b)); });
         return;
     }
     // Recompute: its tokens stay; their K/V will be computed again.
@@ -130,14 +182,14 @@ void Scheduler::preempt(SchedSeq& victim, Schedule& out) {
 }
 
 void Scheduler::resume_swapped(std::uint32_t& budget, Schedule& out) {
-    while (!swapped_.empty() && running_.size() < config_.max_num_seqs && budget > 0) {
+    while (!swapped_.empty() && running_.size() < config_.max_num_seqs && budget > 0 && !waiting_head_first()) {
         SchedSeq& s = seqs_.at(swapped_.front());
         if (kv_.can_swap_in(s.id) != AllocStatus::Ok)
             return;
         kv_.swap_in(s.id);
         swapped_.pop_front();
         s.status = SeqStatus::Running;
-        running_.push_back(s.id);
+        enter_running(s.id);
         if (kv_.num_tokens(s.id) < s.tokens.size()) {
             if (kv_.can_append(s.id))
                 schedule_decode(s, budget, out);
@@ -147,12 +199,18 @@ void Scheduler::resume_swapped(std::uint32_t& budget, Schedule& out) {
     }
 }
 
+std::uint32_t Scheduler::new_tokens(const SchedSeq& s) {
+    const auto length = static_cast<std::uint32_t>(s.tokens.size());
+    return s.max_tokens > length ? s.max_tokens - length : 0;
+}
+
+// Swapped sequences come back before anyone waiting (FCFS) or before those
+// behind them in ahead() order (Priority).
 void Scheduler::admit_waiting(std::uint32_t& budget, Schedule& out) {
-    while (!waiting_.empty() && running_.size() < config_.max_num_seqs && budget > 0) {
+    while (!waiting_.empty() && running_.size() < config_.max_num_seqs && budget > 0 &&
+           (swapped_.empty() || waiting_head_first())) {
         SchedSeq& s = seqs_.at(waiting_.front());
-        const std::uint32_t max_new = s.max_tokens > s.tokens.size()
-                                          ? s.max_tokens - static_cast<std::uint32_t>(s.tokens.size())
-                                          : 0;
+        const std::uint32_t max_new = new_tokens(s);
         const AllocStatus status = kv_.can_allocate(s.tokens, max_new);
         if (status == AllocStatus::Later)
             return; // FCFS: nobody overtakes the oldest waiting sequence
@@ -170,7 +228,7 @@ void Scheduler::admit_waiting(std::uint32_t& budget, Schedule& out) {
         }
         s.computed = kv_.allocate(s.id, s.tokens, max_new);
         s.status = SeqStatus::Running;
-        running_.push_back(s.id);
+        enter_running(s.id);
         schedule_prefill(s, budget, out);
     }
 }
@@ -186,7 +244,7 @@ SeqStatus Scheduler::fork(SeqId parent, SeqId child) {
         kv_.fork(parent, child);
         c.status = SeqStatus::Running;
         seqs_.emplace(child, std::move(c));
-        running_.push_back(child);
+        enter_running(child);
         return SeqStatus::Running;
     } catch (const KvError&) {
         // No room for a contiguous copy: prefill it again when there is.

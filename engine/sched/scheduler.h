@@ -21,10 +21,19 @@ enum class PreemptionMode : std::uint8_t {
 std::string_view to_string(PreemptionMode mode); // "recompute", "swap"
 PreemptionMode parse_preemption_mode(std::string_view word);
 
+// Who goes first (vLLM's --scheduling-policy).
+enum class SchedulingPolicy : std::uint8_t {
+    Fcfs,     // arrival order; the most recently admitted is preempted first
+    Priority, // (priority, arrival) order, a lower priority value first; see Scheduler
+};
+std::string_view to_string(SchedulingPolicy policy); // "fcfs", "priority"
+SchedulingPolicy parse_scheduling_policy(std::string_view word);
+
 struct SchedulerConfig {
     std::uint32_t max_num_seqs = 64;            // running at once
     std::uint32_t max_num_batched_tokens = 512; // tokens per step: decodes + prefill chunks
     PreemptionMode preemption = PreemptionMode::Swap; // as EngineConfig's
+    SchedulingPolicy policy = SchedulingPolicy::Fcfs;
 };
 
 enum class SeqStatus : std::uint8_t { Waiting, Running, Swapped };
@@ -40,6 +49,7 @@ struct SchedSeq {
     std::uint32_t computed = 0;
     SeqStatus status = SeqStatus::Waiting;
     std::uint64_t arrival = 0; // FCFS order; forks inherit their parent's
+    std::int32_t priority = 0; // Priority policy: lower values go first (vLLM's convention); forks inherit it
 };
 
 // One sequence's work in a step: compute tokens[start, start + count).
@@ -58,13 +68,21 @@ struct Schedule {
     std::vector<std::pair<SeqId, std::string>> rejected;
 };
 
-// FCFS continuous batching (vLLM's scheduler, with chunked prefill):
+// Continuous batching (vLLM's scheduler, with chunked prefill). FCFS:
 //   1. running decodes get a slot each; when none is free, the most recently
 //      admitted sequence is preempted (recompute or swap) until one is
 //   2. running prefills continue with the token budget left
 //   3. swapped sequences come back, oldest first, when nothing was preempted
 //   4. waiting sequences are admitted, oldest first, while the KV cache can
 //      hold them (watermark), max_num_seqs allows and budget is left
+// Priority orders every queue by (priority, arrival) instead, "first" and
+// "oldest" above meaning "first in that order", and the victim of 1. is
+// the running sequence last in it: the lowest priority, latest arrived.
+// Before 1., when the head of the waiting queue cannot be admitted (no
+// room in the KV cache or max_num_seqs reached), running sequences of
+// lower priority than it are preempted, last first, until it can (vLLM
+// v0's priority preemption); and a waiting sequence ahead of the swapped
+// ones in that order is admitted before they come back.
 class Scheduler {
 public:
     Scheduler(const SchedulerConfig& config, KvCacheManager& kv);
@@ -87,10 +105,16 @@ public:
     std::size_t num_running() const { return running_.size(); }
     std::size_t num_waiting() const { return waiting_.size(); }
     std::size_t num_swapped() const { return swapped_.size(); }
+    const std::deque<SeqId>& waiting_queue() const { return waiting_; } // the next to be admitted first
     std::uint64_t preemptions() const { return preemptions_; }
     const SchedulerConfig& config() const { return config_; }
 
 private:
+    bool ahead(const SchedSeq& a, const SchedSeq& b) const; // a goes before b in this policy's order
+    bool waiting_head_first() const; // Priority: the waiting head is ahead of the swapped head
+    void preempt_for_waiting(Schedule& out);
+    void enter_running(SeqId id);
+    static std::uint32_t new_tokens(const SchedSeq& s); // what it may still generate
     bool schedule_decode(SchedSeq& s, std::uint32_t& budget, Schedule& out);
     void schedule_prefill(SchedSeq& s, std::uint32_t& budget, Schedule& out);
     void preempt(SchedSeq& victim, Schedule& out);
@@ -103,9 +127,9 @@ private:
     SchedulerConfig config_;
     KvCacheManager& kv_;
     std::map<SeqId, SchedSeq> seqs_;
-    std::vector<SeqId> running_; // admission order: the back is preempted first
-    std::deque<SeqId> waiting_;  // arrival order
-    std::deque<SeqId> swapped_;  // arrival order
+    std::vector<SeqId> running_; // FCFS: admission order; Priority: ahead() order. The back is preempted first
+    std::deque<SeqId> waiting_;  // ahead() order
+    std::deque<SeqId> swapped_;  // ahead() order
     std::uint64_t preemptions_ = 0;
 };
 

@@ -125,7 +125,7 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, EncodeOptions
 
     // llama.cpp counts the start of the text as following a special token:
     // both get the dummy-prefix space.
-    bool after_special = true;
+    bool after_special = !options.continues_text;
     std::size_t plain_start = 0;
     for (std::size_t pos = 0; pos < text.size();) {
         const std::int32_t special = match_special(text.substr(pos), options.parse_special);

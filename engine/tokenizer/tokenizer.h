@@ -21,6 +21,9 @@ struct EncodeOptions {
     // ids. Off: they are plain text. User-defined tokens always match, as
     // in sentencepiece and llama.cpp.
     bool parse_special = false;
+    // The text follows other text (a turn in the middle of a conversation):
+    // its start gets no SentencePiece dummy-prefix space.
+    bool continues_text = false;
 };
 
 struct DecodeOptions {

@@ -14,8 +14,9 @@ RequestParams request_params(const WorkloadRequest& w, std::uint32_t n) {
     return p;
 }
 
-WorkloadFeeder::WorkloadFeeder(Engine& engine, std::vector<WorkloadRequest> requests, std::uint32_t n)
-    : engine_(engine), requests_(std::move(requests)), n_(std::max<std::uint32_t>(n, 1)) {}
+WorkloadFeeder::WorkloadFeeder(Engine& engine, std::vector<WorkloadRequest> requests, std::uint32_t n,
+                               std::int32_t priority)
+    : engine_(engine), requests_(std::move(requests)), n_(std::max<std::uint32_t>(n, 1)), priority_(priority) {}
 
 double WorkloadFeeder::elapsed_s() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
@@ -25,7 +26,9 @@ std::vector<WorkloadRejection> WorkloadFeeder::admit_arrivals() {
         const WorkloadRequest& r = requests_[next_];
         refusal_.reset();
         adding_ = true;
-        const RequestId id = engine_.add_request(r.prompt, request_params(r, n_));
+        RequestParams params = request_params(r, n_);
+        params.priority = priority_;
+        const RequestId id = engine_.add_request(r.prompt, params);
         adding_ = false;
         if (refusal_) {
             ++failed_;

@@ -37,7 +37,10 @@ class WorkloadFeeder {
 public:
     using Clock = std::chrono::steady_clock;
 
-    WorkloadFeeder(Engine& engine, std::vector<WorkloadRequest> requests, std::uint32_t n = 1);
+    // `priority`: each request's RequestParams::priority (the app sends its
+    // workloads behind chat turns; FCFS engines ignore it).
+    WorkloadFeeder(Engine& engine, std::vector<WorkloadRequest> requests, std::uint32_t n = 1,
+                   std::int32_t priority = 0);
 
     // Adds every request whose arrival time has come and returns the ones
     // the engine refused (they count as ended and failed). Adds nothing
@@ -70,6 +73,7 @@ private:
     Engine& engine_;
     std::vector<WorkloadRequest> requests_;
     std::uint32_t n_;
+    std::int32_t priority_;
     Clock::time_point start_ = Clock::now();
     std::size_t next_ = 0;
     std::set<RequestId> open_; // added, not ended

@@ -2,7 +2,8 @@
 // whether a request runs alone, in a busy batch, after preemption (recompute
 // or swap) or with its prefix from the cache; parallel samples share blocks;
 // impossible requests fail alone, and so does a request a kernel refuses;
-// each engine keeps its own thread count.
+// each engine keeps its own thread count; a conversation's next turn reuses
+// the blocks of the last.
 #include <QtTest>
 
 #include <algorithm>
@@ -11,6 +12,9 @@
 #include <set>
 #include <stdexcept>
 
+#include "engine/chat/conversation.h"
+#include "engine/model/gguf_file.h"
+#include "engine/tokenizer/vocabulary.h"
 #include "engine_test_support.h"
 #include "../runtime/jsonl.h"
 
@@ -97,6 +101,9 @@ private slots:
     void stop_strings_cut_the_text();
     void a_drawn_reply_length_ends_the_request();
     void snapshot_counts();
+    void a_conversation_reuses_its_blocks_turn_after_turn();
+    void waiting_sequences_know_their_queue_position();
+    void turn_encoder_writes_what_follows_a_reply();
 
 private:
     std::shared_ptr<const Model> model_;
@@ -383,6 +390,87 @@ void TestEngine::snapshot_counts() {
     QVERIFY(s2->ttft.p50_ms > 0 && s2->ttft.p95_ms >= s2->ttft.p50_ms);
     QVERIFY(s2->itl.p50_ms > 0);
     QCOMPARE(s2->pool->fragmentation.used_blocks, std::size_t{0});
+}
+
+// engine/chat on the real template and tokenizer: turn 2's prompt is turn
+// 1's prompt and reply ids as sampled, then the new turn; the prefix cache
+// serves every full block turn 1 computed (all but its last sampled token,
+// which never went through the model).
+void TestEngine::a_conversation_reuses_its_blocks_turn_after_turn() {
+    constexpr std::uint32_t kBlock = 4;
+    Engine engine(small_config(256, kBlock), model_);
+    std::vector<TokenId> reply;
+    std::string text;
+    engine.set_output_callback([&](const RequestOutput& o) {
+        reply.insert(reply.end(), o.tokens.begin(), o.tokens.end());
+        text += o.text;
+    });
+    const ChatTemplate chat = ChatTemplate::for_model(model_->file(), engine.tokenizer());
+    const TurnEncoder encoder = TurnEncoder::through(chat, engine.tokenizer());
+    const std::size_t context = model_->config().context_length;
+    RequestParams params;
+    params.max_new_tokens = 40;
+    Conversation conversation;
+    conversation.add_user("Once upon a time", encoder);
+    const std::vector<TokenId> first = conversation.prompt_within(context, params.max_new_tokens, encoder);
+    engine.add_request(first, params);
+    drain(engine);
+    QVERIFY(!reply.empty());
+    conversation.add_reply(reply, text);
+    conversation.add_user("The dog ran home.", encoder);
+    const std::vector<TokenId> second = conversation.prompt_within(context, params.max_new_tokens, encoder);
+
+    std::vector<TokenId> expected = first;
+    expected.insert(expected.end(), reply.begin(), reply.end());
+    QVERIFY(second.size() > expected.size());
+    QVERIFY(std::equal(expected.begin(), expected.end(), second.begin()));
+    const std::uint64_t hits_before = engine.snapshot()->prefix_hit_tokens;
+    engine.add_request(second, params);
+    engine.step(); // admitted: its prefix looked up
+    const std::uint64_t computed_by_turn_1 = expected.size() - 1;
+    QVERIFY2(engine.snapshot()->prefix_hit_tokens - hits_before >= computed_by_turn_1 / kBlock * kBlock,
+             qPrintable(QStringLiteral("%1 hits for %2 tokens")
+                            .arg(engine.snapshot()->prefix_hit_tokens - hits_before)
+                            .arg(computed_by_turn_1)));
+}
+
+void TestEngine::waiting_sequences_know_their_queue_position() {
+    EngineConfig c = small_config(64, 8);
+    c.max_num_seqs = 1;
+    Engine engine(c, model_);
+    const auto refs = references();
+    for (int i = 0; i < 3; ++i)
+        engine.add_request(refs[static_cast<std::size_t>(i)].prompt, greedy(10));
+    engine.step();
+    const auto s = engine.snapshot();
+    QCOMPARE(s->seqs.size(), std::size_t{3});
+    QCOMPARE(s->seqs[0].status, SeqStatus::Running);
+    QCOMPARE(s->seqs[0].queue_position, std::nullopt);
+    QCOMPARE(s->seqs[1].queue_position, std::optional<std::uint32_t>(0));
+    QCOMPARE(s->seqs[2].queue_position, std::optional<std::uint32_t>(1));
+}
+
+// TurnEncoder on a real vocabulary (cl100k's, with ChatML's tokens) and
+// the ChatML template: an end of turn the model sampled is not written
+// again, one it did not sample is.
+void TestEngine::turn_encoder_writes_what_follows_a_reply() {
+    KVSCOPE_REQUIRE_MODEL(path, "tokenizers/llama3-bpe-vocab.gguf");
+    const Tokenizer tokenizer(read_vocabulary(GgufFile(path.toStdString())));
+    const ChatTemplate chat("{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' }}",
+                            "<|endoftext|>", "<|endoftext|>");
+    QCOMPARE(chat.family(), ChatFamily::chatml);
+    const TurnEncoder encoder = TurnEncoder::through(chat, tokenizer);
+    const EncodeOptions special{.add_special = false, .parse_special = true};
+    const TokenId end = tokenizer.encode("<|im_end|>", special).at(0);
+    QVERIFY(tokenizer.is_stop_token(end));
+    const std::vector<TokenId> next =
+        tokenizer.encode("\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", special);
+    QCOMPARE(encoder.after_reply(std::vector<TokenId>{1000, end}, "Hi"), next);
+    std::vector<TokenId> closed{end};
+    closed.insert(closed.end(), next.begin(), next.end());
+    QCOMPARE(encoder.after_reply(std::vector<TokenId>{1000}, "Hi"), closed); // a reply cut at its token limit
+    QCOMPARE(encoder.opening(std::nullopt, "Hi"),
+             tokenizer.encode("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", special));
 }
 
 QTEST_APPLESS_MAIN(TestEngine)

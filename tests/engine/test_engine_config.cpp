@@ -35,6 +35,7 @@ void TestEngineConfig::round_trips_through_a_file() {
     c.max_num_batched_tokens = 99;
     c.swap_blocks = 11;
     c.watermark = 0.02;
+    c.scheduling_policy = SchedulingPolicy::Priority;
     QTemporaryDir dir;
     const std::string path = dir.filePath("engine.json").toStdString();
     save_engine_config(c, path);
@@ -42,6 +43,7 @@ void TestEngineConfig::round_trips_through_a_file() {
     QCOMPARE(to_json(d).dump(), to_json(c).dump());
     QCOMPARE(d.allocation, AllocationMode::Contiguous);
     QCOMPARE(d.kv_budget_mib, 64.5);
+    QCOMPARE(d.scheduling_policy, SchedulingPolicy::Priority);
 }
 
 void TestEngineConfig::missing_keys_keep_defaults() {

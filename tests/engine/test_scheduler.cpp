@@ -2,6 +2,7 @@
 // appends a token wherever one would be sampled.
 #include <QtTest>
 
+#include "engine/core/error.h"
 #include "engine/sched/scheduler.h"
 
 using namespace kvscope;
@@ -16,6 +17,21 @@ KvCacheManager cache(std::uint32_t blocks, std::uint32_t block_size, AllocationM
 SchedSeq seq(SeqId id, std::size_t prompt, std::uint32_t max_new, std::uint64_t arrival) {
     return {id, std::vector<TokenId>(prompt, static_cast<TokenId>(id)), static_cast<std::uint32_t>(prompt) + max_new,
             0, SeqStatus::Waiting, arrival};
+}
+
+SchedSeq with_priority(SchedSeq s, std::int32_t priority) {
+    s.priority = priority;
+    return s;
+}
+
+constexpr std::int32_t kInteractive = 0;
+constexpr std::int32_t kBackground = 1;
+
+std::vector<SeqId> scheduled(const Schedule& sched) {
+    std::vector<SeqId> ids;
+    for (const ScheduledChunk& c : sched.chunks)
+        ids.push_back(c.seq);
+    return ids;
 }
 
 // Runs a schedule as an engine would: chunks computed, samples appended.
@@ -39,6 +55,10 @@ private slots:
     void fcfs_head_of_line_waits();
     void never_fitting_requests_are_rejected();
     void max_num_seqs_limits_admission();
+    void priority_admits_a_later_interactive_request_first();
+    void priority_preempts_the_lowest_priority_latest_arrival();
+    void priority_preempts_background_to_admit_an_interactive_request();
+    void scheduling_policy_words();
 };
 
 void TestScheduler::chunked_prefill_respects_the_token_budget() {
@@ -148,6 +168,78 @@ void TestScheduler::max_num_seqs_limits_admission() {
     s.schedule();
     QCOMPARE(s.num_running(), std::size_t{2});
     QCOMPARE(s.num_waiting(), std::size_t{2});
+}
+
+// Background requests 1 and 2 arrive first; interactive 3 after them. One
+// may run at a time.
+void TestScheduler::priority_admits_a_later_interactive_request_first() {
+    for (const SchedulingPolicy policy : {SchedulingPolicy::Fcfs, SchedulingPolicy::Priority}) {
+        KvCacheManager kv = cache(64, 4);
+        Scheduler s({1, 64, PreemptionMode::Recompute, policy}, kv);
+        s.add(with_priority(seq(1, 3, 3, 0), kBackground));
+        s.add(with_priority(seq(2, 3, 3, 1), kBackground));
+        s.add(with_priority(seq(3, 3, 3, 2), kInteractive));
+        const SeqId first = policy == SchedulingPolicy::Priority ? 3 : 1;
+        QCOMPARE(scheduled(s.schedule()), std::vector<SeqId>{first});
+        QCOMPARE(s.waiting_queue().size(), std::size_t{2});
+        QCOMPARE(s.waiting_queue().front(), policy == SchedulingPolicy::Priority ? SeqId{1} : SeqId{2});
+    }
+}
+
+// Three sequences of one block each grow into a pool of six: at their fifth
+// token one must go. FCFS preempts the most recently admitted (the
+// interactive 3); Priority the background sequence that arrived last (2).
+void TestScheduler::priority_preempts_the_lowest_priority_latest_arrival() {
+    for (const SchedulingPolicy policy : {SchedulingPolicy::Fcfs, SchedulingPolicy::Priority}) {
+        KvCacheManager kv = cache(6, 2);
+        Scheduler s({8, 64, PreemptionMode::Recompute, policy}, kv);
+        s.add(with_priority(seq(1, 2, 8, 0), kBackground));
+        s.add(with_priority(seq(2, 2, 8, 1), kBackground));
+        s.add(with_priority(seq(3, 2, 8, 2), kInteractive));
+        std::vector<SeqId> preempted;
+        for (int step = 0; step < 4 && preempted.empty(); ++step) {
+            const Schedule sched = s.schedule();
+            preempted = sched.preempted;
+            run(s, sched);
+        }
+        QCOMPARE(preempted, std::vector<SeqId>{policy == SchedulingPolicy::Priority ? SeqId{2} : SeqId{3}});
+        kv.check_invariants();
+    }
+}
+
+// Two background sequences fill max_num_seqs; an interactive one arrives.
+// Priority preempts the later background sequence before anyone decodes
+// and admits the interactive one in the same step; FCFS lets it wait.
+void TestScheduler::priority_preempts_background_to_admit_an_interactive_request() {
+    for (const SchedulingPolicy policy : {SchedulingPolicy::Fcfs, SchedulingPolicy::Priority}) {
+        KvCacheManager kv = cache(64, 4, AllocationMode::Paged, 64);
+        Scheduler s({2, 64, PreemptionMode::Swap, policy}, kv);
+        s.add(with_priority(seq(1, 3, 8, 0), kBackground));
+        s.add(with_priority(seq(2, 3, 8, 1), kBackground));
+        run(s, s.schedule());
+        s.add(with_priority(seq(3, 3, 8, 2), kInteractive));
+        const Schedule sched = s.schedule();
+        run(s, sched);
+        if (policy == SchedulingPolicy::Fcfs) {
+            QCOMPARE(scheduled(sched), (std::vector<SeqId>{1, 2}));
+            QCOMPARE(s.waiting_queue().front(), SeqId{3});
+            continue;
+        }
+        QCOMPARE(sched.preempted, std::vector<SeqId>{2});
+        QCOMPARE(scheduled(sched), (std::vector<SeqId>{1, 3}));
+        QCOMPARE(s.seq(2).status, SeqStatus::Swapped);
+        // Once 3 is done, 2 comes back.
+        s.remove(3);
+        run(s, s.schedule());
+        QCOMPARE(s.seq(2).status, SeqStatus::Running);
+        kv.check_invariants();
+    }
+}
+
+void TestScheduler::scheduling_policy_words() {
+    for (const SchedulingPolicy policy : {SchedulingPolicy::Fcfs, SchedulingPolicy::Priority})
+        QCOMPARE(parse_scheduling_policy(to_string(policy)), policy);
+    QVERIFY_THROWS_EXCEPTION(Error, parse_scheduling_policy("lifo"));
 }
 
 QTEST_APPLESS_MAIN(TestScheduler)

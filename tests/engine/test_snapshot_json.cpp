@@ -130,7 +130,7 @@ EngineSnapshot hand_made_snapshot() {
     s.device = {Backend::Cuda, MemoryPlace::Cuda, "NVIDIA H200", 150'000'000'000, 120'000'000'000};
     s.pool = small_pool();
     s.seqs = {{1, 1, 0, SeqStatus::Running, 6, 1}, {2, 1, 1, SeqStatus::Running, 6, 1},
-              {4, 2, 0, SeqStatus::Waiting, 9, 0}};
+              {4, 2, 0, SeqStatus::Waiting, 9, 0, 0}};
     s.ended_seqs = {{3, 3}}; // small_pool's cached block names sequence 3
     s.running = 2;
     s.waiting = 1;

@@ -133,6 +133,46 @@ private slots:
         QVERIFY(chat->findChild<QPushButton*>(QStringLiteral("send"))->isEnabled());
     }
 
+    // A new engine (the model opened again; Apply does the same) numbers
+    // its requests from 1 again: its workload's blocks must not be named
+    // after the chat that request 1 of the old engine belonged to.
+    void workloadBlocksAreNotChatsAfterANewEngine() {
+        KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
+        MainWindow window;
+        window.show();
+        QSignalSpy ready(&window, &MainWindow::modelReady);
+        window.openModel(ModelSource::file(model));
+        QVERIFY(ready.wait(kWaitMs));
+        QSignalSpy finished(&window, &MainWindow::turnFinished);
+        window.submitPrompt(QStringLiteral("Once upon a time")); // request 1: Chat 1's
+        QVERIFY(finished.wait(kWaitMs));
+        window.openModel(ModelSource::file(model));
+        QVERIFY(ready.wait(kWaitMs));
+
+        int blocksSeen = 0;
+        QStringList namedAfterChats;
+        connect(&window, &MainWindow::snapshotShown, this, [&](std::shared_ptr<const EngineSnapshot> s) {
+            for (const SeqSnapshot& seq : s->seqs)
+                if (const SequenceInfo* row = s->kv_row(seq.seq))
+                    for (BlockId b : row->blocks) {
+                        ++blocksSeen;
+                        const QString tip = window.pool()->map()->toolTipFor(b);
+                        if (tip.contains(QStringLiteral("Chat")))
+                            namedAfterChats << tip;
+                    }
+        });
+        WorkloadSpec spec;
+        spec.requests = 8;
+        spec.distribution = LengthDistribution::Fixed;
+        spec.prompt_len = 40;
+        spec.output_len = 200;
+        window.workload()->setSpec(spec);
+        window.workload()->requestStart(); // request 1 of the new engine is the workload's
+        QTRY_VERIFY_WITH_TIMEOUT(blocksSeen > 0, kWaitMs);
+        window.workload()->requestStop();
+        QVERIFY2(namedAfterChats.isEmpty(), qPrintable(namedAfterChats.join(QLatin1Char('\n'))));
+    }
+
     void badModelShowsTheErrorAndTheAppStaysUsable() {
         KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
         QTemporaryDir dir;

@@ -6,7 +6,9 @@
 // runs flat out (the longest gap between timer ticks is printed, never
 // asserted as a timing: only a deadlock-sized bound is checked).
 #include <algorithm>
+#include <atomic>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <QElapsedTimer>
@@ -35,6 +37,17 @@ private:
         if (!arrives(ready, 1))
             return nullptr;
         return engine;
+    }
+
+    // 200 requests of 100 + 300 tokens, all at once: more than max_num_seqs
+    // (64) can run, and busy far longer than a snapshot interval.
+    static WorkloadSpec longWorkload() {
+        WorkloadSpec spec;
+        spec.requests = 200;
+        spec.distribution = LengthDistribution::Fixed;
+        spec.prompt_len = 100;
+        spec.output_len = 300;
+        return spec;
     }
 
 private slots:
@@ -179,12 +192,7 @@ private slots:
         QVERIFY(engine);
         QSignalSpy stopped(engine->controller(), &EngineController::workloadStopped);
         QSignalSpy snapshots(engine->controller(), &EngineController::snapshotReady);
-        WorkloadSpec spec;
-        spec.requests = 200;
-        spec.distribution = LengthDistribution::Fixed;
-        spec.prompt_len = 100;
-        spec.output_len = 300;
-        engine->startWorkload(spec);
+        engine->startWorkload(longWorkload());
         // Stop only once the engine holds workload requests, so that the
         // stop has something to abort every time (200 requests of 400
         // tokens keep it busy far longer than a snapshot interval).
@@ -193,11 +201,101 @@ private slots:
             return s->running + s->waiting + s->swapped;
         };
         QTRY_VERIFY_WITH_TIMEOUT(!snapshots.isEmpty() && inFlight() > 0, kWaitMs);
+        // The snapshot right after the stop (the first one emitted after
+        // workloadStopped; the spy counts on the engine's thread, so this
+        // does too) holds none of the workload's sequences.
+        std::atomic<qsizetype> afterStop = -1;
+        QObject context; // drops the connection with this test's locals
+        connect(engine->controller(), &EngineController::workloadStopped, &context,
+                [&] { afterStop = snapshots.size(); }, Qt::DirectConnection);
         engine->stopWorkload();
         QVERIFY(arrives(stopped, 1));
         QVERIFY(stopped.last().at(0).toUInt() > 0); // aborted in the engine
         QCOMPARE(stopped.size(), 1);
-        QTRY_VERIFY_WITH_TIMEOUT(inFlight() == 0, kWaitMs);
+        QTRY_VERIFY_WITH_TIMEOUT(afterStop >= 0 && snapshots.size() > afterStop, kWaitMs);
+        const auto next = snapshots.at(afterStop).at(0).value<std::shared_ptr<const EngineSnapshot>>();
+        QVERIFY(next->seqs.empty());
+    }
+
+    // Acceptance (issue 15): a chat turn sent while a workload fills the
+    // engine gets its first token before the workload's remaining requests
+    // are through. FCFS would admit it only after every request that came
+    // before it had been admitted, i.e. once at least total - max_num_seqs
+    // of them had ended.
+    void aChatTurnGoesAheadOfTheWorkload() {
+        KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
+        const EngineConfig config = EngineController::defaultConfig();
+        QCOMPARE(config.scheduling_policy, SchedulingPolicy::Priority);
+        auto engine = loaded(model, config);
+        QVERIFY(engine);
+        EngineController* c = engine->controller();
+        quint32 ended = 0, total = 0;
+        std::optional<quint32> endedAtFirstToken;
+        QObject context; // queued calls to these lambdas go with this test's locals
+        connect(c, &EngineController::workloadProgress, &context, [&](quint32, quint32 finished, quint32 all) {
+            ended = finished;
+            total = all;
+        });
+        connect(c, &EngineController::chatText, &context, [&] {
+            if (!endedAtFirstToken)
+                endedAtFirstToken = ended;
+        });
+        QSignalSpy snapshots(c, &EngineController::snapshotReady);
+        QSignalSpy chatDone(c, &EngineController::chatFinished);
+        QSignalSpy stopped(c, &EngineController::workloadStopped);
+        engine->startWorkload(longWorkload());
+        auto queued = [&snapshots] {
+            return !snapshots.isEmpty() &&
+                   snapshots.last().at(0).value<std::shared_ptr<const EngineSnapshot>>()->waiting > 0;
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(queued(), kWaitMs); // the workload holds every seat and has more waiting
+        engine->submitChat(userTurn(1, "Once upon a time", 20));
+        QVERIFY(arrives(chatDone, 1));
+        QCOMPARE(lastStats(chatDone).finish, FinishReason::Length);
+        QVERIFY(endedAtFirstToken);
+        QVERIFY2(*endedAtFirstToken + config.max_num_seqs < total,
+                 qPrintable(QStringLiteral("the chat's first token came after %1 of %2 workload requests ended")
+                                .arg(*endedAtFirstToken)
+                                .arg(total)));
+        engine->stopWorkload();
+        QVERIFY(arrives(stopped, 1));
+    }
+
+    // The second turn of a chat is the first turn's prompt, its reply's ids
+    // as sampled and the new message: the prefix cache serves every full
+    // block of what the first turn computed.
+    void aChatKeepsItsTokensTurnAfterTurn() {
+        KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
+        const EngineConfig config = EngineController::defaultConfig();
+        auto engine = loaded(model, config);
+        QVERIFY(engine);
+        EngineController* c = engine->controller();
+        QString reply;
+        QObject context; // queued calls to this lambda go with this test's locals
+        connect(c, &EngineController::chatText, &context, [&](int, const QString& text) { reply += text; });
+        QSignalSpy done(c, &EngineController::chatFinished);
+        QSignalSpy snapshots(c, &EngineController::snapshotReady);
+        ChatTurn turn = userTurn(1, "Once upon a time", 40);
+        engine->submitChat(turn);
+        QVERIFY(arrives(done, 1));
+        const TurnStats first = lastStats(done);
+        QVERIFY(first.generated_tokens > 0);
+        turn.messages.push_back({"assistant", reply.toStdString()});
+        turn.messages.push_back({"user", "The dog ran home."});
+        const qsizetype before = snapshots.size();
+        engine->submitChat(turn);
+        QVERIFY(arrives(done, 2));
+        const TurnStats second = lastStats(done);
+        QVERIFY2(second.finish != FinishReason::Error, second.error.c_str());
+        const std::uint32_t kept = first.prompt_tokens + first.generated_tokens;
+        QVERIFY2(second.prompt_tokens > kept && second.prompt_tokens <= kept + 20,
+                 qPrintable(QStringLiteral("turn 2: %1 prompt tokens after %2").arg(second.prompt_tokens).arg(kept)));
+        QTRY_VERIFY_WITH_TIMEOUT(snapshots.size() > before, kWaitMs);
+        const auto last = snapshots.last().at(0).value<std::shared_ptr<const EngineSnapshot>>();
+        const auto hitsBefore =
+            snapshots.at(before - 1).at(0).value<std::shared_ptr<const EngineSnapshot>>()->prefix_hit_tokens;
+        const std::uint32_t block = config.block_size;
+        QVERIFY(last->prefix_hit_tokens - hitsBefore >= (kept - 1) / block * block);
     }
 
     // The figure the issue asks for: the engine generates at full speed with
