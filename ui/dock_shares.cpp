@@ -16,8 +16,11 @@ namespace kvscope::ui {
 namespace {
 
 // A dock gets what its panel needs to show without scrolling, when that is
-// more than its share, up to this share of the window.
-constexpr double kMaxNeededShare = 0.5;
+// more than its share, up to this share of the window: less across than
+// down, so that the block map beside the chat keeps room in a narrow window
+// (a side dock's panel scrolls sideways instead).
+constexpr double kMaxNeededWidthShare = 0.3;
+constexpr double kMaxNeededHeightShare = 0.5;
 
 bool isHorizontal(Qt::DockWidgetArea area) {
     return area == Qt::LeftDockWidgetArea || area == Qt::RightDockWidgetArea;
@@ -107,7 +110,8 @@ int DockShares::defaultExtent(Qt::DockWidgetArea area, double share) const {
     int needed = 0;
     for (const QDockWidget* d : areaDocks(*window_, area))
         needed = std::max(needed, neededExtent(*d, area));
-    return std::max(static_cast<int>(share * whole), std::min(needed, static_cast<int>(kMaxNeededShare * whole)));
+    const double most = isHorizontal(area) ? kMaxNeededWidthShare : kMaxNeededHeightShare;
+    return std::max(static_cast<int>(share * whole), std::min(needed, static_cast<int>(most * whole)));
 }
 
 void DockShares::apply() {
