@@ -83,7 +83,9 @@ ChatPanel::ChatPanel(int chat, QColor color, QWidget* parent)
     waiting_->setVisible(false);
     input_->setObjectName(QStringLiteral("input"));
     input_->setPlaceholderText(tr("Message (Ctrl+Enter sends)"));
-    input_->setMaximumHeight(90);
+    // Three lines to write in; every other pixel of height goes to the
+    // transcript, which is what a short window must keep readable.
+    input_->setFixedHeight(3 * input_->fontMetrics().lineSpacing() + 2 * input_->frameWidth() + 8);
     send_->setObjectName(QStringLiteral("send"));
     send_->setToolTip(tr("Send (Ctrl+Enter)"));
     stop_->setObjectName(QStringLiteral("stop"));

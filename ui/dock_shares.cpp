@@ -20,7 +20,7 @@ namespace {
 // down, so that the block map beside the chat keeps room in a narrow window
 // (a side dock's panel scrolls sideways instead).
 constexpr double kMaxNeededWidthShare = 0.3;
-constexpr double kMaxNeededHeightShare = 0.5;
+constexpr double kMaxNeededHeightShare = 0.4;
 
 bool isHorizontal(Qt::DockWidgetArea area) {
     return area == Qt::LeftDockWidgetArea || area == Qt::RightDockWidgetArea;

@@ -55,7 +55,7 @@ const QString kDockSharesKey = QStringLiteral("mainWindow/dockShares");
 
 // The side docks' width and the dashboards' height as shares of the window,
 // until the user drags them elsewhere.
-const DockShares::Shares kDefaultDockShares{{Qt::RightDockWidgetArea, 0.25}, {Qt::BottomDockWidgetArea, 0.4}};
+const DockShares::Shares kDefaultDockShares{{Qt::RightDockWidgetArea, 0.25}, {Qt::BottomDockWidgetArea, 0.35}};
 
 // Each dock by its --show name and its object name (saveState keys on the
 // object names: renaming one loses the users' saved layouts).
