@@ -16,7 +16,7 @@ namespace kvscope::ui {
 // to the central widget alone, so docks squeezed by a small window would stay
 // strips after it grows back. Until the user drags a dock separator an area
 // has its default share, or what its panels need to show whole when that is
-// more (up to half the window); after, the share the drag left it. The
+// more (up to 30% of the width, 40% of the height); after, the share the drag left it. The
 // window persists the chosen shares with its layout.
 class DockShares : public QObject {
 public:
