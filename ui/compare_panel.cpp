@@ -131,7 +131,7 @@ ComparePanel::ComparePanel(QWidget* parent)
       stop_(new QPushButton(tr("Stop B"))),
       note_(new QLabel),
       mapA_(new LivePoolPanel),
-      mapB_(new LivePoolPanel),
+      mapB_(newMapB()),
       mapBBox_(new QGroupBox(tr("B"))),
       table_(new QTableWidget(int{kSettingRows} + int{kRows}, kColumns)),
       replyA_(replyView("replyA")),
@@ -271,9 +271,18 @@ void ComparePanel::start() {
     emit runningChanged(true);
 }
 
+// B's map, its replay coloured by B's chats as the live picture is.
+LivePoolPanel* ComparePanel::newMapB() {
+    auto* map = new LivePoolPanel;
+    map->setPaletteMaker([this](const EngineSnapshot& s) { return chatPalette(s, chatsB_); });
+    return map;
+}
+
 void ComparePanel::connectB(const EngineConfig& config) {
     EngineController* c = engineB_->controller();
     connect(c, &EngineController::snapshotReady, this, &ComparePanel::showSnapshotB);
+    // The steps B did not publish, for its map's replay (mapB_ is replaced when B stops).
+    connect(c, &EngineController::stepsRecorded, this, [this](const SnapshotBatch& steps) { mapB_->addSteps(steps); });
     connect(c, &EngineController::chatStarted, this, [this](int chat, quint64 request) { chatsB_[request] = chat; });
     connect(c, &EngineController::chatText, this, &ComparePanel::appendTextB);
     // A new engine (model load or Apply) starts its request ids afresh.
@@ -310,7 +319,7 @@ void ComparePanel::resetB() {
     configB_.reset();
     lastB_.reset();
     note_->setText(idleNote());
-    auto* fresh = new LivePoolPanel;
+    auto* fresh = newMapB();
     delete mapBBox_->layout()->replaceWidget(mapB_, fresh);
     delete mapB_;
     mapB_ = fresh;

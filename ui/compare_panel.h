@@ -95,6 +95,7 @@ private:
     void showSnapshotB(std::shared_ptr<const EngineSnapshot> snapshot);
     void appendTextB(int chat, const QString& text);
     void resetB();
+    LivePoolPanel* newMapB();
     void fillTable();
     void fillSettings(int column, const std::optional<EngineConfig>& config,
                       const std::shared_ptr<const EngineSnapshot>& snapshot);

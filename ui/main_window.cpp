@@ -381,8 +381,11 @@ void MainWindow::connectEngine() {
     connect(c, &EngineController::chatFinished, chats_, &ChatTabs::finishTurn);
     connect(c, &EngineController::chatFinished, this, &MainWindow::turnFinished);
     connect(c, &EngineController::snapshotReady, this, &MainWindow::showSnapshot);
-    connect(c, &EngineController::stepsRecorded, pool_, &LivePoolPanel::addSteps);
-    pool_->setPaletteMaker([this](const EngineSnapshot& s) { return chatPalette(s, requestChat_); });
+    const auto palette = [this](const EngineSnapshot& s) { return chatPalette(s, requestChat_); };
+    for (LivePoolPanel* map : {pool_, compare_->mapA()}) {
+        connect(c, &EngineController::stepsRecorded, map, &LivePoolPanel::addSteps);
+        map->setPaletteMaker(palette);
+    }
     connect(settings_, &EngineSettingsPanel::applyRequested, engine_, &EngineThread::applyConfig);
     connect(workload_, &WorkloadDock::startWorkloadRequested, engine_, &EngineThread::startWorkload);
     connect(workload_, &WorkloadDock::stopWorkloadRequested, engine_, &EngineThread::stopWorkload);

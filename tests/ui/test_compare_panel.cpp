@@ -99,6 +99,8 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(compare->cell(ComparePanel::TtftP50, 1) != kNoData, kWaitMs);
         QVERIFY(!compare->replyText(0).isEmpty());
         QVERIFY(compare->cell(ComparePanel::TtftP50, 2) != kNoData);
+        // B's replay keeps the steps it did not publish, as A's does.
+        QTRY_VERIFY_WITH_TIMEOUT(compare->mapB()->replay().size() > static_cast<std::size_t>(shownB.count()), kWaitMs);
         QCoreApplication::processEvents();
         verifyNothingTruncated(*compare->findChild<QTableWidget*>(QStringLiteral("compareTable")));
         saveScreenshot(window, QStringLiteral("compare-1024x700.png"));

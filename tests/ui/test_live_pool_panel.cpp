@@ -7,6 +7,7 @@
 #include <QImage>
 #include <QSlider>
 #include <QSpinBox>
+#include <QStandardPaths>
 #include <QtTest>
 
 #include "support/test_models.h"
@@ -109,6 +110,9 @@ class TestLivePoolPanel : public QObject {
     Q_OBJECT
 
 private slots:
+    // Windows save their layout and settings on close: into Qt's test
+    // folder, never the user's.
+    void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
     void cachedBlocksOfAChatKeepAMutedColour() {
         BlockMapWidget map;
         map.setSequencePalette(chatOnly());

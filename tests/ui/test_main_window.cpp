@@ -8,6 +8,7 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
+#include <QStandardPaths>
 #include <QtTest>
 
 #include "engine/kv/kv_cache_manager.h"
@@ -49,6 +50,9 @@ class TestMainWindow : public QObject {
     Q_OBJECT
 
 private slots:
+    // Windows save their layout and settings on close: into Qt's test
+    // folder, never the user's.
+    void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
     void chatCompareAndPlaygroundAreThePanels() {
         MainWindow window;
         auto* tabs = qobject_cast<QTabWidget*>(window.centralWidget());
