@@ -10,6 +10,7 @@ packages=(
   cmake ninja-build g++ pkg-config dpkg-dev file fonts-dejavu-core
   qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6
   libspdlog-dev nlohmann-json3-dev
+  libcpp-httplib-dev prometheus-cpp-dev
   xvfb xauth
 )
 if [ "${1:-}" = "--test" ]; then
