@@ -15,6 +15,7 @@ using json = nlohmann::json;
 
 constexpr std::uint32_t kDefaultCompletionTokens = 16; // OpenAI's max_tokens default
 constexpr float kDefaultTemperature = 1.0f;            // OpenAI's and vLLM's
+constexpr std::int64_t kMaxUint32 = std::numeric_limits<std::uint32_t>::max();
 
 ApiError bad(const std::string& message, const std::string& param) {
     return ApiError::invalid_request(message, param);
@@ -30,21 +31,29 @@ const json* field(const json& body, const char* name) {
     return it == body.end() || it->is_null() ? nullptr : &*it;
 }
 
-// [lo, hi], or (lo, hi] with lo_open.
+// 2 for 2.0, as people write bounds.
+std::string number_text(double v) {
+    return std::trunc(v) == v && std::abs(v) < 1e15 ? std::to_string(static_cast<std::int64_t>(v)) : json(v).dump();
+}
+
+constexpr double kUnbounded = std::numeric_limits<double>::infinity();
+
+// [lo, hi], or (lo, hi] with lo_open; hi infinite: no upper bound.
 struct Range {
     double lo;
-    double hi;
+    double hi = kUnbounded;
     bool lo_open = false;
 
     bool contains(double v) const { return (lo_open ? v > lo : v >= lo) && v <= hi; }
     std::string text() const {
-        return (lo_open ? "(" : "[") + json(lo).dump() + ", " + json(hi).dump() + "]";
+        if (std::isinf(hi))
+            return std::string(lo_open ? "> " : ">= ") + number_text(lo);
+        return "in " + std::string(lo_open ? "(" : "[") + number_text(lo) + ", " + number_text(hi) + "]";
     }
 };
 
-void check_range(const char* name, const json& value, const Range& range) {
-    if (!range.contains(value.get<double>()))
-        throw bad(std::string("'") + name + "' must be in " + range.text() + ", got " + value.dump(), name);
+ApiError out_of_range(const char* name, const std::string& range, const json& value) {
+    return bad(std::string("'") + name + "' must be " + range + ", got " + value.dump(), name);
 }
 
 std::optional<double> optional_number(const json& body, const char* name, const Range& range) {
@@ -53,23 +62,34 @@ std::optional<double> optional_number(const json& body, const char* name, const 
         return std::nullopt;
     if (!v->is_number())
         throw wrong_type(name, "a number", *v);
-    check_range(name, *v, range);
+    if (!range.contains(v->get<double>()))
+        throw out_of_range(name, range.text(), *v);
     return v->get<double>();
 }
 
-// 16.0 is an integer too (Python clients send it).
+// 16.0 is an integer too (Python clients send it), within double's exact integers.
 bool is_integer(const json& v) {
-    return v.is_number_integer() || (v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>());
+    constexpr double kExact = 9007199254740992.0; // 2^53
+    const double d = v.is_number_float() ? v.get<double>() : 0.0;
+    return v.is_number_integer() || (v.is_number_float() && std::trunc(d) == d && std::abs(d) <= kExact);
 }
 
-std::optional<std::int64_t> optional_int(const json& body, const char* name, const Range& range) {
+bool in_int_range(const json& v, std::int64_t lo, std::int64_t hi) {
+    if (v.is_number_unsigned())
+        return v.get<std::uint64_t>() <= static_cast<std::uint64_t>(hi) && (lo <= 0 || v.get<std::uint64_t>() >= static_cast<std::uint64_t>(lo));
+    const std::int64_t i = v.is_number_float() ? static_cast<std::int64_t>(v.get<double>()) : v.get<std::int64_t>();
+    return i >= lo && i <= hi;
+}
+
+std::optional<std::int64_t> optional_int(const json& body, const char* name, std::int64_t lo, std::int64_t hi) {
     const json* v = field(body, name);
     if (!v)
         return std::nullopt;
-    if (!v->is_number() || !is_integer(*v))
+    if (!is_integer(*v))
         throw wrong_type(name, "an integer", *v);
-    check_range(name, *v, range);
-    return static_cast<std::int64_t>(v->get<double>());
+    if (!in_int_range(*v, lo, hi))
+        throw out_of_range(name, "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", *v);
+    return v->is_number_float() ? static_cast<std::int64_t>(v->get<double>()) : v->get<std::int64_t>();
 }
 
 std::optional<bool> optional_bool(const json& body, const char* name) {
@@ -128,13 +148,12 @@ SamplingParams sampling_params(const json& body) {
     s.temperature = static_cast<float>(optional_number(body, "temperature", {0, 2}).value_or(kDefaultTemperature));
     s.top_p = static_cast<float>(optional_number(body, "top_p", {0, 1, true}).value_or(1.0));
     // -1 (vLLM) and 0 (llama.cpp) both mean off.
-    const std::int64_t top_k = optional_int(body, "top_k", {-1, std::numeric_limits<std::uint32_t>::max()}).value_or(0);
+    const std::int64_t top_k = optional_int(body, "top_k", -1, kMaxUint32).value_or(0);
     s.top_k = top_k < 0 ? 0 : static_cast<std::uint32_t>(top_k);
     s.min_p = static_cast<float>(optional_number(body, "min_p", {0, 1}).value_or(0.0));
     s.repetition_penalty = static_cast<float>(
-        optional_number(body, "repetition_penalty", {0, std::numeric_limits<float>::max(), true}).value_or(1.0));
-    const std::optional<std::int64_t> seed =
-        optional_int(body, "seed", {0, static_cast<double>(std::numeric_limits<std::int64_t>::max())});
+        optional_number(body, "repetition_penalty", {0, kUnbounded, true}).value_or(1.0));
+    const std::optional<std::int64_t> seed = optional_int(body, "seed", 0, std::numeric_limits<std::int64_t>::max());
     s.seed = seed ? static_cast<std::uint64_t>(*seed) : drawn_seed();
     return s;
 }
@@ -146,7 +165,7 @@ GenerationRequest common_request(Api api, const json& body, const ServedModel& m
     r.api = api;
     r.model = checked_model(body, model);
     r.params.sampling = sampling_params(body);
-    r.params.n = static_cast<std::uint32_t>(optional_int(body, "n", {1, static_cast<double>(limits.max_n)}).value_or(1));
+    r.params.n = static_cast<std::uint32_t>(optional_int(body, "n", 1, limits.max_n).value_or(1));
     r.params.stop_strings = stop_strings(body, limits);
     r.params.ignore_eos = optional_bool(body, "ignore_eos").value_or(false);
     r.stream = optional_bool(body, "stream").value_or(false);
@@ -206,7 +225,7 @@ std::vector<TokenId> completion_prompt(const json& body, const ServedModel& mode
 }
 
 std::uint32_t max_tokens_field(const json& body, const char* name) {
-    const auto v = optional_int(body, name, {1, std::numeric_limits<std::uint32_t>::max()});
+    const auto v = optional_int(body, name, 1, kMaxUint32);
     return v ? static_cast<std::uint32_t>(*v) : 0;
 }
 
