@@ -158,6 +158,18 @@ SamplingParams sampling_params(const json& body) {
     return s;
 }
 
+bool include_usage(const json& body) {
+    const json* options = field(body, "stream_options");
+    if (!options)
+        return false;
+    if (!options->is_object())
+        throw wrong_type("stream_options", "an object", *options);
+    const json* usage = field(*options, "include_usage");
+    if (usage && !usage->is_boolean())
+        throw wrong_type("stream_options.include_usage", "a boolean", *usage);
+    return usage && usage->get<bool>();
+}
+
 // stream, stream_options.include_usage, n, stop, ignore_eos and sampling:
 // what completions and chat share. max_tokens is the caller's.
 GenerationRequest common_request(Api api, const json& body, const ServedModel& model, const RequestLimits& limits) {
@@ -169,11 +181,7 @@ GenerationRequest common_request(Api api, const json& body, const ServedModel& m
     r.params.stop_strings = stop_strings(body, limits);
     r.params.ignore_eos = optional_bool(body, "ignore_eos").value_or(false);
     r.stream = optional_bool(body, "stream").value_or(false);
-    if (const json* options = field(body, "stream_options")) {
-        if (!options->is_object())
-            throw wrong_type("stream_options", "an object", *options);
-        r.include_usage = r.stream && optional_bool(*options, "include_usage").value_or(false);
-    }
+    r.include_usage = r.stream && include_usage(body);
     return r;
 }
 
@@ -224,13 +232,15 @@ std::vector<TokenId> completion_prompt(const json& body, const ServedModel& mode
     return single_prompt(prompt->front(), model);
 }
 
-std::uint32_t max_tokens_field(const json& body, const char* name) {
+std::optional<std::uint32_t> max_tokens_field(const json& body, const char* name) {
     const auto v = optional_int(body, name, 1, kMaxUint32);
-    return v ? static_cast<std::uint32_t>(*v) : 0;
+    return v ? std::optional(static_cast<std::uint32_t>(*v)) : std::nullopt;
 }
 
 // vLLM's words, so clients that parse them keep working.
-void check_context(std::size_t prompt_tokens, std::uint32_t max_tokens, const ServedModel& model, const char* input) {
+// `input`: "prompt" or "messages"; `param`: the field that asked for max_tokens.
+void check_context(std::size_t prompt_tokens, std::uint32_t max_tokens, const ServedModel& model, const char* input,
+                   const char* param) {
     const std::uint64_t total = prompt_tokens + std::uint64_t{max_tokens};
     if (total <= model.max_model_len)
         return;
@@ -238,7 +248,7 @@ void check_context(std::size_t prompt_tokens, std::uint32_t max_tokens, const Se
                   " tokens. However, you requested " + std::to_string(total) + " tokens (" +
                   std::to_string(prompt_tokens) + " in the " + input + ", " + std::to_string(max_tokens) +
                   " in the completion). Please reduce the length of the " + input + " or completion.",
-              "max_tokens");
+              param);
 }
 
 std::string part_text(const json& part, std::size_t index) {
@@ -315,25 +325,38 @@ std::vector<TokenId> chat_prompt(const json& body, const ServedModel& model) {
     return model.chat_template->encode(*model.tokenizer, rendered);
 }
 
+// Checked before parsing, so the client reads "invalid UTF-8" rather than
+// a parser's complaint about a string.
+std::optional<std::size_t> first_invalid_utf8(std::string_view text) {
+    for (std::size_t at = 0; at < text.size();) {
+        const utf8::ScanResult r = utf8::scan(text.substr(at));
+        if (r.kind != utf8::Scan::complete)
+            return at;
+        at += r.length;
+    }
+    return std::nullopt;
+}
+
+// "parse error at line 1, column 5: ..." without the "[json.exception.parse_error.101] " in front.
+std::string parser_words(const json::parse_error& e) {
+    const std::string what = e.what();
+    const std::size_t end = what.find("] ");
+    return end == std::string::npos ? what : what.substr(end + 2);
+}
+
 } // namespace
 
 nlohmann::json parse_body(std::string_view body, const RequestLimits& limits) {
     if (body.size() > limits.max_body_bytes)
         throw ApiError::too_large("the request body has " + std::to_string(body.size()) + " bytes; at most " +
                                   std::to_string(limits.max_body_bytes) + " are allowed");
-    for (std::size_t at = 0; at < body.size();) {
-        const utf8::ScanResult r = utf8::scan(body.substr(at));
-        if (r.kind != utf8::Scan::complete)
-            throw ApiError::invalid_request("the request body is not valid UTF-8 (invalid UTF-8 at byte " +
-                                            std::to_string(at) + ")");
-        at += r.length;
-    }
+    if (const auto at = first_invalid_utf8(body))
+        throw ApiError::invalid_request("invalid UTF-8 in the request body at byte " + std::to_string(*at));
     json parsed;
     try {
         parsed = json::parse(body);
     } catch (const json::parse_error& e) {
-        // e.what() names the position: "[json.exception.parse_error.101] parse error at line 1, column 5: ..."
-        throw ApiError::invalid_request(std::string("the request body is not valid JSON: ") + e.what());
+        throw ApiError::invalid_request("the request body is not valid JSON: " + parser_words(e));
     }
     if (!parsed.is_object())
         throw ApiError::invalid_request(std::string("the request body must be a JSON object, got ") + parsed.type_name());
@@ -343,9 +366,8 @@ nlohmann::json parse_body(std::string_view body, const RequestLimits& limits) {
 GenerationRequest parse_completion_request(const json& body, const ServedModel& model, const RequestLimits& limits) {
     GenerationRequest r = common_request(Api::Completions, body, model, limits);
     r.prompt = completion_prompt(body, model);
-    const std::uint32_t max_tokens = max_tokens_field(body, "max_tokens");
-    r.params.max_new_tokens = max_tokens ? max_tokens : kDefaultCompletionTokens;
-    check_context(r.prompt.size(), r.params.max_new_tokens, model, "prompt");
+    r.params.max_new_tokens = max_tokens_field(body, "max_tokens").value_or(kDefaultCompletionTokens);
+    check_context(r.prompt.size(), r.params.max_new_tokens, model, "prompt", "max_tokens");
     return r;
 }
 
@@ -353,13 +375,14 @@ GenerationRequest parse_chat_request(const json& body, const ServedModel& model,
     GenerationRequest r = common_request(Api::Chat, body, model, limits);
     r.prompt = chat_prompt(body, model);
     // max_completion_tokens replaced max_tokens in OpenAI's API; vLLM takes either, the new one first.
-    const std::uint32_t new_name = max_tokens_field(body, "max_completion_tokens");
-    const std::uint32_t max_tokens = new_name ? new_name : max_tokens_field(body, "max_tokens");
+    const std::optional<std::uint32_t> new_name = max_tokens_field(body, "max_completion_tokens");
+    const std::optional<std::uint32_t> max_tokens = new_name ? new_name : max_tokens_field(body, "max_tokens");
     const std::uint32_t rest = r.prompt.size() < model.max_model_len
                                    ? model.max_model_len - static_cast<std::uint32_t>(r.prompt.size())
                                    : 1; // no room: check_context below says so
-    r.params.max_new_tokens = max_tokens ? max_tokens : rest;
-    check_context(r.prompt.size(), r.params.max_new_tokens, model, "messages");
+    r.params.max_new_tokens = max_tokens.value_or(rest);
+    check_context(r.prompt.size(), r.params.max_new_tokens, model, "messages",
+                  new_name ? "max_completion_tokens" : "max_tokens");
     return r;
 }
 

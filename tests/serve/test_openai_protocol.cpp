@@ -262,6 +262,7 @@ void TestOpenaiProtocol::fields_refused_data() {
     row("stop", "[\"a\", 1]", "'stop' must be a string or an array of strings, got number");
     row("stream", "\"yes\"", "'stream' must be a boolean, got string");
     row("stream_options", "true", "'stream_options' must be an object");
+    row("stream_options.include_usage", "1", "'stream_options.include_usage' must be a boolean, got number");
     row("ignore_eos", "1", "'ignore_eos' must be a boolean, got number");
     row("repetition_penalty", "0", "'repetition_penalty' must be > 0, got 0");
     row("repetition_penalty", "\"x\"", "'repetition_penalty' must be a number");
@@ -271,8 +272,8 @@ void TestOpenaiProtocol::fields_refused() {
     QFETCH(QString, field);
     QFETCH(QString, value);
     QFETCH(QString, message);
-    json body = {{"prompt", "a"}};
-    body[field.toStdString()] = json::parse(value.toStdString());
+    json body = {{"prompt", "a"}, {"stream", true}};
+    body[json::json_pointer("/" + QString(field).replace('.', '/').toStdString())] = json::parse(value.toStdString());
     expect_error([&] { completion(body); }, {400, field.toStdString(), message.toStdString()});
     // The same checks guard chat.
     body.erase("prompt");
@@ -370,6 +371,8 @@ void TestOpenaiProtocol::chat_max_tokens() {
              4u);
     expect_error([&] { chat({{"messages", messages}, {"max_completion_tokens", 0}}); },
                  {400, "max_completion_tokens", "'max_completion_tokens' must be in [1, "});
+    expect_error([&] { chat({{"messages", messages}, {"max_completion_tokens", 600}}); },
+                 {400, "max_completion_tokens", "maximum context length is 512 tokens"});
     expect_error([&] { chat({{"messages", messages}, {"max_tokens", 600}}); },
                  {400, "max_tokens", "maximum context length is 512 tokens"});
     // A conversation that fills the context leaves no room for a reply.
