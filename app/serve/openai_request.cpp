@@ -36,9 +36,11 @@ std::string number_text(double v) {
     return std::trunc(v) == v && std::abs(v) < 1e15 ? std::to_string(static_cast<std::int64_t>(v)) : json(v).dump();
 }
 
-constexpr double kUnbounded = std::numeric_limits<double>::infinity();
+// The number fields end up as floats: their largest is "no upper bound"
+// (and larger ones would not convert).
+constexpr double kUnbounded = std::numeric_limits<float>::max();
 
-// [lo, hi], or (lo, hi] with lo_open; hi infinite: no upper bound.
+// [lo, hi], or (lo, hi] with lo_open.
 struct Range {
     double lo;
     double hi = kUnbounded;
@@ -46,8 +48,6 @@ struct Range {
 
     bool contains(double v) const { return (lo_open ? v > lo : v >= lo) && v <= hi; }
     std::string text() const {
-        if (std::isinf(hi))
-            return std::string(lo_open ? "> " : ">= ") + number_text(lo);
         return "in " + std::string(lo_open ? "(" : "[") + number_text(lo) + ", " + number_text(hi) + "]";
     }
 };
@@ -74,10 +74,16 @@ bool is_integer(const json& v) {
     return v.is_number_integer() || (v.is_number_float() && std::trunc(d) == d && std::abs(d) <= kExact);
 }
 
+// Of a value is_integer accepted.
+std::int64_t integer_value(const json& v) {
+    return v.is_number_float() ? static_cast<std::int64_t>(v.get<double>()) : v.get<std::int64_t>();
+}
+
 bool in_int_range(const json& v, std::int64_t lo, std::int64_t hi) {
-    if (v.is_number_unsigned())
-        return v.get<std::uint64_t>() <= static_cast<std::uint64_t>(hi) && (lo <= 0 || v.get<std::uint64_t>() >= static_cast<std::uint64_t>(lo));
-    const std::int64_t i = v.is_number_float() ? static_cast<std::int64_t>(v.get<double>()) : v.get<std::int64_t>();
+    constexpr auto kMaxInt64 = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > kMaxInt64)
+        return false; // past every bound a field has
+    const std::int64_t i = integer_value(v);
     return i >= lo && i <= hi;
 }
 
@@ -89,7 +95,7 @@ std::optional<std::int64_t> optional_int(const json& body, const char* name, std
         throw wrong_type(name, "an integer", *v);
     if (!in_int_range(*v, lo, hi))
         throw out_of_range(name, "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", *v);
-    return v->is_number_float() ? static_cast<std::int64_t>(v->get<double>()) : v->get<std::int64_t>();
+    return integer_value(*v);
 }
 
 std::optional<bool> optional_bool(const json& body, const char* name) {
@@ -190,7 +196,7 @@ TokenId checked_token(const json& id, const ServedModel& model, const char* para
         throw bad(std::string("'") + param + "' token ids must be integers, got " + id.type_name(), param);
     const std::int64_t v = id.get<std::int64_t>();
     if (v < 0 || v >= model.tokenizer->n_tokens())
-        throw bad("token id " + std::to_string(v) + " is outside the vocabulary [0, " +
+        throw bad("token id " + id.dump() + " is outside the vocabulary [0, " +
                       std::to_string(model.tokenizer->n_tokens()) + ")", param);
     return static_cast<TokenId>(v);
 }

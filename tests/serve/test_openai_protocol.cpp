@@ -264,7 +264,8 @@ void TestOpenaiProtocol::fields_refused_data() {
     row("stream_options", "true", "'stream_options' must be an object");
     row("stream_options.include_usage", "1", "'stream_options.include_usage' must be a boolean, got number");
     row("ignore_eos", "1", "'ignore_eos' must be a boolean, got number");
-    row("repetition_penalty", "0", "'repetition_penalty' must be > 0, got 0");
+    row("repetition_penalty", "0", "'repetition_penalty' must be in (0, 3.40");
+    row("repetition_penalty", "1e39", "'repetition_penalty' must be in (0, 3.40");
     row("repetition_penalty", "\"x\"", "'repetition_penalty' must be a number");
 }
 
