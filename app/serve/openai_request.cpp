@@ -229,7 +229,8 @@ std::vector<TokenId> completion_prompt(const json& body, const ServedModel& mode
     const json* prompt = field(body, "prompt");
     if (!prompt)
         throw bad("'prompt' is required", "prompt");
-    const bool batch = prompt->is_array() && !prompt->empty() && (prompt->front().is_string() || prompt->front().is_array());
+    const bool batch =
+        prompt->is_array() && !prompt->empty() && (prompt->front().is_string() || prompt->front().is_array());
     if (!batch)
         return single_prompt(*prompt, model);
     if (prompt->size() > 1)
@@ -365,7 +366,8 @@ nlohmann::json parse_body(std::string_view body, const RequestLimits& limits) {
         throw ApiError::invalid_request("the request body is not valid JSON: " + parser_words(e));
     }
     if (!parsed.is_object())
-        throw ApiError::invalid_request(std::string("the request body must be a JSON object, got ") + parsed.type_name());
+        throw ApiError::invalid_request(std::string("the request body must be a JSON object, got ") +
+                                        parsed.type_name());
     return parsed;
 }
 

@@ -470,9 +470,11 @@ void TestOpenaiProtocol::completion_stream_events() {
     const std::vector<json> e = events_of(sse);
     QCOMPARE(e.size(), 4u); // no usage chunk unless asked
     QCOMPARE(e[0]["object"], json("text_completion"));
-    QCOMPARE(e[0]["choices"][0], json({{"index", 0}, {"text", " Once"}, {"logprobs", nullptr}, {"finish_reason", nullptr}}));
+    QCOMPARE(e[0]["choices"][0],
+             json({{"index", 0}, {"text", " Once"}, {"logprobs", nullptr}, {"finish_reason", nullptr}}));
     QCOMPARE(e[1]["choices"][0]["text"], json(" upon"));
-    QCOMPARE(e[2]["choices"][0], json({{"index", 0}, {"text", ""}, {"logprobs", nullptr}, {"finish_reason", "length"}}));
+    QCOMPARE(e[2]["choices"][0],
+             json({{"index", 0}, {"text", ""}, {"logprobs", nullptr}, {"finish_reason", "length"}}));
     QCOMPARE(e[3], json("[DONE]"));
     QCOMPARE(stream.usage().completion_tokens, 2u);
 }
