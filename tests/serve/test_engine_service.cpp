@@ -141,11 +141,18 @@ private:
     std::vector<std::uint64_t> steps_;
 };
 
-// Declared after the service, so a failing test releases the engine thread
-// before the service's destructor joins it.
-struct ReleaseOnExit {
-    TestObserver& observer;
-    ~ReleaseOnExit() { observer.release(); }
+// A service whose engine thread holds at its first token (TestObserver's
+// gate) until the test releases it; a failing test releases it too, before
+// the service's destructor joins the thread.
+struct HeldService {
+    HeldService(std::shared_ptr<const Model> model, const ServiceOptions& options = {})
+        : service(service_config(), std::move(model), options, &observer) {
+        observer.arm();
+    }
+    ~HeldService() { observer.release(); }
+
+    TestObserver observer;
+    EngineService service;
 };
 
 // The latest snapshot once `ready` holds for it; null after kPatience.
@@ -255,10 +262,9 @@ void TestEngineService::concurrent_submitters_get_their_own_outputs() {
 }
 
 void TestEngineService::cancel_ends_with_abort_and_frees_the_blocks() {
-    TestObserver observer;
-    observer.arm();
-    EngineService service(service_config(), model_, {}, &observer);
-    ReleaseOnExit release{observer};
+    HeldService held(model_);
+    TestObserver& observer = held.observer;
+    EngineService& service = held.service;
     const std::vector<TokenId> p = prompt("Once upon a time");
     auto running = service.submit(p, greedy(400));
     QVERIFY(observer.wait_held()); // mid-step, its first token sampled
@@ -302,12 +308,11 @@ void TestEngineService::a_request_past_the_context_ends_with_the_engines_error()
 }
 
 void TestEngineService::max_waiting_refuses_with_503() {
-    TestObserver observer;
-    observer.arm();
     ServiceOptions options;
     options.max_waiting = 3;
-    EngineService service(service_config(), model_, options, &observer);
-    ReleaseOnExit release{observer};
+    HeldService held(model_, options);
+    TestObserver& observer = held.observer;
+    EngineService& service = held.service;
     const std::vector<TokenId> p = prompt("Once upon a time");
     std::vector<std::shared_ptr<RequestHandle>> handles{service.submit(p, greedy(400))};
     QVERIFY(observer.wait_held()); // nothing leaves the queue now
@@ -337,10 +342,9 @@ void TestEngineService::max_waiting_refuses_with_503() {
 }
 
 void TestEngineService::drain_aborts_what_runs() {
-    TestObserver observer;
-    observer.arm();
-    EngineService service(service_config(), model_, {}, &observer);
-    ReleaseOnExit release{observer};
+    HeldService held(model_);
+    TestObserver& observer = held.observer;
+    EngineService& service = held.service;
     const std::vector<TokenId> p = prompt("Once upon a time");
     std::vector<std::shared_ptr<RequestHandle>> handles;
     for (int i = 0; i < 16; ++i)
