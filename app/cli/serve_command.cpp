@@ -91,10 +91,15 @@ int run_serve(Args& args) {
 
     const auto model = std::make_shared<const Model>(s.model_path);
     const std::string name = s.served_name.empty() ? std::filesystem::path(s.model_path).stem().string() : s.served_name;
-    serve::MetricsRegistry metrics({.model_name = name, .vllm_names = s.vllm_names});
+    serve::MetricsRegistry metrics({.model_name = name, .vllm_names = s.vllm_names, .engine = s.engine});
     serve::EngineService service(s.engine, model, s.service, &metrics);
     const ChatTemplate chat = ChatTemplate::for_model(model->file(), service.tokenizer());
-    const serve::ServedModel served{name, model->config().context_length, &service.tokenizer(), &chat};
+    const std::uint32_t context = model->config().context_length;
+    const serve::ServedModel served{.name = name,
+                                    .max_model_len = context,
+                                    .n_ctx_train = context,
+                                    .tokenizer = &service.tokenizer(),
+                                    .chat_template = &chat};
     server.serve({&service, served, &metrics});
     std::printf("kvscope-cli serve: listening on http://%s:%d (model %s, %u tokens of context)\n", s.http.host.c_str(),
                 port, name.c_str(), served.max_model_len);

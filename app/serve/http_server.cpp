@@ -1,11 +1,16 @@
 #include "app/serve/http_server.h"
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <thread>
 
 #include <httplib.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <nlohmann/json.hpp>
 
 #include "app/serve/openai_response.h"
@@ -22,10 +27,12 @@ using namespace std::chrono_literals;
 
 // How long a reply waits for the engine before looking at its client again.
 constexpr auto kOutputPoll = 100ms;
-// A non-streamed reply sends a space (JSON ignores leading whitespace) when
-// it has waited this long, and a KV feed an SSE comment: writing is the only
-// way httplib 0.11.4 lets a handler notice that its client left.
+// A quiet KV feed sends an SSE comment this often: writing is how a
+// streaming reply notices that its client left.
 constexpr auto kHeartbeat = 1s;
+// The access log's status for a request whose client left before its reply
+// (nginx's word for it); the client never sees it.
+constexpr int kClientClosedRequest = 499;
 // /kv/stream sends at most 10 snapshots a second.
 constexpr auto kFeedInterval = 100ms;
 // Idle keep-alive connections hold a worker; stop() waits for them this long.
@@ -90,6 +97,56 @@ RequestOutput first_output(RequestHandle& handle) {
             return std::move(*out);
 }
 
+// The remote port and numeric address of a socket's end (getsockname or
+// getpeername), as httplib writes Request::remote_addr.
+std::optional<std::pair<int, std::string>> socket_end(int fd, bool peer) {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    auto* a = reinterpret_cast<sockaddr*>(&address);
+    if ((peer ? getpeername(fd, a, &length) : getsockname(fd, a, &length)) != 0)
+        return std::nullopt;
+    char host[NI_MAXHOST];
+    char port[NI_MAXSERV];
+    if (getnameinfo(a, length, host, sizeof host, port, sizeof port, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+        return std::nullopt;
+    return std::pair(std::atoi(port), std::string(host));
+}
+
+// httplib 0.11.4 shows a handler nothing of its connection (later versions
+// have Request::is_connection_closed), so a handler that waits before
+// writing, as a non-streamed reply does, finds its socket among the
+// process's descriptors by the addresses httplib reports and peeks at it:
+// end of stream or a reset means the client left. Linux (/proc/self/fd).
+class ClientWatch {
+public:
+    explicit ClientWatch(const httplib::Request& req) : fd_(find_socket(req)) {}
+
+    bool gone() const {
+        if (fd_ < 0)
+            return false;
+        char byte = 0;
+        const ssize_t n = recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    }
+
+private:
+    static int find_socket(const httplib::Request& req) {
+        std::error_code error;
+        for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", error)) {
+            const int fd = std::atoi(entry.path().filename().c_str());
+            const auto local = socket_end(fd, false);
+            if (!local || local->first != req.local_port)
+                continue;
+            const auto peer = socket_end(fd, true);
+            if (peer && peer->first == req.remote_port && peer->second == req.remote_addr)
+                return fd;
+        }
+        return -1; // never seen as gone: the request runs to its end
+    }
+
+    int fd_;
+};
+
 // A streamed reply (text/event-stream) in progress.
 struct StreamReply {
     std::shared_ptr<RequestHandle> handle;
@@ -115,12 +172,6 @@ struct StreamReply {
         }
         return text;
     }
-};
-
-// A whole reply, collected before it is sent.
-struct CollectedReply {
-    std::shared_ptr<RequestHandle> handle;
-    ResponseCollector collector;
 };
 
 // /kv/stream's position: the newest snapshot version it sent.
@@ -229,10 +280,7 @@ struct HttpServer::Impl {
     }
 
     void models(const httplib::Request&, httplib::Response& res) {
-        const ServedModel& m = live().model;
-        const Json model = {{"id", m.name},        {"object", "model"},           {"created", unix_now()},
-                            {"owned_by", "kvscope"}, {"max_model_len", m.max_model_len}};
-        send_json(res, 200, {{"object", "list"}, {"data", Json::array({model})}});
+        send_json(res, 200, models_response(live().model, unix_now()));
     }
 
     void completions(const httplib::Request& req, httplib::Response& res) { generate(req, res, Api::Completions); }
@@ -245,21 +293,45 @@ struct HttpServer::Impl {
                                                  : parse_completion_request(body, b.model, options.limits);
         const auto prompt_tokens = static_cast<std::uint32_t>(gen.prompt.size());
         t_access.tokens_in = prompt_tokens;
+        ResponseHeader header{api, new_response_id(api), b.model.name, unix_now()};
         const std::shared_ptr<RequestHandle> handle = b.service->submit(std::move(gen.prompt), gen.params);
+        if (!gen.stream)
+            return collect_reply(req, res, handle, ResponseCollector(std::move(header), gen.params.n, prompt_tokens));
+        // The status goes out with the stream's first bytes: wait for the
+        // first output, so a request the engine refuses answers 400.
         RequestOutput first = first_output(*handle);
         t_access.ttft_ms = ms_since(*t_access.start);
         if (first.finish == FinishReason::Error && first.tokens.empty()) {
             b.service->cancel(handle);
-            throw ApiError::invalid_request(first.error);
+            throw engine_error(first, false);
         }
-        ResponseHeader header{api, new_response_id(api), b.model.name, unix_now()};
-        if (gen.stream)
-            stream_reply(res, StreamReply{handle, ResponseStream(std::move(header), gen.params.n, gen.include_usage,
-                                                                 prompt_tokens),
-                                          std::move(first)});
-        else
-            collected_reply(res, std::move(first),
-                            CollectedReply{handle, ResponseCollector(std::move(header), gen.params.n, prompt_tokens)});
+        stream_reply(res, StreamReply{handle,
+                                      ResponseStream(std::move(header), gen.params.n, gen.include_usage, prompt_tokens),
+                                      std::move(first)});
+    }
+
+    // The whole reply, sent once complete; a client that goes away first
+    // cancels its request.
+    void collect_reply(const httplib::Request& req, httplib::Response& res, const std::shared_ptr<RequestHandle>& handle,
+                       ResponseCollector collector) {
+        const ClientWatch client(req);
+        while (!collector.done()) {
+            if (auto out = handle->next(kOutputPoll)) {
+                if (!t_access.ttft_ms)
+                    t_access.ttft_ms = ms_since(*t_access.start);
+                collector.on_output(*out);
+            } else if (client.gone()) {
+                backend->service->cancel(handle);
+                res.status = kClientClosedRequest;
+                return;
+            }
+        }
+        t_access.tokens_out = collector.usage().completion_tokens;
+        if (collector.error()) {
+            backend->service->cancel(handle); // the samples that had not failed
+            throw *collector.error();
+        }
+        send_json(res, 200, collector.to_json());
     }
 
     // The reply as server-sent events; a client that goes away cancels its
@@ -283,42 +355,18 @@ struct HttpServer::Impl {
             [state, service](bool) { service->cancel(state->handle); });
     }
 
-    void collected_reply(httplib::Response& res, RequestOutput first, CollectedReply reply) {
-        reply.collector.on_output(first);
-        auto state = std::make_shared<CollectedReply>(std::move(reply));
-        EngineService* service = backend->service;
-        res.set_chunked_content_provider(
-            "application/json",
-            [state](std::size_t, httplib::DataSink& sink) {
-                const auto waited_since = Clock::now();
-                while (!state->collector.done()) {
-                    if (auto out = state->handle->next(kOutputPoll))
-                        state->collector.on_output(*out);
-                    else if (Clock::now() - waited_since >= kHeartbeat)
-                        return sink.write(" ", 1);
-                }
-                t_access.tokens_out = state->collector.usage().completion_tokens;
-                const std::string body = dump(state->collector.to_json());
-                if (!sink.write(body.data(), body.size()))
-                    return false;
-                sink.done();
-                return true;
-            },
-            [state, service](bool) { service->cancel(state->handle); });
-    }
-
     void tokenize(const httplib::Request& req, httplib::Response& res) {
         const ServingBackend& b = live();
         const std::vector<TokenId> ids = parse_tokenize_request(parse_body(req.body, options.limits), b.model);
         t_access.tokens_in = ids.size();
-        send_json(res, 200, {{"count", ids.size()}, {"max_model_len", b.model.max_model_len}, {"tokens", ids}});
+        send_json(res, 200, tokenize_response(ids, b.model));
     }
 
     void detokenize(const httplib::Request& req, httplib::Response& res) {
         const ServingBackend& b = live();
         const std::vector<TokenId> ids = parse_detokenize_request(parse_body(req.body, options.limits), b.model);
         t_access.tokens_in = ids.size();
-        send_json(res, 200, {{"prompt", b.model.tokenizer->decode(ids)}});
+        send_json(res, 200, detokenize_response(ids, b.model));
     }
 
     void metrics(const httplib::Request&, httplib::Response& res) {
