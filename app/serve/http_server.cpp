@@ -3,7 +3,9 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -37,6 +39,8 @@ constexpr int kClientClosedRequest = 499;
 constexpr auto kFeedInterval = 100ms;
 // Idle keep-alive connections hold a worker; stop() waits for them this long.
 constexpr time_t kKeepAliveSeconds = 2;
+// How long stop() lets replies finish writing before it closes the socket.
+constexpr auto kStopWaitsForReplies = 2s;
 
 // What the access-log line of the request a worker thread is serving says.
 // httplib runs a request's routing, handler, content provider and logger on
@@ -147,8 +151,36 @@ private:
     int fd_;
 };
 
+// The generation replies being written. stop() waits for them (a while):
+// a drained request's handle is done before its reply's last chunks are out.
+class RepliesInFlight {
+public:
+    // Held while a reply is written; the last copy's end counts it out.
+    using Token = std::shared_ptr<void>;
+    Token enter() {
+        std::lock_guard lock(mutex_);
+        ++count_;
+        return Token(nullptr, [this](void*) { leave(); });
+    }
+    void wait_until_none(std::chrono::milliseconds timeout) {
+        std::unique_lock lock(mutex_);
+        none_.wait_for(lock, timeout, [&] { return count_ == 0; });
+    }
+
+private:
+    void leave() {
+        std::lock_guard lock(mutex_);
+        if (--count_ == 0)
+            none_.notify_all();
+    }
+    std::mutex mutex_;
+    std::condition_variable none_;
+    int count_ = 0;
+};
+
 // A streamed reply (text/event-stream) in progress.
 struct StreamReply {
+    RepliesInFlight::Token in_flight;
     std::shared_ptr<RequestHandle> handle;
     ResponseStream stream;
     std::optional<RequestOutput> first; // taken before the reply began
@@ -192,6 +224,7 @@ struct HttpServer::Impl {
     std::optional<ServingBackend> backend; // set once, before `ready`
     std::atomic<bool> ready{false};
     std::atomic<bool> draining{false};
+    RepliesInFlight replies;
     std::shared_ptr<spdlog::logger> log = logger("http");
 
     explicit Impl(HttpServerOptions o) : options(std::move(o)) {}
@@ -264,7 +297,27 @@ struct HttpServer::Impl {
         t_access = {};
     }
 
+    // The listening socket, as the socket-options hook last saw it.
+    std::atomic<int> listen_fd{-1};
+
+    // httplib's default options set SO_REUSEPORT, which lets a second server
+    // bind a port another already serves and share its connections: only
+    // SO_REUSEADDR here, so a taken port is an error. The hook is also the
+    // one place the listening socket shows itself (see widen_backlog).
+    void socket_options(int fd) {
+        const int yes = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        listen_fd = fd;
+    }
+
+    // httplib 0.11.4 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG,
+    // compiled into Debian's library): a burst of clients connecting at once
+    // overflows it and some lose their first request. Linux takes a new
+    // backlog when listen() is called again on a listening socket.
+    void widen_backlog() const { listen(listen_fd.load(), SOMAXCONN); }
+
     void configure() {
+        http.set_socket_options([this](socket_t fd) { socket_options(fd); });
         const std::size_t threads = options.http_threads;
         http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
         http.set_payload_max_length(options.limits.max_body_bytes);
@@ -295,6 +348,7 @@ struct HttpServer::Impl {
         const auto prompt_tokens = static_cast<std::uint32_t>(gen.prompt.size());
         t_access.tokens_in = prompt_tokens;
         ResponseHeader header{api, new_response_id(api), b.model.name, unix_now()};
+        RepliesInFlight::Token in_flight = replies.enter();
         const std::shared_ptr<RequestHandle> handle = b.service->submit(std::move(gen.prompt), gen.params);
         if (!gen.stream)
             return collect_reply(req, res, handle, ResponseCollector(std::move(header), gen.params.n, prompt_tokens));
@@ -306,7 +360,7 @@ struct HttpServer::Impl {
             b.service->cancel(handle);
             throw engine_error(first, false);
         }
-        stream_reply(res, StreamReply{handle,
+        stream_reply(res, StreamReply{std::move(in_flight), handle,
                                       ResponseStream(std::move(header), gen.params.n, gen.include_usage, prompt_tokens),
                                       std::move(first)});
     }
@@ -432,6 +486,7 @@ int HttpServer::start() {
     if (port < 0)
         throw Error("cannot listen on " + o.host + ":" + std::to_string(o.port) +
                     " (address in use, or not an address of this machine?)");
+    impl_->widen_backlog();
     impl_->listener = std::thread([this] { impl_->http.listen_after_bind(); });
     return port;
 }
@@ -444,6 +499,7 @@ void HttpServer::serve(const ServingBackend& backend) {
 void HttpServer::begin_drain() { impl_->draining.store(true); }
 
 void HttpServer::stop() {
+    impl_->replies.wait_until_none(kStopWaitsForReplies);
     impl_->http.stop();
     if (impl_->listener.joinable())
         impl_->listener.join();
