@@ -375,7 +375,8 @@ struct HttpServer::Impl {
                 if (!t_access.ttft_ms)
                     t_access.ttft_ms = ms_since(*t_access.start);
                 collector.on_output(*out);
-            } else if (client.gone()) {
+            }
+            if (client.gone()) { // a peek: cheap next to a token
                 backend->service->cancel(handle);
                 res.status = kClientClosedRequest;
                 return;

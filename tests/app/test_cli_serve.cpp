@@ -182,6 +182,7 @@ private slots:
     void api_key_guards_all_but_health_and_metrics();
     void overload_answers_503_and_sigterm_drains();
     void load_with_hang_ups_frees_every_block();
+    void non_streamed_request_ends_when_its_client_leaves();
     void access_log_has_a_line_per_request();
 
 private:
@@ -519,6 +520,30 @@ void TestCliServe::load_with_hang_ups_frees_every_block() {
     for (const json& block : snapshot["pool"]["blocks"])
         QVERIFY(block["state"] == "free" || block["state"] == "cached_free");
     QCOMPARE(get(c, "/health").status, 200);
+}
+
+// A reply that is not streamed writes nothing until it is complete; its
+// client giving up must still abort it. llama-110m (random weights, a few
+// ms a token) with ignore_eos runs 1,000 tokens for seconds; the client
+// waits 300 ms.
+void TestCliServe::non_streamed_request_ends_when_its_client_leaves() {
+    const QString slow_model = dir_.filePath("llama-110m.gguf");
+    const auto made = run_cli({"--log-level", "warn", "make-model", "--preset", "llama-110m", "--type", "q4_0", "-o",
+                               slow_model});
+    QVERIFY2(made.exit_code == 0, made.err.constData());
+    ServerProcess slow;
+    QVERIFY(slow.start(slow_model, {"--kv-budget-mib", "64"}, dir_.filePath("slow.log")));
+    auto leaving = slow.client();
+    leaving.set_read_timeout(0, 300000);
+    const Reply r = post(leaving, "/v1/completions", completion_body(json::array({1, 2, 3}), 1000, {{"ignore_eos", true}}));
+    QCOMPARE(r.status, 0); // gave up
+    leaving.stop();
+    auto c = slow.client();
+    const kvscope::test::PromText m = idle_metrics(c);
+    QCOMPARE(m.value("kvscope:request_success_total", {{"finished_reason", "abort"}}), 1.0);
+    QCOMPARE(m.value("kvscope:request_success_total", {{"finished_reason", "length"}}), 0.0);
+    QCOMPARE(m.value("kvscope:kv_cache_usage_perc"), 0.0);
+    QCOMPARE(slow.terminate(), 0);
 }
 
 void TestCliServe::access_log_has_a_line_per_request() {
