@@ -15,6 +15,7 @@ using json = nlohmann::json;
 
 constexpr std::uint32_t kDefaultCompletionTokens = 16; // OpenAI's max_tokens default
 constexpr float kDefaultTemperature = 1.0f;            // OpenAI's and vLLM's
+constexpr std::int64_t kMaxUint32 = std::numeric_limits<std::uint32_t>::max();
 
 ApiError bad(const std::string& message, const std::string& param) {
     return ApiError::invalid_request(message, param);
@@ -30,21 +31,29 @@ const json* field(const json& body, const char* name) {
     return it == body.end() || it->is_null() ? nullptr : &*it;
 }
 
+// 2 for 2.0, as people write bounds.
+std::string number_text(double v) {
+    return std::trunc(v) == v && std::abs(v) < 1e15 ? std::to_string(static_cast<std::int64_t>(v)) : json(v).dump();
+}
+
+// The number fields end up as floats: their largest is "no upper bound"
+// (and larger ones would not convert).
+constexpr double kUnbounded = std::numeric_limits<float>::max();
+
 // [lo, hi], or (lo, hi] with lo_open.
 struct Range {
     double lo;
-    double hi;
+    double hi = kUnbounded;
     bool lo_open = false;
 
     bool contains(double v) const { return (lo_open ? v > lo : v >= lo) && v <= hi; }
     std::string text() const {
-        return (lo_open ? "(" : "[") + json(lo).dump() + ", " + json(hi).dump() + "]";
+        return "in " + std::string(lo_open ? "(" : "[") + number_text(lo) + ", " + number_text(hi) + "]";
     }
 };
 
-void check_range(const char* name, const json& value, const Range& range) {
-    if (!range.contains(value.get<double>()))
-        throw bad(std::string("'") + name + "' must be in " + range.text() + ", got " + value.dump(), name);
+ApiError out_of_range(const char* name, const std::string& range, const json& value) {
+    return bad(std::string("'") + name + "' must be " + range + ", got " + value.dump(), name);
 }
 
 std::optional<double> optional_number(const json& body, const char* name, const Range& range) {
@@ -53,23 +62,40 @@ std::optional<double> optional_number(const json& body, const char* name, const 
         return std::nullopt;
     if (!v->is_number())
         throw wrong_type(name, "a number", *v);
-    check_range(name, *v, range);
+    if (!range.contains(v->get<double>()))
+        throw out_of_range(name, range.text(), *v);
     return v->get<double>();
 }
 
-// 16.0 is an integer too (Python clients send it).
+// 16.0 is an integer too (Python clients send it), within double's exact integers.
 bool is_integer(const json& v) {
-    return v.is_number_integer() || (v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>());
+    constexpr double kExact = 9007199254740992.0; // 2^53
+    const double d = v.is_number_float() ? v.get<double>() : 0.0;
+    return v.is_number_integer() || (v.is_number_float() && std::trunc(d) == d && std::abs(d) <= kExact);
 }
 
-std::optional<std::int64_t> optional_int(const json& body, const char* name, const Range& range) {
+// Of a value is_integer accepted.
+std::int64_t integer_value(const json& v) {
+    return v.is_number_float() ? static_cast<std::int64_t>(v.get<double>()) : v.get<std::int64_t>();
+}
+
+bool in_int_range(const json& v, std::int64_t lo, std::int64_t hi) {
+    constexpr auto kMaxInt64 = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > kMaxInt64)
+        return false; // past every bound a field has
+    const std::int64_t i = integer_value(v);
+    return i >= lo && i <= hi;
+}
+
+std::optional<std::int64_t> optional_int(const json& body, const char* name, std::int64_t lo, std::int64_t hi) {
     const json* v = field(body, name);
     if (!v)
         return std::nullopt;
-    if (!v->is_number() || !is_integer(*v))
+    if (!is_integer(*v))
         throw wrong_type(name, "an integer", *v);
-    check_range(name, *v, range);
-    return static_cast<std::int64_t>(v->get<double>());
+    if (!in_int_range(*v, lo, hi))
+        throw out_of_range(name, "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", *v);
+    return integer_value(*v);
 }
 
 std::optional<bool> optional_bool(const json& body, const char* name) {
@@ -128,15 +154,26 @@ SamplingParams sampling_params(const json& body) {
     s.temperature = static_cast<float>(optional_number(body, "temperature", {0, 2}).value_or(kDefaultTemperature));
     s.top_p = static_cast<float>(optional_number(body, "top_p", {0, 1, true}).value_or(1.0));
     // -1 (vLLM) and 0 (llama.cpp) both mean off.
-    const std::int64_t top_k = optional_int(body, "top_k", {-1, std::numeric_limits<std::uint32_t>::max()}).value_or(0);
+    const std::int64_t top_k = optional_int(body, "top_k", -1, kMaxUint32).value_or(0);
     s.top_k = top_k < 0 ? 0 : static_cast<std::uint32_t>(top_k);
     s.min_p = static_cast<float>(optional_number(body, "min_p", {0, 1}).value_or(0.0));
     s.repetition_penalty = static_cast<float>(
-        optional_number(body, "repetition_penalty", {0, std::numeric_limits<float>::max(), true}).value_or(1.0));
-    const std::optional<std::int64_t> seed =
-        optional_int(body, "seed", {0, static_cast<double>(std::numeric_limits<std::int64_t>::max())});
+        optional_number(body, "repetition_penalty", {0, kUnbounded, true}).value_or(1.0));
+    const std::optional<std::int64_t> seed = optional_int(body, "seed", 0, std::numeric_limits<std::int64_t>::max());
     s.seed = seed ? static_cast<std::uint64_t>(*seed) : drawn_seed();
     return s;
+}
+
+bool include_usage(const json& body) {
+    const json* options = field(body, "stream_options");
+    if (!options)
+        return false;
+    if (!options->is_object())
+        throw wrong_type("stream_options", "an object", *options);
+    const json* usage = field(*options, "include_usage");
+    if (usage && !usage->is_boolean())
+        throw wrong_type("stream_options.include_usage", "a boolean", *usage);
+    return usage && usage->get<bool>();
 }
 
 // stream, stream_options.include_usage, n, stop, ignore_eos and sampling:
@@ -146,15 +183,11 @@ GenerationRequest common_request(Api api, const json& body, const ServedModel& m
     r.api = api;
     r.model = checked_model(body, model);
     r.params.sampling = sampling_params(body);
-    r.params.n = static_cast<std::uint32_t>(optional_int(body, "n", {1, static_cast<double>(limits.max_n)}).value_or(1));
+    r.params.n = static_cast<std::uint32_t>(optional_int(body, "n", 1, limits.max_n).value_or(1));
     r.params.stop_strings = stop_strings(body, limits);
     r.params.ignore_eos = optional_bool(body, "ignore_eos").value_or(false);
     r.stream = optional_bool(body, "stream").value_or(false);
-    if (const json* options = field(body, "stream_options")) {
-        if (!options->is_object())
-            throw wrong_type("stream_options", "an object", *options);
-        r.include_usage = r.stream && optional_bool(*options, "include_usage").value_or(false);
-    }
+    r.include_usage = r.stream && include_usage(body);
     return r;
 }
 
@@ -163,7 +196,7 @@ TokenId checked_token(const json& id, const ServedModel& model, const char* para
         throw bad(std::string("'") + param + "' token ids must be integers, got " + id.type_name(), param);
     const std::int64_t v = id.get<std::int64_t>();
     if (v < 0 || v >= model.tokenizer->n_tokens())
-        throw bad("token id " + std::to_string(v) + " is outside the vocabulary [0, " +
+        throw bad("token id " + id.dump() + " is outside the vocabulary [0, " +
                       std::to_string(model.tokenizer->n_tokens()) + ")", param);
     return static_cast<TokenId>(v);
 }
@@ -196,7 +229,8 @@ std::vector<TokenId> completion_prompt(const json& body, const ServedModel& mode
     const json* prompt = field(body, "prompt");
     if (!prompt)
         throw bad("'prompt' is required", "prompt");
-    const bool batch = prompt->is_array() && !prompt->empty() && (prompt->front().is_string() || prompt->front().is_array());
+    const bool batch =
+        prompt->is_array() && !prompt->empty() && (prompt->front().is_string() || prompt->front().is_array());
     if (!batch)
         return single_prompt(*prompt, model);
     if (prompt->size() > 1)
@@ -205,13 +239,15 @@ std::vector<TokenId> completion_prompt(const json& body, const ServedModel& mode
     return single_prompt(prompt->front(), model);
 }
 
-std::uint32_t max_tokens_field(const json& body, const char* name) {
-    const auto v = optional_int(body, name, {1, std::numeric_limits<std::uint32_t>::max()});
-    return v ? static_cast<std::uint32_t>(*v) : 0;
+std::optional<std::uint32_t> max_tokens_field(const json& body, const char* name) {
+    const auto v = optional_int(body, name, 1, kMaxUint32);
+    return v ? std::optional(static_cast<std::uint32_t>(*v)) : std::nullopt;
 }
 
 // vLLM's words, so clients that parse them keep working.
-void check_context(std::size_t prompt_tokens, std::uint32_t max_tokens, const ServedModel& model, const char* input) {
+// `input`: "prompt" or "messages"; `param`: the field that asked for max_tokens.
+void check_context(std::size_t prompt_tokens, std::uint32_t max_tokens, const ServedModel& model, const char* input,
+                   const char* param) {
     const std::uint64_t total = prompt_tokens + std::uint64_t{max_tokens};
     if (total <= model.max_model_len)
         return;
@@ -219,7 +255,7 @@ void check_context(std::size_t prompt_tokens, std::uint32_t max_tokens, const Se
                   " tokens. However, you requested " + std::to_string(total) + " tokens (" +
                   std::to_string(prompt_tokens) + " in the " + input + ", " + std::to_string(max_tokens) +
                   " in the completion). Please reduce the length of the " + input + " or completion.",
-              "max_tokens");
+              param);
 }
 
 std::string part_text(const json& part, std::size_t index) {
@@ -296,37 +332,50 @@ std::vector<TokenId> chat_prompt(const json& body, const ServedModel& model) {
     return model.chat_template->encode(*model.tokenizer, rendered);
 }
 
+// Checked before parsing, so the client reads "invalid UTF-8" rather than
+// a parser's complaint about a string.
+std::optional<std::size_t> first_invalid_utf8(std::string_view text) {
+    for (std::size_t at = 0; at < text.size();) {
+        const utf8::ScanResult r = utf8::scan(text.substr(at));
+        if (r.kind != utf8::Scan::complete)
+            return at;
+        at += r.length;
+    }
+    return std::nullopt;
+}
+
+// "parse error at line 1, column 5: ..." without the "[json.exception.parse_error.101] " in front.
+std::string parser_words(const json::parse_error& e) {
+    const std::string what = e.what();
+    const std::size_t end = what.find("] ");
+    return end == std::string::npos ? what : what.substr(end + 2);
+}
+
 } // namespace
 
 nlohmann::json parse_body(std::string_view body, const RequestLimits& limits) {
     if (body.size() > limits.max_body_bytes)
         throw ApiError::too_large("the request body has " + std::to_string(body.size()) + " bytes; at most " +
                                   std::to_string(limits.max_body_bytes) + " are allowed");
-    for (std::size_t at = 0; at < body.size();) {
-        const utf8::ScanResult r = utf8::scan(body.substr(at));
-        if (r.kind != utf8::Scan::complete)
-            throw ApiError::invalid_request("the request body is not valid UTF-8 (invalid UTF-8 at byte " +
-                                            std::to_string(at) + ")");
-        at += r.length;
-    }
+    if (const auto at = first_invalid_utf8(body))
+        throw ApiError::invalid_request("invalid UTF-8 in the request body at byte " + std::to_string(*at));
     json parsed;
     try {
         parsed = json::parse(body);
     } catch (const json::parse_error& e) {
-        // e.what() names the position: "[json.exception.parse_error.101] parse error at line 1, column 5: ..."
-        throw ApiError::invalid_request(std::string("the request body is not valid JSON: ") + e.what());
+        throw ApiError::invalid_request("the request body is not valid JSON: " + parser_words(e));
     }
     if (!parsed.is_object())
-        throw ApiError::invalid_request(std::string("the request body must be a JSON object, got ") + parsed.type_name());
+        throw ApiError::invalid_request(std::string("the request body must be a JSON object, got ") +
+                                        parsed.type_name());
     return parsed;
 }
 
 GenerationRequest parse_completion_request(const json& body, const ServedModel& model, const RequestLimits& limits) {
     GenerationRequest r = common_request(Api::Completions, body, model, limits);
     r.prompt = completion_prompt(body, model);
-    const std::uint32_t max_tokens = max_tokens_field(body, "max_tokens");
-    r.params.max_new_tokens = max_tokens ? max_tokens : kDefaultCompletionTokens;
-    check_context(r.prompt.size(), r.params.max_new_tokens, model, "prompt");
+    r.params.max_new_tokens = max_tokens_field(body, "max_tokens").value_or(kDefaultCompletionTokens);
+    check_context(r.prompt.size(), r.params.max_new_tokens, model, "prompt", "max_tokens");
     return r;
 }
 
@@ -334,13 +383,14 @@ GenerationRequest parse_chat_request(const json& body, const ServedModel& model,
     GenerationRequest r = common_request(Api::Chat, body, model, limits);
     r.prompt = chat_prompt(body, model);
     // max_completion_tokens replaced max_tokens in OpenAI's API; vLLM takes either, the new one first.
-    const std::uint32_t new_name = max_tokens_field(body, "max_completion_tokens");
-    const std::uint32_t max_tokens = new_name ? new_name : max_tokens_field(body, "max_tokens");
+    const std::optional<std::uint32_t> new_name = max_tokens_field(body, "max_completion_tokens");
+    const std::optional<std::uint32_t> max_tokens = new_name ? new_name : max_tokens_field(body, "max_tokens");
     const std::uint32_t rest = r.prompt.size() < model.max_model_len
                                    ? model.max_model_len - static_cast<std::uint32_t>(r.prompt.size())
                                    : 1; // no room: check_context below says so
-    r.params.max_new_tokens = max_tokens ? max_tokens : rest;
-    check_context(r.prompt.size(), r.params.max_new_tokens, model, "messages");
+    r.params.max_new_tokens = max_tokens.value_or(rest);
+    check_context(r.prompt.size(), r.params.max_new_tokens, model, "messages",
+                  new_name ? "max_completion_tokens" : "max_tokens");
     return r;
 }
 

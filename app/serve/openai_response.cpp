@@ -20,7 +20,10 @@ std::string_view object_name(Api api, bool streamed) {
 }
 
 ojson identity(const ResponseHeader& h, bool streamed) {
-    return {{"id", h.id}, {"object", std::string(object_name(h.api, streamed))}, {"created", h.created}, {"model", h.model}};
+    return {{"id", h.id},
+            {"object", std::string(object_name(h.api, streamed))},
+            {"created", h.created},
+            {"model", h.model}};
 }
 
 } // namespace
@@ -126,7 +129,8 @@ void ResponseCollector::on_output(const RequestOutput& out) {
 }
 
 bool ResponseCollector::done() const {
-    return error_ || std::all_of(choices_.begin(), choices_.end(), [](const Choice& c) { return c.finish.has_value(); });
+    const auto finished = [](const Choice& c) { return c.finish.has_value(); };
+    return error_ || std::all_of(choices_.begin(), choices_.end(), finished);
 }
 
 ojson ResponseCollector::to_json() const {
@@ -169,7 +173,9 @@ ojson models_response(const ServedModel& model, std::int64_t created) {
 }
 
 ojson tokenize_response(std::span<const TokenId> tokens, const ServedModel& model) {
-    return {{"tokens", std::vector<TokenId>(tokens.begin(), tokens.end())}, {"count", tokens.size()}, {"max_model_len", model.max_model_len}};
+    return {{"tokens", std::vector<TokenId>(tokens.begin(), tokens.end())},
+            {"count", tokens.size()},
+            {"max_model_len", model.max_model_len}};
 }
 
 ojson detokenize_response(std::span<const TokenId> tokens, const ServedModel& model) {
