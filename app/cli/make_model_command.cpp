@@ -2,8 +2,11 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <string>
 
 #include "app/cli/commands.h"
+#include "app/cli/text_file.h"
 #include "engine/core/error.h"
 #include "engine/model/synthetic_model.h"
 #include "engine/presets/model_presets.h"
@@ -25,6 +28,17 @@ GgmlType parse_weight_type(const std::string& word) {
     throw Error("make-model --type must be f32, f16, bf16, q8_0 or q4_0, got '" + word + "'");
 }
 
+// --chat-template FILE's Jinja text; empty without the option.
+std::string read_chat_template_file(const std::optional<std::string>& path) {
+    if (!path)
+        return {};
+    try {
+        return read_text_file(*path);
+    } catch (const Error& e) {
+        throw Error(std::string("make-model --chat-template: ") + e.what());
+    }
+}
+
 } // namespace
 
 int run_make_model(Args& args) {
@@ -32,12 +46,14 @@ int run_make_model(Args& args) {
     const GgmlType type = parse_weight_type(args.value_or("--type", "f16"));
     const auto out = args.value("-o");
     const auto seed = static_cast<std::uint64_t>(args.int_or("--seed", 1, 0, INT64_MAX));
+    const auto chat_template_file = args.value("--chat-template");
     args.finish();
     if (!preset || !out)
         throw Error("make-model needs --preset NAME and -o FILE.gguf (calc --list shows presets)");
     const ModelGeometry& g = find_model_preset(*preset);
+    const std::string chat_template = read_chat_template_file(chat_template_file);
     const auto start = std::chrono::steady_clock::now();
-    write_synthetic_model(g, type, seed, *out);
+    write_synthetic_model(g, type, seed, *out, chat_template);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("%s: synthetic %s (random weights, meaningless text), %s, %.1f MB, written in %.1f s\n", out->c_str(),
                 g.name.c_str(), std::string(to_string(type)).c_str(),

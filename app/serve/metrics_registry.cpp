@@ -21,7 +21,7 @@ using prometheus::Gauge;
 using prometheus::Histogram;
 
 // vLLM's bucket boundaries, as vllm/v1/metrics/loggers.py
-// (PrometheusStatLogger) sets them, so a dashboard's histogram_quantile
+// (PrometheusStatLogger, as of vllm-project/vllm 005a810) sets them, so a dashboard's histogram_quantile
 // reads the same buckets from either server.
 const Histogram::BucketBoundaries kTtftBuckets{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
                                                0.25,  0.5,   0.75, 1.0,  2.5,  5.0,  7.5,  10.0,

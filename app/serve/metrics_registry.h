@@ -3,10 +3,11 @@
 // happen, gauges and counters from each published snapshot) and serialized
 // as Prometheus text (exposition format 0.0.4) for GET /metrics.
 //
-// Series (README, "Serving", lists them with their meaning), under
+// Series (README, "Prometheus metrics", lists them with their meaning), under
 // `kvscope:`; with vllm_names the vLLM-named ones also under `vllm:`, so a
 // vLLM Grafana dashboard works unchanged:
-//   num_requests_running, num_requests_waiting, kv_cache_usage_perc (blocks
+//   num_requests_running, num_requests_waiting (sequences; swapped-out
+//   ones count as waiting, as vLLM v1 requeues preempted requests), kv_cache_usage_perc (blocks
 //   held by sequences / all blocks; prefix-cached free blocks count as free,
 //   as vLLM's), num_preemptions_total, prefix_cache_queries_total and
 //   prefix_cache_hits_total (tokens), prompt_tokens_total,
@@ -15,7 +16,8 @@
 //   e2e_request_latency_seconds (histograms, vLLM's buckets),
 //   cache_config_info{block_size, cache_dtype, num_gpu_blocks, bytes_per_token, ...}
 // and kvscope's own: kv_cache_token_usage_perc (token slots holding a token /
-// all slots: block usage minus this is internal waste), kv_internal_waste_perc,
+// all slots), kv_internal_waste_perc (empty slots of blocks holding a token
+// / all slots: in paged mode exactly block usage minus token usage),
 // kv_free_blocks, kv_cached_blocks, kv_available_tokens, kv_bytes_per_token.
 // Every series carries a model_name label (and engine="0", as vLLM's).
 // cache_config_info appears with the first snapshot that has a pool.

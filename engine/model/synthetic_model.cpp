@@ -78,10 +78,13 @@ GgufWriter::Fill constant_vector(std::uint64_t n, float value) {
 
 } // namespace
 
-void write_synthetic_model(const ModelGeometry& g, GgmlType type, std::uint64_t seed, const std::string& path) {
+void write_synthetic_model(const ModelGeometry& g, GgmlType type, std::uint64_t seed, const std::string& path,
+                           const std::string& chat_template) {
     GgufWriter w;
     write_config(w, g);
     write_vocabulary(w, g.vocab);
+    if (!chat_template.empty())
+        w.set_string("tokenizer.chat_template", chat_template);
     const std::uint64_t dim = g.dim, kv_dim = std::uint64_t{g.n_kv_heads} * g.head_dim(), ffn = g.ffn_dim;
     std::uint64_t index = 0;
     auto matrix = [&](const std::string& name, std::uint64_t rows, std::uint64_t cols) {

@@ -41,7 +41,8 @@ struct PromSample {
     int line = 0; // 1-based line of the text it came from
 };
 
-// Malformed exposition text; the message starts with "line N: ".
+// Malformed exposition text (the message starts with "line N: "), or a
+// PromText::value question with no single answer.
 class PromTextError : public Error {
 public:
     using Error::Error;

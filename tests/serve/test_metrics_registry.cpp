@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "app/serve/metrics_registry.h"
 #include "serve/prometheus_text.h"
@@ -85,6 +86,14 @@ double value(const PromText& text, const std::string& name, PromLabels labels = 
     return text.value(name, labels);
 }
 
+// The five snapshot-fed counters, for one readable comparison.
+std::string counters(const PromText& t) {
+    const auto v = [&](const char* name) { return std::to_string(static_cast<long long>(value(t, name))); };
+    return "preemptions " + v("kvscope:num_preemptions_total") + ", prompt " + v("kvscope:prompt_tokens_total") +
+           ", generation " + v("kvscope:generation_tokens_total") + ", prefix queries " +
+           v("kvscope:prefix_cache_queries_total") + ", hits " + v("kvscope:prefix_cache_hits_total");
+}
+
 } // namespace
 
 class TestMetricsRegistry : public QObject {
@@ -99,6 +108,7 @@ private slots:
     void requests_count_by_finished_reason();
     void cache_config_info_describes_the_pool();
     void vllm_names_mirror_the_vllm_series_only();
+    void scrapes_run_beside_the_engine_thread();
     void parser_reads_the_format();
     void parser_refuses_malformed_text_data();
     void parser_refuses_malformed_text();
@@ -139,34 +149,19 @@ void TestMetricsRegistry::every_sample_carries_model_name_and_engine() {
 void TestMetricsRegistry::counters_move_by_the_totals_growth() {
     MetricsRegistry metrics(options());
     metrics.on_snapshot(snapshot({1, 10, 5, 8, 4}));
-    PromText t = scrape(metrics);
-    QCOMPARE(value(t, "kvscope:num_preemptions_total"), 1.0);
-    QCOMPARE(value(t, "kvscope:prompt_tokens_total"), 10.0);
-    QCOMPARE(value(t, "kvscope:generation_tokens_total"), 5.0);
-    QCOMPARE(value(t, "kvscope:prefix_cache_queries_total"), 8.0);
-    QCOMPARE(value(t, "kvscope:prefix_cache_hits_total"), 4.0);
-    QCOMPARE(t.types.at("kvscope:prompt_tokens_total"), std::string("counter"));
+    QCOMPARE(counters(scrape(metrics)), std::string("preemptions 1, prompt 10, generation 5, prefix queries 8, hits 4"));
+    QCOMPARE(scrape(metrics).types.at("kvscope:prompt_tokens_total"), std::string("counter"));
 
     metrics.on_snapshot(snapshot({3, 15, 9, 12, 8}));
     metrics.on_snapshot(snapshot({3, 15, 9, 12, 8})); // no growth: no change
-    t = scrape(metrics);
-    QCOMPARE(value(t, "kvscope:num_preemptions_total"), 3.0);
-    QCOMPARE(value(t, "kvscope:prompt_tokens_total"), 15.0);
-    QCOMPARE(value(t, "kvscope:generation_tokens_total"), 9.0);
-    QCOMPARE(value(t, "kvscope:prefix_cache_queries_total"), 12.0);
-    QCOMPARE(value(t, "kvscope:prefix_cache_hits_total"), 8.0);
+    QCOMPARE(counters(scrape(metrics)), std::string("preemptions 3, prompt 15, generation 9, prefix queries 12, hits 8"));
 }
 
 void TestMetricsRegistry::a_total_that_falls_is_a_new_engine() {
     MetricsRegistry metrics(options());
     metrics.on_snapshot(snapshot({3, 15, 9, 12, 8}));
     metrics.on_snapshot(snapshot({0, 2, 1, 4, 0})); // a new engine counting from zero
-    const PromText t = scrape(metrics);
-    QCOMPARE(value(t, "kvscope:num_preemptions_total"), 3.0);
-    QCOMPARE(value(t, "kvscope:prompt_tokens_total"), 17.0);
-    QCOMPARE(value(t, "kvscope:generation_tokens_total"), 10.0);
-    QCOMPARE(value(t, "kvscope:prefix_cache_queries_total"), 16.0);
-    QCOMPARE(value(t, "kvscope:prefix_cache_hits_total"), 8.0);
+    QCOMPARE(counters(scrape(metrics)), std::string("preemptions 3, prompt 17, generation 10, prefix queries 16, hits 8"));
 }
 
 void TestMetricsRegistry::a_pool_less_snapshot_keeps_the_prefix_counters() {
@@ -274,6 +269,31 @@ void TestMetricsRegistry::vllm_names_mirror_the_vllm_series_only() {
             QVERIFY2(!t.has("vllm:" + name), name.c_str());
         }
     }
+}
+
+void TestMetricsRegistry::scrapes_run_beside_the_engine_thread() {
+    MetricsRegistry metrics(options(true));
+    constexpr std::uint64_t kSnapshots = 300;
+    std::thread engine([&] {
+        for (std::uint64_t i = 1; i <= kSnapshots; ++i) {
+            metrics.on_snapshot(snapshot({i, 10 * i, 5 * i, 8 * i, 4 * i}));
+            metrics.on_first_token(0.01);
+            metrics.on_request_end(FinishReason::Stop, 0.5);
+        }
+    });
+    double last_prompt = 0;
+    for (int scrape_index = 0; scrape_index < 30; ++scrape_index) {
+        const PromText t = scrape(metrics); // parses: every histogram consistent mid-update
+        const double prompt = value(t, "kvscope:prompt_tokens_total");
+        QVERIFY(prompt >= last_prompt);
+        last_prompt = prompt;
+    }
+    engine.join();
+    const PromText t = scrape(metrics);
+    QCOMPARE(value(t, "kvscope:prompt_tokens_total"), 10.0 * kSnapshots);
+    QCOMPARE(value(t, "vllm:prompt_tokens_total"), 10.0 * kSnapshots);
+    QCOMPARE(value(t, "kvscope:request_success_total", {{"finished_reason", "stop"}}), double(kSnapshots));
+    QCOMPARE(value(t, "kvscope:time_to_first_token_seconds_count"), double(kSnapshots));
 }
 
 void TestMetricsRegistry::parser_reads_the_format() {
