@@ -283,8 +283,10 @@ struct EngineService::Impl {
                                        std::to_string(options.max_waiting) + "); retry later");
     }
 
-    // Mutated by the engine thread only, but for what model(), tokenizer()
-    // and config() read: the Engine fixes those at construction.
+    // The engine thread's alone, except that model(), tokenizer() and
+    // config() read it from any thread: the Engine fixes those three at
+    // construction and nothing changes them after (the Tokenizer's methods
+    // are const and keep no cache).
     Engine engine;
     const ServiceOptions options;
     ServiceObserver* const observer;

@@ -104,7 +104,8 @@ public:
     std::shared_ptr<const EngineSnapshot> snapshot() const;
     std::uint64_t snapshot_version() const;
     // Waits up to `timeout` for a snapshot newer than version `after`;
-    // returns the latest either way (for /kv/stream).
+    // returns the latest either way (for /kv/stream). An idle engine and a
+    // drained service publish none: the wait then lasts the whole timeout.
     std::shared_ptr<const EngineSnapshot> wait_snapshot(std::uint64_t after, std::chrono::milliseconds timeout) const;
 
     // Stops taking requests (submit() answers 503), lets those in flight run
