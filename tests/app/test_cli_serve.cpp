@@ -186,7 +186,10 @@ private slots:
     void access_log_has_a_line_per_request();
 
 private:
+    QString llama_110m();
+
     QString model_;
+    QString llama_110m_;
     QTemporaryDir dir_;
     ServerProcess server_;
 };
@@ -203,6 +206,27 @@ void TestCliServe::initTestCase() {
 void TestCliServe::cleanupTestCase() {
     if (!model_.isEmpty())
         QCOMPARE(server_.terminate(), 0);
+}
+
+// A synthetic llama-110m (random weights, a few ms a token) with a ChatML
+// template, made on first use; empty when make-model failed.
+QString TestCliServe::llama_110m() {
+    if (!llama_110m_.isEmpty())
+        return llama_110m_;
+    const QString template_path = dir_.filePath("chatml.jinja");
+    QFile file(template_path);
+    if (!file.open(QIODevice::WriteOnly))
+        return {};
+    file.write("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+               "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% "
+               "endif %}");
+    file.close();
+    const QString path = dir_.filePath("llama-110m.gguf");
+    const auto made = run_cli({"--log-level", "warn", "make-model", "--preset", "llama-110m", "--type", "q4_0",
+                               "--chat-template", template_path, "-o", path});
+    if (made.exit_code != 0)
+        qWarning("make-model: %s", made.err.constData());
+    return llama_110m_ = made.exit_code == 0 ? path : QString();
 }
 
 void TestCliServe::first_line_health_and_models() {
@@ -280,20 +304,8 @@ void TestCliServe::chat_needs_a_template() {
 }
 
 void TestCliServe::chat_with_a_template() {
-    const auto help = run_cli({"make-model", "--help"});
-    if (!help.out.contains("--chat-template"))
-        QSKIP("make-model has no --chat-template in this build");
-    const QString template_path = dir_.filePath("chatml.jinja");
-    QFile file(template_path);
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
-               "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% "
-               "endif %}");
-    file.close();
-    const QString chat_model = dir_.filePath("chat.gguf");
-    const auto made = run_cli({"--log-level", "warn", "make-model", "--preset", "llama-110m", "--type", "q4_0",
-                               "--chat-template", template_path, "-o", chat_model});
-    QVERIFY2(made.exit_code == 0, made.err.constData());
+    const QString chat_model = llama_110m();
+    QVERIFY(!chat_model.isEmpty());
     ServerProcess chat;
     QVERIFY(chat.start(chat_model, {"--kv-budget-mib", "16"}, dir_.filePath("chat.log")));
     auto c = chat.client();
@@ -527,10 +539,8 @@ void TestCliServe::load_with_hang_ups_frees_every_block() {
 // ms a token) with ignore_eos runs 1,000 tokens for seconds; the client
 // waits 300 ms.
 void TestCliServe::non_streamed_request_ends_when_its_client_leaves() {
-    const QString slow_model = dir_.filePath("llama-110m.gguf");
-    const auto made = run_cli({"--log-level", "warn", "make-model", "--preset", "llama-110m", "--type", "q4_0", "-o",
-                               slow_model});
-    QVERIFY2(made.exit_code == 0, made.err.constData());
+    const QString slow_model = llama_110m();
+    QVERIFY(!slow_model.isEmpty());
     ServerProcess slow;
     QVERIFY(slow.start(slow_model, {"--kv-budget-mib", "64"}, dir_.filePath("slow.log")));
     auto leaving = slow.client();
