@@ -110,6 +110,7 @@ int run_serve(Args& args) {
     server.begin_drain();
     service.drain(s.drain);
     server.stop();
+    logger("app")->info("stopped");
     return 0;
 }
 
