@@ -5,8 +5,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
-#include <mutex>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -94,15 +94,9 @@ ApiError error_for_status(const httplib::Request& req, int status, const Request
     }
 }
 
-// The first output of a request: its first token, or how it ended before one.
-RequestOutput first_output(RequestHandle& handle) {
-    for (;;)
-        if (auto out = handle.next(kOutputPoll))
-            return std::move(*out);
-}
-
-// The remote port and numeric address of a socket's end (getsockname or
-// getpeername), as httplib writes Request::remote_addr.
+// The port and numeric address of one end of a socket (its own:
+// getsockname; its peer's: getpeername), written as httplib writes
+// Request::remote_addr.
 std::optional<std::pair<int, std::string>> socket_end(int fd, bool peer) {
     sockaddr_storage address{};
     socklen_t length = sizeof address;
@@ -350,37 +344,57 @@ struct HttpServer::Impl {
         ResponseHeader header{api, new_response_id(api), b.model.name, unix_now()};
         RepliesInFlight::Token in_flight = replies.enter();
         const std::shared_ptr<RequestHandle> handle = b.service->submit(std::move(gen.prompt), gen.params);
+        const ClientWatch client(req);
         if (!gen.stream)
-            return collect_reply(req, res, handle, ResponseCollector(std::move(header), gen.params.n, prompt_tokens));
+            return collect_reply(res, handle, client,
+                                 ResponseCollector(std::move(header), gen.params.n, prompt_tokens));
         // The status goes out with the stream's first bytes: wait for the
         // first output, so a request the engine refuses answers 400.
-        RequestOutput first = first_output(*handle);
-        t_access.ttft_ms = ms_since(*t_access.start);
-        if (first.finish == FinishReason::Error && first.tokens.empty()) {
+        std::optional<RequestOutput> first = first_output(res, handle, client);
+        if (!first)
+            return;
+        if (first->finish == FinishReason::Error && first->tokens.empty()) {
             b.service->cancel(handle);
-            throw engine_error(first, false);
+            throw engine_error(*first, false);
         }
         stream_reply(res, StreamReply{std::move(in_flight), handle,
                                       ResponseStream(std::move(header), gen.params.n, gen.include_usage, prompt_tokens),
-                                      std::move(first)});
+                                      std::move(*first)});
+    }
+
+    // The request's first output: its first token, or how it ended before
+    // one; nullopt when its client left first (the request is cancelled).
+    std::optional<RequestOutput> first_output(httplib::Response& res, const std::shared_ptr<RequestHandle>& handle,
+                                              const ClientWatch& client) {
+        for (;;) {
+            if (auto out = handle->next(kOutputPoll)) {
+                t_access.ttft_ms = ms_since(*t_access.start);
+                return out;
+            }
+            if (client.gone()) {
+                client_left(res, handle);
+                return std::nullopt;
+            }
+        }
+    }
+
+    void client_left(httplib::Response& res, const std::shared_ptr<RequestHandle>& handle) {
+        backend->service->cancel(handle);
+        res.status = kClientClosedRequest;
     }
 
     // The whole reply, sent once complete; a client that goes away first
     // cancels its request.
-    void collect_reply(const httplib::Request& req, httplib::Response& res, const std::shared_ptr<RequestHandle>& handle,
+    void collect_reply(httplib::Response& res, const std::shared_ptr<RequestHandle>& handle, const ClientWatch& client,
                        ResponseCollector collector) {
-        const ClientWatch client(req);
         while (!collector.done()) {
             if (auto out = handle->next(kOutputPoll)) {
                 if (!t_access.ttft_ms)
                     t_access.ttft_ms = ms_since(*t_access.start);
                 collector.on_output(*out);
             }
-            if (client.gone()) { // a peek: cheap next to a token
-                backend->service->cancel(handle);
-                res.status = kClientClosedRequest;
-                return;
-            }
+            if (client.gone()) // a peek: cheap next to a token
+                return client_left(res, handle);
         }
         t_access.tokens_out = collector.usage().completion_tokens;
         if (collector.error()) {
