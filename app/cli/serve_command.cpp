@@ -90,7 +90,8 @@ int run_serve(Args& args) {
     const int port = server.start();
 
     const auto model = std::make_shared<const Model>(s.model_path);
-    const std::string name = s.served_name.empty() ? std::filesystem::path(s.model_path).stem().string() : s.served_name;
+    const std::string name =
+        s.served_name.empty() ? std::filesystem::path(s.model_path).stem().string() : s.served_name;
     serve::MetricsRegistry metrics({.model_name = name, .vllm_names = s.vllm_names, .engine = s.engine});
     serve::EngineService service(s.engine, model, s.service, &metrics);
     const ChatTemplate chat = ChatTemplate::for_model(model->file(), service.tokenizer());

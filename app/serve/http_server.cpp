@@ -65,7 +65,8 @@ void send_json(httplib::Response& res, int status, const Json& body) {
 void send_error(httplib::Response& res, const ApiError& error) { send_json(res, error.status(), error.to_json()); }
 
 std::int64_t unix_now() {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const auto since_epoch = std::chrono::system_clock::now().time_since_epoch();
+    return std::chrono::duration_cast<std::chrono::seconds>(since_epoch).count();
 }
 
 bool needs_key(const std::string& path) {
@@ -449,18 +450,21 @@ struct HttpServer::Impl {
         return snapshot;
     }
 
-    void kv_snapshot(const httplib::Request&, httplib::Response& res) { send_json(res, 200, to_json(*latest_snapshot())); }
+    void kv_snapshot(const httplib::Request&, httplib::Response& res) {
+        send_json(res, 200, to_json(*latest_snapshot()));
+    }
 
     void kv_stream(const httplib::Request&, httplib::Response& res) {
         EngineService* service = live().service;
         auto state = std::make_shared<FeedState>();
-        res.set_chunked_content_provider("text/event-stream", [this, service, state](std::size_t, httplib::DataSink& sink) {
+        auto next_event = [this, service, state](std::size_t, httplib::DataSink& sink) {
             if (draining.load()) {
                 sink.done();
                 return true;
             }
             return feed(*service, *state, sink);
-        });
+        };
+        res.set_chunked_content_provider("text/event-stream", std::move(next_event));
     }
 
     // One turn of /kv/stream: the newest snapshot when there is one the feed

@@ -55,7 +55,8 @@ public:
                 return false;
         first_line_ = QString::fromUtf8(process_.readLine()).trimmed();
         const QRegularExpressionMatch m =
-            QRegularExpression(R"(^kvscope-cli serve: listening on http://([^:]+):(\d+) \(model (\S+), (\d+) tokens of context\)$)")
+            QRegularExpression(R"(^kvscope-cli serve: listening on http://([^:]+):(\d+) )"
+                               R"(\(model (\S+), (\d+) tokens of context\)$)")
                 .match(first_line_);
         if (!m.hasMatch())
             return false;
@@ -269,7 +270,8 @@ void TestCliServe::stream_arrives_chunk_by_chunk() {
     const std::string prompt = "Once upon a time";
     const json whole = post(c, "/v1/completions", completion_body(prompt, 16)).json_body();
     const Reply r = post(c, "/v1/completions",
-                         completion_body(prompt, 16, {{"stream", true}, {"stream_options", {{"include_usage", true}}}}));
+                         completion_body(prompt, 16,
+                                         {{"stream", true}, {"stream_options", {{"include_usage", true}}}}));
     QCOMPARE(r.status, 200);
     QVERIFY(r.content_type.starts_with("text/event-stream"));
     const std::vector<std::string> events = sse_data(r.body);
@@ -292,7 +294,8 @@ void TestCliServe::stream_arrives_chunk_by_chunk() {
         QCOMPARE(choice["finish_reason"].is_null(), !last); // the finish reason comes last, once
         text += choice["text"].get<std::string>();
     }
-    QCOMPARE(json::parse(events[events.size() - 3])["choices"][0]["finish_reason"], whole["choices"][0]["finish_reason"]);
+    const json last_choice = json::parse(events[events.size() - 3])["choices"][0];
+    QCOMPARE(last_choice["finish_reason"], whole["choices"][0]["finish_reason"]);
     QCOMPARE(text, whole["choices"][0]["text"].get<std::string>());
 }
 
@@ -310,7 +313,9 @@ void TestCliServe::chat_with_a_template() {
     QVERIFY(chat.start(chat_model, {"--kv-budget-mib", "16"}, dir_.filePath("chat.log")));
     auto c = chat.client();
     const std::string body =
-        R"({"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"hi"}]}],"max_tokens":3,"temperature":0,"ignore_eos":true})";
+        R"({"messages":[{"role":"system","content":"Be brief."},)"
+        R"({"role":"user","content":[{"type":"text","text":"hi"}]}],)"
+        R"("max_tokens":3,"temperature":0,"ignore_eos":true})";
     const Reply r = post(c, "/v1/chat/completions", body);
     QCOMPARE(r.status, 200);
     const json j = r.json_body();
@@ -545,7 +550,8 @@ void TestCliServe::non_streamed_request_ends_when_its_client_leaves() {
     QVERIFY(slow.start(slow_model, {"--kv-budget-mib", "64"}, dir_.filePath("slow.log")));
     auto leaving = slow.client();
     leaving.set_read_timeout(0, 300000);
-    const Reply r = post(leaving, "/v1/completions", completion_body(json::array({1, 2, 3}), 1000, {{"ignore_eos", true}}));
+    const Reply r =
+        post(leaving, "/v1/completions", completion_body(json::array({1, 2, 3}), 1000, {{"ignore_eos", true}}));
     QCOMPARE(r.status, 0); // gave up
     leaving.stop();
     auto c = slow.client();
