@@ -39,6 +39,9 @@ constexpr int kClientClosedRequest = 499;
 constexpr auto kFeedInterval = 100ms;
 // Idle keep-alive connections hold a worker; stop() waits for them this long.
 constexpr time_t kKeepAliveSeconds = 2;
+// Requests one connection may carry (httplib's default, 5, has a client
+// that reuses its connection reconnect every 5 requests).
+constexpr std::size_t kKeepAliveMaxRequests = 1000;
 // How long stop() lets replies finish writing before it closes the socket.
 constexpr auto kStopWaitsForReplies = 2s;
 
@@ -317,6 +320,7 @@ struct HttpServer::Impl {
         http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
         http.set_payload_max_length(options.limits.max_body_bytes);
         http.set_keep_alive_timeout(kKeepAliveSeconds);
+        http.set_keep_alive_max_count(kKeepAliveMaxRequests);
         install_hooks();
         install_routes();
     }
