@@ -223,6 +223,7 @@ struct HttpServer::Impl {
     std::atomic<bool> ready{false};
     std::atomic<bool> draining{false};
     RepliesInFlight replies;
+    std::atomic<int> listen_fd{-1}; // the listening socket, as the socket-options hook last saw it
     std::shared_ptr<spdlog::logger> log = logger("http");
 
     explicit Impl(HttpServerOptions o) : options(std::move(o)) {}
@@ -294,9 +295,6 @@ struct HttpServer::Impl {
                   res.status, count(t_access.tokens_in), count(t_access.tokens_out), ms(t_access.ttft_ms), ms(total));
         t_access = {};
     }
-
-    // The listening socket, as the socket-options hook last saw it.
-    std::atomic<int> listen_fd{-1};
 
     // httplib's default options set SO_REUSEPORT, which lets a second server
     // bind a port another already serves and share its connections: only

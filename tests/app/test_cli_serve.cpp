@@ -173,6 +173,7 @@ private slots:
     void initTestCase();
     void cleanupTestCase();
     void first_line_health_and_models();
+    void a_taken_port_is_an_error();
     void completions_equal_generate();
     void stream_arrives_chunk_by_chunk();
     void chat_needs_a_template();
@@ -243,6 +244,14 @@ void TestCliServe::first_line_health_and_models() {
     QCOMPARE(models["data"].size(), 1u);
     QCOMPARE(models["data"][0]["id"], "stories260K-f32");
     QCOMPARE(models["data"][0]["max_model_len"], 512);
+}
+
+// Not shared with the server already there (httplib's SO_REUSEPORT would).
+void TestCliServe::a_taken_port_is_an_error() {
+    const auto r = run_cli({"serve", "--model", model_, "--port", QString::number(server_.port())});
+    QCOMPARE(r.exit_code, 1);
+    QVERIFY2(r.err.contains("cannot listen on 127.0.0.1:"), r.err.constData());
+    QVERIFY(r.out.isEmpty());
 }
 
 void TestCliServe::completions_equal_generate() {
