@@ -18,5 +18,6 @@ int run_tokenize(Args& args);        // tokenize_command.cpp: ids and pieces of 
 int run_chat(Args& args);            // chat_command.cpp: terminal chat via the chat template
 int run_bench_tokenizer(Args& args); // bench_tokenizer_command.cpp: encode MB/s
 int run_perplexity(Args& args);      // perplexity_command.cpp: KV dtype accuracy on a text
+int run_bench_client(Args& args);    // bench_client_command.cpp: load on an OpenAI-compatible server
 
 } // namespace kvscope::cli
