@@ -211,15 +211,9 @@ int run_bench_serve(Args& args) {
     const std::shared_ptr<const Model> model = bench_model(args, temp);
     const WorkloadSpec spec = read_workload(args, *model);
     EngineConfig base;
-    base.kv_budget_mib = args.number_or("--kv-budget-mib", 24, 0.001, 1 << 20);
+    read_serving_options(args, base, 24);
     const std::vector<KvDtype> dtypes = read_kv_dtypes(args);
     base.kv_dtype = dtypes.front();
-    base.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
-    base.threads = static_cast<int>(args.int_or("--threads", 0, 0, 1024));
-    base.backend = read_backend(args);
-    base.max_num_seqs = static_cast<std::uint32_t>(args.int_or("--max-seqs", 256, 1, 1 << 20));
-    base.max_num_batched_tokens = static_cast<std::uint32_t>(args.int_or("--max-batched-tokens", 512, 1, 1 << 20));
-    base.preemption = parse_preemption_mode(args.value_or("--preemption", std::string(to_string(EngineConfig{}.preemption))));
     const std::string mode = args.value_or("--mode", "both");
     const bool json = args.flag("--json");
     args.finish();

@@ -19,5 +19,6 @@ int run_tokenize(Args& args);        // tokenize_command.cpp: ids and pieces of 
 int run_chat(Args& args);            // chat_command.cpp: terminal chat via the chat template
 int run_bench_tokenizer(Args& args); // bench_tokenizer_command.cpp: encode MB/s
 int run_perplexity(Args& args);      // perplexity_command.cpp: KV dtype accuracy on a text
+int run_serve(Args& args);           // serve_command.cpp: the OpenAI-compatible HTTP server
 
 } // namespace kvscope::cli

@@ -37,6 +37,15 @@ commands:
                --model FILE --text-file F [--kv-dtype D[,D...]] [--ctx N] [--block-size B]
                [--threads N] [--backend B] [--json]   (default: every KV dtype this build and
                backend can run; the backend each ran on is listed)
+  serve        an OpenAI-compatible HTTP server over the paged engine (README, "Serving"):
+               /v1/completions, /v1/chat/completions, /v1/models, /tokenize, /detokenize,
+               /health, /metrics (Prometheus), /kv/snapshot and /kv/stream (the KV pool)
+               --model FILE [--host 127.0.0.1] [--port 8000 (0: any free port)]
+               [--served-model-name NAME] [--api-key KEY (or env KVSCOPE_API_KEY)]
+               [--max-waiting N] [--drain-seconds S] [--metrics-names kvscope|vllm]
+               [--http-threads N] [--kv-dtype D] [--block-size B] [--kv-budget-mib M]
+               [--max-seqs N] [--max-batched-tokens N] [--preemption swap|recompute]
+               [--threads N] [--backend B]
   tokenize     token ids and pieces of a text; works on vocabulary-only GGUFs
                --model FILE --text TEXT|- [--json] [--no-bos] [--parse-special]
                (--text - reads stdin byte for byte; BOS as the file asks; special-
@@ -87,6 +96,8 @@ int dispatch(const std::string& command, kvscope::cli::Args& args) {
         return run_chat(args);
     if (command == "perplexity")
         return run_perplexity(args);
+    if (command == "serve")
+        return run_serve(args);
     if (command == "bench") {
         const auto which = args.subcommand();
         if (which == "paint") // the one that needs Qt Widgets, which kvscope-cli does not link

@@ -40,6 +40,17 @@ GenerateSettings read_generate_settings(Args& args, std::uint32_t default_new_to
     return s;
 }
 
+void read_serving_options(Args& args, EngineConfig& config, double default_budget_mib) {
+    config.kv_budget_mib = args.number_or("--kv-budget-mib", default_budget_mib, 0.001, 1 << 20);
+    config.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
+    config.threads = read_threads(args);
+    config.backend = read_backend(args);
+    config.max_num_seqs = static_cast<std::uint32_t>(args.int_or("--max-seqs", 256, 1, 1 << 20));
+    config.max_num_batched_tokens = static_cast<std::uint32_t>(args.int_or("--max-batched-tokens", 512, 1, 1 << 20));
+    config.preemption =
+        parse_preemption_mode(args.value_or("--preemption", std::string(to_string(EngineConfig{}.preemption))));
+}
+
 std::vector<TokenId> parse_token_ids(const std::string& text) {
     std::vector<TokenId> ids;
     const char* p = text.data();

@@ -28,6 +28,11 @@ struct GenerateSettings {
     RequestParams request;
 };
 GenerateSettings read_generate_settings(Args& args, std::uint32_t default_new_tokens);
+// What the serving commands (bench serve, serve) share: the KV pool's
+// --kv-budget-mib (default `default_budget_mib`) and --block-size, the
+// scheduler's --max-seqs (default 256), --max-batched-tokens and
+// --preemption, and --threads and --backend. The KV dtype is each command's.
+void read_serving_options(Args& args, EngineConfig& config, double default_budget_mib);
 // "1,403,407" -> {1, 403, 407}; throws kvscope::Error on anything else.
 std::vector<TokenId> parse_token_ids(const std::string& text);
 

@@ -27,14 +27,20 @@
 namespace kvscope::serve {
 
 // What the engine thread tells whoever keeps the server's metrics, as it
-// happens (called on the engine thread; keep it short). Times in seconds,
-// measured from submit(): what a client waits, queueing included.
+// happens (called on the engine thread, and for the first snapshot in the
+// service's constructor; keep it short). Times in seconds, measured from
+// submit(): what a client waits, queueing included. A request's end comes
+// before its handle's last output, so whoever saw a handle done() knows the
+// observer heard of it.
 class ServiceObserver {
 public:
     virtual ~ServiceObserver() = default;
     virtual void on_first_token(double ttft_s) = 0;  // once per request
     virtual void on_inter_token(double gap_s) = 0;   // per later token of each sample
-    virtual void on_request_end(FinishReason reason, double e2e_s) = 0; // once per request
+    // Once per request, with its samples' highest reason in FinishReason's
+    // order (Error, else Abort, else Length if any sample was cut, else
+    // Stop); a request cancelled before it reached the engine ends too.
+    virtual void on_request_end(FinishReason reason, double e2e_s) = 0;
     virtual void on_snapshot(const EngineSnapshot& snapshot) = 0;      // each published snapshot
 };
 

@@ -18,6 +18,7 @@
 // all slots: block usage minus this is internal waste), kv_internal_waste_perc,
 // kv_free_blocks, kv_cached_blocks, kv_available_tokens, kv_bytes_per_token.
 // Every series carries a model_name label (and engine="0", as vLLM's).
+// cache_config_info appears with the first snapshot that has a pool.
 #pragma once
 
 #include <memory>
@@ -30,6 +31,11 @@ namespace kvscope::serve {
 struct MetricsOptions {
     std::string model_name;
     bool vllm_names = false; // --metrics-names vllm: the vLLM series under vllm: too
+    // The served engine's configuration: cache_config_info's
+    // enable_prefix_caching and kv_cache_memory_bytes (kv_pool_bytes, which
+    // needs it for what lives outside the blocks). The pool's own figures
+    // (blocks, block size, dtype, bytes per token) come from the snapshots.
+    EngineConfig engine;
 };
 
 class MetricsRegistry : public ServiceObserver {

@@ -24,6 +24,10 @@ namespace kvscope::serve {
 
 // The documented limits (README, "Serving"): past them a request is refused
 // with 400 (413 for the body), never cut short.
+//   body        8 MiB of JSON (a 128k-token prompt as ids is under 1 MiB)
+//   n           1..128 samples (kMaxSamplesPerRequest: the engine's own cap)
+//   stop        at most 16 strings of at most 1024 bytes each
+//   prompt + max_tokens   at most ServedModel::max_model_len tokens
 struct RequestLimits {
     std::size_t max_body_bytes = 8u << 20;       // 413 beyond
     std::uint32_t max_n = kMaxSamplesPerRequest; // samples per request
@@ -36,6 +40,7 @@ struct RequestLimits {
 struct ServedModel {
     std::string name;              // --served-model-name, else the file's stem
     std::uint32_t max_model_len = 0; // the model's context: prompt + max_tokens fit in it
+    std::uint32_t n_ctx_train = 0;   // the context it was trained with (GET /v1/models' meta)
     const Tokenizer* tokenizer = nullptr;
     const ChatTemplate* chat_template = nullptr; // unsupported(): chat answers 400
 };
@@ -56,9 +61,12 @@ struct GenerationRequest {
 // invalid UTF-8 or malformed JSON or a body that is not an object.
 nlohmann::json parse_body(std::string_view body, const RequestLimits& limits = {});
 
-// POST /v1/completions. `prompt`: a string or an array of token ids (ids
-// outside the vocabulary are refused). max_tokens defaults to 16 (OpenAI's
-// default); prompt + max_tokens must fit in max_model_len.
+// POST /v1/completions. `prompt`: a string (encoded as `kvscope-cli generate
+// --prompt` does: BOS where the vocabulary asks for it), an array of token
+// ids (ids outside the vocabulary are refused), or a one-element array of
+// either. max_tokens defaults to 16 (OpenAI's default); prompt + max_tokens
+// must fit in max_model_len. temperature defaults to 1 (OpenAI's); without
+// a seed each request draws one, so equal requests may differ.
 GenerationRequest parse_completion_request(const nlohmann::json& body, const ServedModel& model,
                                            const RequestLimits& limits = {});
 

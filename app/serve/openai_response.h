@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,23 +42,38 @@ struct ResponseHeader {
 std::string sse_event(const nlohmann::ordered_json& chunk);
 inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
 
+// What a FinishReason::Error output becomes: 400 (invalid_request_error)
+// when the request failed before any token (the engine refused it, e.g.
+// larger than the whole KV pool), 500 (internal_server_error) after.
+ApiError engine_error(const RequestOutput& out, bool any_token);
+
 // A streamed response, event by event. Chat sends each sample's role first
 // (begin), then content deltas, then a chunk with its finish reason; with
 // include_usage one chunk with `choices: []` and the usage, then [DONE].
+// completion_tokens counts what the engine sampled (RequestOutput::tokens,
+// the stop token included, as vLLM counts).
 class ResponseStream {
 public:
     ResponseStream(ResponseHeader header, std::uint32_t n, bool include_usage, std::uint32_t prompt_tokens);
 
     std::string begin();                              // chat: role chunks; completions: ""
-    std::string on_output(const RequestOutput& out);  // text delta and/or finish chunk(s); "" when nothing to send
+    // Text delta and/or finish chunk; "" when nothing to send. The first
+    // FinishReason::Error output becomes one `data: {"error": {...}}` event
+    // (engine_error); later outputs send nothing.
+    std::string on_output(const RequestOutput& out);
     std::string end();                                // usage chunk (when asked) and [DONE]
     const Usage& usage() const { return usage_; }
+    bool failed() const { return failed_; }
 
 private:
+    nlohmann::ordered_json chunk(nlohmann::ordered_json choices) const;
+    nlohmann::ordered_json choice(std::uint32_t index, std::string_view text, std::optional<FinishReason> finish) const;
+
     ResponseHeader header_;
     std::uint32_t n_;
     bool include_usage_;
     Usage usage_;
+    bool failed_ = false;
 };
 
 // A whole (non-streamed) response, collected output by output.
@@ -65,7 +82,10 @@ public:
     ResponseCollector(ResponseHeader header, std::uint32_t n, std::uint32_t prompt_tokens);
 
     void on_output(const RequestOutput& out);
-    bool done() const; // every sample has its finish reason
+    // Every sample has its finish reason, or one failed: the server then
+    // answers error() with its status (and aborts what is left).
+    bool done() const;
+    const std::optional<ApiError>& error() const { return error_; } // the first FinishReason::Error, as engine_error
     nlohmann::ordered_json to_json() const; // choices by index, usage
     const Usage& usage() const { return usage_; }
 
@@ -77,7 +97,18 @@ private:
     ResponseHeader header_;
     std::vector<Choice> choices_;
     Usage usage_;
+    std::optional<ApiError> error_;
 };
+
+// Bodies of the other routes.
+// GET /v1/models: the one served model; `meta` as llama.cpp's server has it
+// (n_vocab: clients drawing random token ids read it).
+nlohmann::ordered_json models_response(const ServedModel& model, std::int64_t created);
+// POST /tokenize (vLLM's): {"tokens", "count", "max_model_len"}.
+nlohmann::ordered_json tokenize_response(std::span<const TokenId> tokens, const ServedModel& model);
+// POST /detokenize: {"prompt": text}, the ids decoded as
+// decode(encode(text)) == text wants.
+nlohmann::ordered_json detokenize_response(std::span<const TokenId> tokens, const ServedModel& model);
 
 // A fresh response id: prefix + random hex ("cmpl-3f9a...").
 std::string new_response_id(Api api);
