@@ -105,8 +105,7 @@ RequestOutcome send_request(httplib::Client& client, const ServerAddress& addres
         return true;
     };
     req.content_receiver = [&](const char* data, std::size_t n, std::uint64_t, std::uint64_t) {
-        stream.feed({data, n}, BenchClock::now());
-        return true;
+        return stream.feed({data, n}, BenchClock::now());
     };
     const httplib::Result res = client.send(req);
     return stream.finish(BenchClock::now(), res ? std::string() : httplib::to_string(res.error()),
@@ -190,12 +189,13 @@ nlohmann::json request_body(const WorkloadRequest& request, BenchApi api, const 
     return body;
 }
 
-void ResponseStream::feed(std::string_view bytes, BenchClock::time_point now) {
+bool ResponseStream::feed(std::string_view bytes, BenchClock::time_point now) {
     if (status_ >= 400) {
         error_body_.append(bytes); // an error body is small: the server wrote it whole
-        return;
+        return true;
     }
     reader_.feed(bytes, [&](const SseField& f) { on_field(f, now); });
+    return error_.empty();
 }
 
 void ResponseStream::fail(std::string message) {
@@ -204,8 +204,10 @@ void ResponseStream::fail(std::string message) {
 }
 
 void ResponseStream::on_field(const SseField& field, BenchClock::time_point now) {
-    if (done_)
+    if (done_) {
+        fail("the server sent more after data: [DONE]: " + std::string(field.name));
         return;
+    }
     if (field.name == "error") { // llama.cpp's server reports a failure mid-stream as "error: {json}"
         fail("error event: " + error_message(field.value));
         return;

@@ -86,7 +86,9 @@ public:
     // The HTTP status, when the headers arrive: >= 400 fails the request
     // with the error message of its body.
     void on_status(int status) { status_ = status; }
-    void feed(std::string_view bytes, BenchClock::time_point now);
+    // False once the request has failed: reading on is pointless, and a
+    // server that keeps sending after [DONE] would keep the client forever.
+    bool feed(std::string_view bytes, BenchClock::time_point now);
     // The body has ended at `now`; `transport_error` is the HTTP library's
     // word when the connection broke (empty when it did not).
     RequestOutcome finish(BenchClock::time_point now, const std::string& transport_error,

@@ -98,6 +98,14 @@ private:
         const int now = ++streams_;
         for (int most = most_streams_; now > most && !most_streams_.compare_exchange_weak(most, now);) {
         }
+        // A stream stops counting before its last bytes go out: a client
+        // that sees its end may open another connection at once, before
+        // this thread gets back from writing.
+        auto ended = std::make_shared<std::atomic<bool>>(false);
+        auto end = [this, ended] {
+            if (!ended->exchange(true))
+                --streams_;
+        };
         const auto tokens = body["max_tokens"].get<std::uint32_t>();
         const auto prompt_len = chat ? 0u : static_cast<std::uint32_t>(body["prompt"].size());
         res.set_chunked_content_provider(
@@ -115,16 +123,22 @@ private:
                     const std::string text(n, 'x');
                     const std::string choice = chat ? R"({"index":0,"delta":{"content":")" + text + "\"}}"
                                                     : R"({"index":0,"text":")" + text + R"(","finish_reason":null})";
-                    // odd chunks end their lines in \r\n, and each is written in two pieces
+                    // every other chunk ends its lines in \r\n; each is written in two pieces
                     const std::string line = "data: {\"choices\":[" + choice + "]}" + (sent % 4 ? "\r\n\r\n" : "\n\n");
                     write(sink, line.substr(0, 9));
                     write(sink, line.substr(9));
-                    if (fate == Fate::Broken && sent >= tokens / 2)
+                    if (fate == Fate::Broken && sent >= tokens / 2) {
+                        end();
                         return false;
+                    }
                     return true;
                 }
-                if (fate == Fate::ErrorEvent)
+                end();
+                if (fate == Fate::ErrorEvent) { // as llama.cpp's server ends a failed stream
                     write(sink, R"(error: {"code":500,"message":"mock error event","type":"server_error"})" "\n\n");
+                    sink.done();
+                    return true;
+                }
                 if (!chat)
                     write(sink, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":" + std::to_string(prompt_len) +
                                     ",\"completion_tokens\":" + std::to_string(tokens) + "}}\n\n");
@@ -133,7 +147,7 @@ private:
                 sink.done();
                 return true;
             },
-            [this](bool) { --streams_; });
+            [end](bool) { end(); });
     }
     static void write(httplib::DataSink& sink, const std::string& s) { sink.write(s.data(), s.size()); }
 
@@ -235,6 +249,12 @@ private slots:
         vllm.feed("data: {\"error\":{\"message\":\"boom\"}}\n\ndata: [DONE]\n\n", t);
         o = vllm.finish(t, "", 1);
         QCOMPARE(o.error, std::string("error event: boom"));
+
+        ResponseStream endless(BenchApi::Completions, t); // what a server stuck in its last chunk sends
+        endless.on_status(200);
+        QVERIFY(endless.feed("data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: [DONE]\n\n", t));
+        QVERIFY(!endless.feed("data: [DONE]\n\n", t)); // stop reading
+        QVERIFY(endless.finish(t, "Canceled", 1).error.find("after data: [DONE]") != std::string::npos);
 
         ResponseStream cut(BenchApi::Completions, t);
         cut.on_status(200);
