@@ -153,10 +153,10 @@ struct StreamReply {
     ResponseStream stream;
     std::optional<RequestOutput> first; // taken before the reply began
     bool begun = false;
+    bool ended = false; // the text last returned closes the stream
 
-    // The next piece of the stream: "" while the engine has nothing new;
-    // nullopt once the stream has ended.
-    std::optional<std::string> next() {
+    // The next piece of the stream; "" while the engine has nothing new.
+    std::string next() {
         std::string text;
         if (!begun) {
             text = stream.begin();
@@ -168,7 +168,8 @@ struct StreamReply {
         } else if (auto out = handle->next(kOutputPoll)) {
             text += stream.on_output(*out);
         } else if (handle->done()) {
-            return text + stream.end();
+            text += stream.end();
+            ended = true;
         }
         return text;
     }
@@ -343,13 +344,12 @@ struct HttpServer::Impl {
         res.set_chunked_content_provider(
             "text/event-stream",
             [state](std::size_t, httplib::DataSink& sink) {
-                const std::optional<std::string> text = state->next();
+                const std::string text = state->next();
                 t_access.tokens_out = state->stream.usage().completion_tokens;
-                if (text && !text->empty() && !sink.write(text->data(), text->size()))
+                if (!text.empty() && !sink.write(text.data(), text.size()))
                     return false;
-                if (!text) {
+                if (state->ended)
                     sink.done();
-                }
                 return true;
             },
             [state, service](bool) { service->cancel(state->handle); });
