@@ -50,8 +50,9 @@ struct ServedModel {
 // kvscope::Error when there is none.
 ServedModel parse_models_response(const nlohmann::json& body, const std::string& wanted);
 
-// The workload the client sends: `asked` with the server's vocabulary
-// (else the fallback) and max_total capped to the model's context.
+// The workload the client sends: options.workload with the server's
+// vocabulary (else the fallback), max_total capped to the model's context,
+// and each request asking for exactly its drawn output length.
 WorkloadSpec workload_for_server(const BenchClientOptions& options, const ServedModel& model);
 
 // The JSON body of one streamed request.
