@@ -65,6 +65,12 @@ commands:
                [--context N[,N...]] [--kv-dtype D[,D...]] [--heads H] [--kv-heads K]
                [--head-dim D] [--block-size B] [--batch B] [--repeats R] [--threads N]
                [--backend B] [--json]
+  bench client  load on any OpenAI-compatible server (kvscope-cli serve, llama.cpp's
+               llama-server, vLLM): streamed requests, TTFT, inter-token and end-to-end
+               latency, tokens/s; prompts as token ids, so every server gets the same
+               --url URL [--requests N] [--concurrency C] [--lengths sharegpt|fixed|uniform]
+               [--prompt-len P] [--output-len O] [--max-total T] [--seed S] [--vocab N]
+               [--api completions|chat] [--model NAME] [--api-key KEY] [--json]
   bench tokenizer  encoding speed (MB/s, one thread) of a model's tokenizer
                --model FILE [--text-file F] [--json] (default: 4 MB of generated English)
 
@@ -104,7 +110,9 @@ int dispatch(const std::string& command, kvscope::cli::Args& args) {
             return run_bench_serve(args);
         if (which == "attention")
             return run_bench_attention(args);
-        throw kvscope::Error("bench needs a benchmark name: decode, serve, attention or tokenizer");
+        if (which == "client")
+            return run_bench_client(args);
+        throw kvscope::Error("bench needs a benchmark name: decode, serve, attention, tokenizer or client");
     }
     throw kvscope::Error("unknown command '" + command + "'");
 }
