@@ -44,7 +44,11 @@ ServerAddress parse_url(std::string url) {
 
 std::unique_ptr<httplib::Client> connect(const ServerAddress& address, const std::string& api_key) {
     auto client = std::make_unique<httplib::Client>(address.origin);
-    client->set_keep_alive(true);
+    // A fresh connection per request: a server may close a kept-alive one
+    // (llama-server's cpp-httplib after 5 requests) just as the next request
+    // goes out, which fails that request with "Read" though the server was
+    // fine. On loopback a connect costs microseconds against a whole stream.
+    client->set_keep_alive(false);
     client->set_connection_timeout(kConnectTimeoutS);
     client->set_read_timeout(kReadTimeoutS);
     if (!api_key.empty())
