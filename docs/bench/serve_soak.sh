@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # kvscope-cli serve under many clients: REQUESTS (default 2000) requests at
 # CONCURRENCY (default 256) through kvscope-cli bench client, with the
-# server's resident memory sampled every second. Prints the client's JSON,
-# then RSS after loading, at the run's middle and end, and its peak (MiB).
+# server's resident memory sampled every second. Prints the client's JSON
+# on one line, then the server's RSS at 10%, 25%, 50%, 75% and 100% of the
+# run and its peak (MiB): flat from 10% on means nothing grows per request
+# (the first seconds page in the model's weights and the KV pool).
 #
 #   docs/bench/serve_soak.sh MODEL.gguf [bench client options...]
 set -euo pipefail
@@ -17,8 +19,10 @@ for _ in $(seq 1 600); do grep -q http serve-soak.out && break; sleep 0.5; done
 url=$(grep -o 'http://[^ ]*' serve-soak.out | head -1)
 rss() { awk '/VmRSS/ {print int($2 / 1024)}' "/proc/$pid/status"; }
 ( while kill -0 "$pid" 2>/dev/null; do rss >> "$rss_log"; sleep 1; done ) & sampler=$!
-"$cli" bench client --url "$url" --requests "$requests" --concurrency "$concurrency" --json "$@"
+"$cli" bench client --url "$url" --requests "$requests" --concurrency "$concurrency" --json "$@" | jq -c .
 kill "$sampler"
 mapfile -t samples < "$rss_log"
 n=${#samples[@]}
-echo "RSS MiB: after load ${samples[0]}, middle ${samples[$((n / 2))]}, end ${samples[$((n - 1))]}, peak $(printf '%s\n' "${samples[@]}" | sort -n | tail -1) ($n samples)"
+at() { echo "${samples[$(( (n - 1) * $1 / 100 ))]}"; }
+echo "RSS MiB at 10% $(at 10), 25% $(at 25), 50% $(at 50), 75% $(at 75), end $(at 100);" \
+  "peak $(printf '%s\n' "${samples[@]}" | sort -n | tail -1) ($n samples, one a second)"
