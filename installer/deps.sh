@@ -11,6 +11,7 @@ packages=(
   qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6
   libspdlog-dev nlohmann-json3-dev
   libcpp-httplib-dev prometheus-cpp-dev
+  cppzmq-dev libzmq3-dev libmsgpack-cxx-dev
   xvfb xauth
 )
 if [ "${1:-}" = "--test" ]; then

@@ -1,0 +1,46 @@
+// app/attach: one vLLM rank's KV cache events, live. A ZeroMQ SUB socket on
+// the rank's PUB endpoint (frames: topic, 8-byte big-endian sequence
+// number, msgpack batch), decoded (kv_events.h) into the rank's prefix
+// cache map (prefix_cache_map.h). On a gap in sequence numbers it asks the
+// replay endpoint (DEALER to vLLM's ROUTER) for the missed batches; what
+// the replay no longer holds is counted lost and the map resynced.
+//
+// Its own thread does all socket work; sample() and take_faults() may be
+// called from any thread.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/attach/remote_sample.h"
+
+namespace kvscope::attach {
+
+struct KvEventsOptions {
+    std::string endpoint;                       // tcp://HOST:PORT (vLLM's endpoint with "*" replaced by its host)
+    std::optional<std::string> replay_endpoint; // tcp://HOST:PORT of its replay_endpoint
+    std::string topic;                          // "" takes every topic
+    int rank = 0;
+};
+
+class KvEventsSubscriber {
+public:
+    explicit KvEventsSubscriber(KvEventsOptions options); // connects and starts at once
+    ~KvEventsSubscriber();                                 // stops within ~100 ms
+    KvEventsSubscriber(const KvEventsSubscriber&) = delete;
+    KvEventsSubscriber& operator=(const KvEventsSubscriber&) = delete;
+
+    const KvEventsOptions& options() const;
+    PrefixCacheSample sample() const;
+    // Faults since the last call ("rank 1: batches 41-44 lost (replay holds
+    // from 45)", "rank 0: undecodable batch 12: ..."), oldest first.
+    std::vector<std::string> take_faults();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace kvscope::attach
