@@ -23,11 +23,13 @@
 #include <QStatusBar>
 #include <QTabWidget>
 
+#include "engine/core/error.h"
 #include "ui/app_info.h"
 #include "ui/chat_palette.h"
 #include "ui/chat_panel.h"
 #include "ui/chat_tabs.h"
 #include "ui/compare_panel.h"
+#include "ui/connect_dialog.h"
 #include "ui/dock_shares.h"
 #include "ui/dashboards/fragmentation_panel.h"
 #include "ui/dashboards/kv_calculator_dialog.h"
@@ -42,6 +44,10 @@
 #include "ui/model_info_panel.h"
 #include "ui/playground_panel.h"
 #include "ui/recent_files.h"
+#include "ui/recent_servers.h"
+#include "ui/remote_controller.h"
+#include "ui/server_panel.h"
+#include "ui/server_view_model.h"
 #include "ui/start_page.h"
 #include "ui/theme.h"
 
@@ -77,6 +83,10 @@ QString objectNameOf(const char* shown) {
     Q_UNREACHABLE();
     return {};
 }
+
+// The docks that drive or describe the local engine, hidden while connected
+// to a server (the dashboards stay for a kvscope server's snapshots).
+constexpr const char* kLocalEngineDocks[] = {"model", "settings", "workload"};
 
 const QStringList kPageNames{QStringLiteral("chat"), QStringLiteral("compare"), QStringLiteral("playground")};
 
@@ -139,7 +149,10 @@ MainWindow::MainWindow(QWidget* parent)
       backendLabel_(new QLabel),
       poolLabel_(new QLabel(tr("KV pool: host RAM"))),
       usageLabel_(new QLabel),
-      dockShares_(new DockShares(this, kDefaultDockShares)) {
+      dockShares_(new DockShares(this, kDefaultDockShares)),
+      remote_(new RemoteController(this)),
+      serverPanel_(new ServerPanel),
+      serverPage_(scrolled(serverPanel_)) {
     setWindowTitle(QStringLiteral("kvscope"));
     setWindowIcon(appIcon());
     setAcceptDrops(true);
@@ -178,9 +191,12 @@ QWidget* MainWindow::buildChatWorkspace() {
     auto* split = new QSplitter(Qt::Horizontal);
     split->setObjectName(QStringLiteral("chatSplitter"));
     split->addWidget(chats_);
+    split->addWidget(serverPage_); // instead of the chats while connected to a server
     split->addWidget(pool_);
+    serverPage_->hide();
     split->setStretchFactor(0, 1);
     split->setStretchFactor(1, 1);
+    split->setStretchFactor(2, 1);
     connect(chats_, &ChatTabs::submitRequested, engine_, &EngineThread::submitChat);
     connect(chats_, &ChatTabs::stopRequested, engine_, &EngineThread::abortChat);
     return split;
@@ -217,13 +233,30 @@ void MainWindow::buildDocks() {
 // The docks describe the main engine: without a model they would frame an
 // empty window, and the other tabs (Compare A/B's engines, the playground's
 // pools) need the room. Docks hidden here come back as they were.
+// Connected to a server, only the dashboards stay, and only while it sends
+// engine snapshots (a kvscope server).
 void MainWindow::showEngineDocks() {
-    if (hasModel_ && tabs_->currentWidget() == chatStack_) {
+    const bool chatShown = tabs_->currentWidget() == chatStack_;
+    if (chatShown && (connected_ ? remoteEngine_ : hasModel_)) {
         restoreHiddenDocks();
+        if (connected_)
+            hideDocks(false);
         dockShares_->apply();
         return;
     }
-    for (QDockWidget* d : findChildren<QDockWidget*>())
+    hideDocks(true);
+}
+
+// Hides every docked dock (`all`) or those of the local engine, keeping
+// them to come back as they were.
+void MainWindow::hideDocks(bool all) {
+    QList<QDockWidget*> docks;
+    if (all)
+        docks = findChildren<QDockWidget*>();
+    else
+        for (const char* name : kLocalEngineDocks)
+            docks << findChild<QDockWidget*>(objectNameOf(name));
+    for (QDockWidget* d : docks)
         if (!d->isHidden() && !d->isFloating()) {
             docksHidden_.push_back({d, !d->visibleRegion().isEmpty()}); // a tab group's others are out of sight
             d->hide();
@@ -285,6 +318,17 @@ void MainWindow::buildMenus() {
         recent->setEnabled(true);
     });
     file->addSeparator();
+    file->addAction(tr("&Connect to Server..."), this, &MainWindow::chooseServer);
+    QMenu* servers = file->addMenu(tr("Recent Ser&vers"));
+    servers->setObjectName(QStringLiteral("recentServersMenu"));
+    connect(servers, &QMenu::aboutToShow, this, [this, servers] {
+        servers->clear();
+        for (const ConnectText& text : RecentServers::list())
+            servers->addAction(RecentServers::label(text), this, [this, text] { connectToServer(text); });
+    });
+    disconnect_ = file->addAction(tr("&Disconnect"), this, &MainWindow::disconnectFromServer);
+    disconnect_->setEnabled(false);
+    file->addSeparator();
     QAction* screenshot = file->addAction(tr("Save &Screenshot..."), this, &MainWindow::saveScreenshot);
     screenshot->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
     QAction* csv = file->addAction(tr("&Export Snapshot History (CSV)..."), this, &MainWindow::exportHistoryCsv);
@@ -303,6 +347,7 @@ void MainWindow::buildMenus() {
             panel->stop();
     });
     stop->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
+    localEngineActions_ = {newChat, close, stop};
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
     QAction* chatTab = view->addAction(tr("&Chat"), this, [this] { showPage(Page::Chat); });
@@ -324,6 +369,7 @@ void MainWindow::buildMenus() {
     startLoad->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
     QAction* stopLoad = tools->addAction(tr("St&op Workload"), workload_, &WorkloadDock::requestStop);
     stopLoad->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
+    localEngineActions_.insert(localEngineActions_.end(), {startLoad, stopLoad});
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About kvscope"), this, &MainWindow::showAbout);
@@ -380,12 +426,20 @@ void MainWindow::connectEngine() {
     connect(c, &EngineController::chatText, compare_, &ComparePanel::appendTextA);
     connect(c, &EngineController::chatFinished, chats_, &ChatTabs::finishTurn);
     connect(c, &EngineController::chatFinished, this, &MainWindow::turnFinished);
-    connect(c, &EngineController::snapshotReady, this, &MainWindow::showSnapshot);
+    // While connected to a server, the window shows the server's snapshots, not the local engine's.
+    connect(c, &EngineController::snapshotReady, this, [this](std::shared_ptr<const EngineSnapshot> snapshot) {
+        if (!connected_)
+            showSnapshot(std::move(snapshot));
+    });
     const auto palette = [this](const EngineSnapshot& s) { return chatPalette(s, requestChat_); };
     for (LivePoolPanel* map : {pool_, compare_->mapA()}) {
-        connect(c, &EngineController::stepsRecorded, map, &LivePoolPanel::addSteps);
+        connect(c, &EngineController::stepsRecorded, map, [this, map](const SnapshotBatch& steps) {
+            if (!connected_)
+                map->addSteps(steps);
+        });
         map->setPaletteMaker(palette);
     }
+    connect(remote_, &RemoteController::sampleReady, this, &MainWindow::showServerSample);
     connect(settings_, &EngineSettingsPanel::applyRequested, engine_, &EngineThread::applyConfig);
     connect(workload_, &WorkloadDock::startWorkloadRequested, engine_, &EngineThread::startWorkload);
     connect(workload_, &WorkloadDock::stopWorkloadRequested, engine_, &EngineThread::stopWorkload);
@@ -409,6 +463,7 @@ void MainWindow::connectEngine() {
 void MainWindow::openModel(const ModelSource& source) {
     if (progress_)
         return; // one load at a time
+    disconnectFromServer(); // the window shows one engine: the model's
     loading_ = source;
     progress_ = new QProgressDialog(tr("Loading %1...").arg(source.label()), QString(), 0, 0, this);
     progress_->setObjectName(QStringLiteral("loadProgress"));
@@ -455,14 +510,7 @@ void MainWindow::onModelLoaded(const ModelSummary& summary) {
     settings_->setModelShape(shape);
     compare_->setModelShape(shape);
     workload_->setModelLimits(summary.config.vocab_size, summary.config.context_length);
-    modelLabel_->setText(summary.source.isSynthetic() ? tr("%1 (random weights)").arg(summary.source.label())
-                                                      : summary.source.label());
-    modelLabel_->setToolTip(summary.source.isSynthetic() ? summary.source.label() : summary.source.path);
-    backendLabel_->setText(backendText(summary.device, summary.threads));
-    poolLabel_->setText(tr("KV pool: %1 blocks, %2, %3")
-                            .arg(summary.kv_blocks)
-                            .arg(bytesText(static_cast<double>(summary.kv_pool_bytes)))
-                            .arg(kvLocationText(summary.device)));
+    showLocalStatus();
     chats_->setTemplateNote(summary.chat_template_known
                                 ? QString()
                                 : tr("This model has no chat template kvscope knows: each turn is sent as plain text "
@@ -472,8 +520,138 @@ void MainWindow::onModelLoaded(const ModelSummary& summary) {
     chatStack_->setCurrentIndex(1);
     tabs_->setCurrentWidget(chatStack_);
     showEngineDocks();
-    setWindowTitle(QStringLiteral("%1 \u2014 kvscope").arg(summary.source.label()));
     emit modelReady();
+}
+
+// The status bar and title for the local engine: its model, backend and pool.
+void MainWindow::showLocalStatus() {
+    usageLabel_->clear();
+    if (!summary_) {
+        modelLabel_->setText(tr("No model"));
+        modelLabel_->setToolTip({});
+        backendLabel_->clear();
+        poolLabel_->setText(tr("KV pool: host RAM"));
+        setWindowTitle(QStringLiteral("kvscope"));
+        return;
+    }
+    const ModelSummary& summary = *summary_;
+    modelLabel_->setText(summary.source.isSynthetic() ? tr("%1 (random weights)").arg(summary.source.label())
+                                                      : summary.source.label());
+    modelLabel_->setToolTip(summary.source.isSynthetic() ? summary.source.label() : summary.source.path);
+    backendLabel_->setText(backendText(summary.device, summary.threads));
+    poolLabel_->setText(tr("KV pool: %1 blocks, %2, %3")
+                            .arg(summary.kv_blocks)
+                            .arg(bytesText(static_cast<double>(summary.kv_pool_bytes)))
+                            .arg(kvLocationText(summary.device)));
+    setWindowTitle(QStringLiteral("%1 \u2014 kvscope").arg(summary.source.label()));
+}
+
+void MainWindow::chooseServer() {
+    ConnectDialog dialog(this);
+    const std::vector<ConnectText> recent = RecentServers::list();
+    if (!recent.empty())
+        dialog.setText(recent.front());
+    if (dialog.exec() == QDialog::Accepted)
+        connectToServer(dialog.text());
+}
+
+bool MainWindow::connectToServer(const ConnectText& text) {
+    attach::ConnectOptions options;
+    try {
+        options = connectOptions(text);
+    } catch (const Error& e) {
+        showError(tr("Cannot connect"), QString::fromUtf8(e.what()), QStringLiteral("connectError"));
+        return false;
+    }
+    RecentServers::add(text);
+    attach::RemoteSample connecting; // what the panel says until the first poll answers
+    connecting.url = options.url;
+    if (options.kind)
+        connecting.kind = *options.kind;
+    remote_->start(std::move(options));
+    showServerSample(std::make_shared<const attach::RemoteSample>(std::move(connecting)));
+    return true;
+}
+
+void MainWindow::disconnectFromServer() {
+    if (!connected_)
+        return;
+    remote_->stop();
+    leaveConnectedView();
+}
+
+void MainWindow::showServerSample(std::shared_ptr<const attach::RemoteSample> sample) {
+    if (!sample)
+        return;
+    if (!connected_)
+        enterConnectedView();
+    const bool engine = sample->engine && sample->engine->pool;
+    if (engine != remoteEngine_) {
+        remoteEngine_ = engine;
+        pool_->setVisible(engine); // other kinds have no block map: the panel says why
+        showEngineDocks();
+    }
+    serverPanel_->setView(server_view(*sample));
+    showServerStatus(*sample);
+    if (engine)
+        showSnapshot(sample->engine);
+    emit serverSampleShown(std::move(sample));
+}
+
+// The Chat tab turns into the server's view; the history starts again
+// with the server's snapshots.
+void MainWindow::enterConnectedView() {
+    connected_ = true;
+    remoteEngine_ = false;
+    history_->clear();
+    enableLocalEngine(false);
+    chats_->hide();
+    pool_->hide();
+    serverPage_->show();
+    chatStack_->setCurrentIndex(1);
+    tabs_->setCurrentWidget(chatStack_);
+    showEngineDocks();
+}
+
+void MainWindow::leaveConnectedView() {
+    connected_ = false;
+    remoteEngine_ = false;
+    history_->clear();
+    enableLocalEngine(true);
+    serverPage_->hide();
+    chats_->show();
+    pool_->show();
+    chatStack_->setCurrentIndex(hasModel_ ? 1 : 0);
+    showLocalStatus();
+    showEngineDocks();
+}
+
+// Chat, workloads, engine settings and Compare A/B run on the local engine:
+// offered only while the window shows it.
+void MainWindow::enableLocalEngine(bool enabled) {
+    for (QAction* action : localEngineActions_)
+        action->setEnabled(enabled);
+    disconnect_->setEnabled(!enabled);
+    const int compareTab = static_cast<int>(Page::Compare);
+    tabs_->setTabEnabled(compareTab, enabled);
+    tabs_->setTabToolTip(compareTab, enabled ? QString()
+                                             : tr("Compare A/B runs kvscope's own engines: off while the window "
+                                                  "watches a server (File > Disconnect)."));
+    kvQuant_->setModel(enabled && summary_ ? summary_->model : nullptr,
+                       enabled && summary_ ? summary_->source.label() : QString());
+}
+
+void MainWindow::showServerStatus(const attach::RemoteSample& sample) {
+    const QString url = QString::fromStdString(sample.url);
+    modelLabel_->setText(QString::fromStdString(sample.model.value_or("model not reported")));
+    modelLabel_->setToolTip(url);
+    backendLabel_->setText(QString::fromStdString(server_kind_title(sample.kind)) + QStringLiteral(" · ") +
+                           QString::fromUtf8(attach::link_state_name(sample.link)));
+    poolLabel_->setText(url);
+    if (!sample.engine)
+        usageLabel_->setText(sample.total.kv_usage ? tr("%1% KV used").arg(*sample.total.kv_usage * 100, 0, 'f', 1)
+                                                    : QString());
+    setWindowTitle(QStringLiteral("%1 \u2014 kvscope").arg(url));
 }
 
 void MainWindow::onModelLoadFailed(const QString& message) {
@@ -498,13 +676,18 @@ void MainWindow::showError(const QString& title, const QString& message, const Q
 void MainWindow::showSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
     if (!snapshot || !snapshot->pool)
         return;
-    const SequencePalette palette = chatPalette(*snapshot, requestChat_);
-    chats_->showWaiting(*snapshot, requestChat_);
+    // A server's requests are none of the local chats: they get the default colours.
+    const RequestChats noChats;
+    const RequestChats& requestChats = connected_ ? noChats : requestChat_;
+    const SequencePalette palette = chatPalette(*snapshot, requestChats);
+    if (!connected_)
+        chats_->showWaiting(*snapshot, requestChat_);
     pool_->setSnapshot(snapshot, palette);
     fragmentation_->setSnapshot(snapshot);
     throughput_->setSnapshot(snapshot);
     kvQuant_->setSnapshot(snapshot);
-    compare_->showSnapshotA(snapshot, palette);
+    if (!connected_)
+        compare_->showSnapshotA(snapshot, palette);
     showPoolUsage(*snapshot);
     emit snapshotShown(std::move(snapshot));
 }

@@ -11,8 +11,10 @@
 #include "ui/dashboards/snapshot_metatype.h"
 #include "ui/model_source.h"
 #include "ui/model_summary.h"
+#include "ui/remote_sample_metatype.h"
 #include "ui/chat_palette.h"
 
+class QAction;
 class QDockWidget;
 class QLabel;
 class QMenu;
@@ -36,7 +38,10 @@ class EngineThread;
 class LivePoolPanel;
 class ModelInfoPanel;
 class PlaygroundPanel;
+class RemoteController;
+class ServerPanel;
 class StartPage;
+struct ConnectText;
 
 // The kvscope window. Before a model is loaded the Chat tab is a start
 // page, alone in the window; then it holds the chat tabs beside the live
@@ -44,6 +49,15 @@ class StartPage;
 // settings and the dashboards in docks (shown with the Chat tab only).
 // The engine runs on its own thread (EngineThread): this window only sends
 // commands and paints the values that come back.
+//
+// Connected to a server (File > Connect to Server..., `--connect`), the
+// Chat tab's chats give way to the server panel (ServerPanel): what kind of
+// server it watches, how fresh its data is, its figures, slots or ranks;
+// a kvscope server's engine snapshots go through showSnapshot like the
+// local engine's, so the block map and dashboards work as for it. What
+// drives the local engine (chat, engine settings, workloads, Compare A/B)
+// is hidden or disabled meanwhile, and the local engine's snapshots are
+// not shown.
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
@@ -74,6 +88,8 @@ public:
     ComparePanel* compare() const { return compare_; }
     const SnapshotHistory& history() const { return *history_; }
     bool hasModel() const { return hasModel_; }
+    ServerPanel* serverPanel() const { return serverPanel_; }
+    bool isConnected() const { return connected_; }
 
     // Loads a model on the engine thread, with a progress dialog; a failure
     // is shown in a dialog (object name "loadError") and changes nothing.
@@ -87,11 +103,24 @@ public:
     // pool changes nothing.
     void showSnapshot(std::shared_ptr<const EngineSnapshot> snapshot);
 
+    // Starts watching the server the text names (RemoteController), and
+    // adds it to the recent servers. Text that cannot work is shown in a
+    // dialog (object name "connectError") and changes nothing: false.
+    bool connectToServer(const ConnectText& text);
+    // Stops watching; back to the local engine's chat, or the start page.
+    void disconnectFromServer();
+    // The one place a server's samples enter the window (from the
+    // RemoteController, at most ~10 a second): the server panel shows it,
+    // a kvscope server's engine snapshot goes to showSnapshot. The first
+    // one turns the window to its connected view. Then emits serverSampleShown.
+    void showServerSample(std::shared_ptr<const kvscope::attach::RemoteSample> sample);
+
 signals:
     void modelReady(); // a model (or a new configuration of it) is in place
     void modelFailed(const QString& message);
     void turnFinished(const kvscope::ui::TurnStats& stats);
     void snapshotShown(std::shared_ptr<const kvscope::EngineSnapshot> snapshot);
+    void serverSampleShown(std::shared_ptr<const kvscope::attach::RemoteSample> sample);
 
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
@@ -114,6 +143,13 @@ private:
     void showPoolUsage(const EngineSnapshot& snapshot);
     void showError(const QString& title, const QString& message, const QString& objectName);
     void refreshRecentFiles();
+    void chooseServer();
+    void enterConnectedView();
+    void leaveConnectedView();
+    void enableLocalEngine(bool enabled);
+    void showLocalStatus();
+    void showServerStatus(const attach::RemoteSample& sample);
+    void hideDocks(bool all);
     void saveScreenshot();
     void exportHistoryCsv();
     void showKvCalculator();
@@ -148,6 +184,13 @@ private:
     QLabel* usageLabel_;
     DockShares* dockShares_;
     bool hasModel_ = false;
+    RemoteController* remote_;
+    ServerPanel* serverPanel_;
+    QWidget* serverPage_; // serverPanel_, scrolling
+    bool connected_ = false;
+    bool remoteEngine_ = false; // the server sends engine snapshots (kvscope)
+    QAction* disconnect_ = nullptr;
+    std::vector<QAction*> localEngineActions_; // chat and workload actions: off while connected
     std::optional<ModelSource> loading_;
     RequestChats requestChat_;
 };

@@ -2,9 +2,11 @@
 // in ui/.
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -17,6 +19,7 @@
 #include "engine/core/log.h"
 #include "ui/app_info.h"
 #include "ui/compare_panel.h"
+#include "ui/connect_dialog.h"
 #include "ui/dashboards/workload_dock.h"
 #include "ui/main_window.h"
 #include "ui/playground_panel.h"
@@ -32,6 +35,8 @@ constexpr int kPngSmallest = 0;
 // A scripted screenshot gives up when the model or its turn takes longer.
 constexpr int kScriptTimeoutMs = 10 * 60 * 1000;
 constexpr int kSettleMs = 200;
+// A scripted screenshot of a server gives up when it has not answered by then.
+constexpr int kServerTimeoutMs = 30 * 1000;
 
 // Runs that never show a window: a screenshot, a benchmark, or text for the terminal.
 // They must work with no display, so QT_QPA_PLATFORM is set before
@@ -180,6 +185,37 @@ void scriptScreenshot(kvscope::ui::MainWindow& window, const QStringList& prompt
     });
 }
 
+// --connect with --screenshot: save once the server's first answer is
+// shown, or `afterMs` after connecting when given (the view may then still
+// be connecting, or reconnecting); then quit. A server that has not
+// answered within kServerTimeoutMs ends the run with its last fault.
+void scriptServerScreenshot(kvscope::ui::MainWindow& window, std::optional<int> afterMs, const QString& file) {
+    using kvscope::ui::MainWindow;
+    using Sample = std::shared_ptr<const kvscope::attach::RemoteSample>;
+    window.setAttribute(Qt::WA_DontShowOnScreen);
+    window.show();
+    const auto save = [&window, file] { QApplication::exit(saveScreenshot(window, file)); };
+    if (afterMs) {
+        QTimer::singleShot(*afterMs, &window, save);
+        return;
+    }
+    QObject::connect(&window, &MainWindow::serverSampleShown, &window, [save, saving = false](const Sample& sample) mutable {
+        if (sample->link == kvscope::attach::LinkState::Live && !std::exchange(saving, true))
+            QTimer::singleShot(kSettleMs, save); // let the panels paint what came
+    });
+    auto last = std::make_shared<Sample>();
+    QObject::connect(&window, &MainWindow::serverSampleShown, &window, [last](const Sample& s) { *last = s; });
+    QTimer::singleShot(kServerTimeoutMs, &window, [last] {
+        const Sample& s = *last;
+        QApplication::exit(fail(QStringLiteral("the server at %1 did not answer in %2 s%3")
+                                    .arg(s ? QString::fromStdString(s->url) : QString())
+                                    .arg(kServerTimeoutMs / 1000)
+                                    .arg(s && !s->faults.empty()
+                                             ? QStringLiteral(": ") + QString::fromStdString(s->faults.back())
+                                             : QString())));
+    });
+}
+
 // One line on standard error per finished scripted turn, so that a
 // terminal (or a test) sees each reply arrive.
 void reportTurn(qsizetype turn, qsizetype turns, const kvscope::ui::TurnStats& stats) {
@@ -261,7 +297,7 @@ int main(int argc, char** argv) {
                                                        "(exit status 1 if a turn fails)."),
                                         QStringLiteral("FILE"));
     const QCommandLineOption afterMs(QStringLiteral("after-ms"),
-                                     QStringLiteral("With --screenshot and a model: render this long after the "
+                                     QStringLiteral("With --screenshot and a model or --connect: render this long after the "
                                                     "prompt is sent, while it may still be generating (default: "
                                                     "when the turn has finished)."),
                                      QStringLiteral("MS"));
@@ -292,6 +328,30 @@ int main(int argc, char** argv) {
                                   QStringLiteral("Bring this dock to the front once the model is loaded: %1.")
                                       .arg(kvscope::ui::MainWindow::dockNames().join(QStringLiteral(", "))),
                                   QStringLiteral("DOCK"));
+    const QCommandLineOption connectUrl(
+        QStringLiteral("connect"),
+        QStringLiteral("Watch the server at this URL (kvscope-cli serve, llama.cpp's llama-server or vLLM), as "
+                       "File > Connect to Server does; with --screenshot, once it has answered."),
+        QStringLiteral("URL"));
+    const QCommandLineOption kvEvents(QStringLiteral("kv-events"),
+                                      QStringLiteral("With --connect to vLLM: its KV-events publishers, "
+                                                     "comma-separated, one per data-parallel rank."),
+                                      QStringLiteral("tcp://HOST:PORT[,...]"));
+    const QCommandLineOption kvReplay(QStringLiteral("kv-replay"),
+                                      QStringLiteral("With --kv-events: the publishers' replay endpoints, in the "
+                                                     "same order."),
+                                      QStringLiteral("tcp://HOST:PORT[,...]"));
+    const QCommandLineOption apiKey(QStringLiteral("api-key"),
+                                    QStringLiteral("With --connect: sent as a bearer token."), QStringLiteral("KEY"));
+    const QCommandLineOption serverKind(QStringLiteral("server-kind"),
+                                        QStringLiteral("With --connect: %1 (default auto: detected).")
+                                            .arg(kvscope::ui::serverKindNames().join(QStringLiteral(", "))),
+                                        QStringLiteral("KIND"));
+    const QCommandLineOption kvDtype(QStringLiteral("kv-dtype"),
+                                     QStringLiteral("With --connect to llama.cpp: its KV cache type (-ctk), which it "
+                                                    "does not report: %1 (default f16).")
+                                         .arg(kvscope::ui::llamaCppKvDtypes().join(QStringLiteral(", "))),
+                                     QStringLiteral("TYPE"));
     const QCommandLineOption logLevel(QStringLiteral("log-level"),
                                       QStringLiteral("trace, debug, info, warn, error, critical or off."),
                                       QStringLiteral("LEVEL"), QStringLiteral("info"));
@@ -305,7 +365,8 @@ int main(int argc, char** argv) {
     const QCommandLineOption height = benchPaintNumber("height", "the block map's height", "H", paint.height);
     const QCommandLineOption json(QStringLiteral("json"), QStringLiteral("With --bench-paint: print one JSON object."));
     parser.addOptions({model, synthetic, prompt, workload, screenshot, afterMs, compare, size, theme, tab, show,
-                       scenario, logLevel, benchPaint, blocks, frames, width, height, json});
+                       scenario, connectUrl, kvEvents, kvReplay, apiKey, serverKind, kvDtype, logLevel, benchPaint,
+                       blocks, frames, width, height, json});
     parser.process(app);
 
     try {
@@ -384,15 +445,33 @@ int main(int argc, char** argv) {
     }
     if ((parser.isSet(prompt) || requests || parser.isSet(compare)) && !source)
         return fail(QStringLiteral("--prompt, --workload and --compare need --model or --synthetic"));
+    const bool connecting = parser.isSet(connectUrl);
+    if (connecting && source)
+        return fail(QStringLiteral("--connect watches a server; --model and --synthetic run a local engine: give one"));
+    for (const QCommandLineOption* option : {&kvEvents, &kvReplay, &apiKey, &serverKind, &kvDtype})
+        if (parser.isSet(*option) && !connecting)
+            return fail(QStringLiteral("--%1 needs --connect").arg(option->names().first()));
+    const kvscope::ui::ConnectText server{parser.value(connectUrl), parser.value(apiKey), parser.value(serverKind),
+                                          parser.value(kvEvents),   parser.value(kvReplay), parser.value(kvDtype)};
+    if (connecting) {
+        try {
+            kvscope::ui::connectOptions(server); // says what is wrong before any window shows
+        } catch (const kvscope::Error& e) {
+            return fail(QString::fromUtf8(e.what()));
+        }
+        window.connectToServer(server);
+    }
 
     if (source) // loading shows the chat: the requested view comes after
         QObject::connect(&window, &kvscope::ui::MainWindow::modelReady, &window,
                          [&window, view] { showRequestedView(window, view); }, Qt::SingleShotConnection);
     else
         showRequestedView(window, view);
-    if (parser.isSet(screenshot) && !source)
+    if (parser.isSet(screenshot) && connecting)
+        scriptServerScreenshot(window, after, parser.value(screenshot));
+    else if (parser.isSet(screenshot) && !source)
         return saveScreenshot(window, parser.value(screenshot));
-    if (parser.isSet(screenshot))
+    else if (parser.isSet(screenshot))
         scriptScreenshot(window, parser.values(prompt), after, parser.value(screenshot));
     else
         window.show();

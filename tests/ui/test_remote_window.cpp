@@ -1,0 +1,134 @@
+// The main window connected to a server, fed samples directly (the slot a
+// RemoteController's samples reach; no network): a kvscope server's engine
+// snapshot reaches the block map and the dashboards' history, the local
+// engine's chat, workload and Compare A/B are off meanwhile, other kinds
+// hide the block map, and disconnecting brings the local view back.
+#include <QDockWidget>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QtTest>
+
+#include "tests/ui/remote_samples.h"
+#include "ui/block_map_widget.h"
+#include "ui/chat_tabs.h"
+#include "ui/connect_dialog.h"
+#include "ui/dashboards/snapshot_history.h"
+#include "ui/live_pool_panel.h"
+#include "ui/main_window.h"
+#include "ui/server_panel.h"
+#include "ui/slot_map_widget.h"
+
+using namespace kvscope;
+using namespace kvscope::ui;
+
+namespace {
+
+QAction* menuAction(const MainWindow& window, const QString& text) {
+    for (QAction* menu : window.menuBar()->actions())
+        for (QAction* action : menu->menu()->actions())
+            if (action->text() == text)
+                return action;
+    return nullptr;
+}
+
+std::shared_ptr<const attach::RemoteSample> shared(attach::RemoteSample s) {
+    return std::make_shared<const attach::RemoteSample>(std::move(s));
+}
+
+// The kvscope sample with its engine `steps` steps and seconds further on.
+std::shared_ptr<const attach::RemoteSample> kvscopeLater(int steps) {
+    attach::RemoteSample s = test::kvscopeSample();
+    auto engine = std::make_shared<EngineSnapshot>(*s.engine);
+    engine->step += static_cast<std::uint64_t>(steps);
+    engine->time_s += steps;
+    s.engine = engine;
+    return shared(std::move(s));
+}
+
+} // namespace
+
+class TestRemoteWindow : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+    void kvscopeServerFeedsTheBlockMapAndTurnsChatOff() {
+        MainWindow window;
+        window.resize(1280, 800);
+        window.show();
+        QSignalSpy shown(&window, &MainWindow::serverSampleShown);
+        const auto sample = kvscopeLater(0);
+        window.showServerSample(sample);
+        QCOMPARE(shown.count(), 1);
+        QVERIFY(window.isConnected());
+        QCOMPARE(window.pool()->map()->snapshot(), sample->engine->pool);
+        QVERIFY(window.pool()->isVisible());
+        QVERIFY(window.serverPanel()->isVisible());
+        QVERIFY(window.serverPanel()->text(QStringLiteral("title")).contains(QStringLiteral("kvscope server")));
+        // The server's own steps and seconds start the history; later ones add to it.
+        QCOMPARE(window.history().entries().size(), std::size_t{1});
+        QCOMPARE(window.history().entries().back().step, std::uint64_t{1200});
+        window.showServerSample(kvscopeLater(5));
+        window.showServerSample(kvscopeLater(5)); // the same step again: no new entry
+        QCOMPARE(window.history().entries().size(), std::size_t{2});
+        QVERIFY(window.findChild<QDockWidget*>(QStringLiteral("fragmentationDock"))->isVisible());
+
+        // Nothing of the local engine is offered.
+        QVERIFY(!window.chats()->isVisible());
+        QVERIFY(!menuAction(window, QStringLiteral("&New Chat"))->isEnabled());
+        QVERIFY(!menuAction(window, QStringLiteral("Start &Workload"))->isEnabled());
+        QVERIFY(!window.findChild<QDockWidget*>(QStringLiteral("engineSettingsDock"))->isVisible());
+        QVERIFY(!window.findChild<QDockWidget*>(QStringLiteral("workloadDock"))->isVisible());
+        auto* tabs = qobject_cast<QTabWidget*>(window.centralWidget());
+        QVERIFY(!tabs->isTabEnabled(1));
+        QVERIFY(tabs->tabToolTip(1).contains(QStringLiteral("watches a server")));
+        QVERIFY(menuAction(window, QStringLiteral("&Disconnect"))->isEnabled());
+
+        // A server that restarted starts its steps again: so does the history.
+        attach::RemoteSample restarted = test::kvscopeSample();
+        auto fresh = std::make_shared<EngineSnapshot>(*restarted.engine);
+        fresh->step = 3;
+        fresh->time_s = 1.0;
+        restarted.engine = fresh;
+        window.showServerSample(shared(restarted));
+        QCOMPARE(window.history().entries().size(), std::size_t{1});
+
+        window.disconnectFromServer();
+        QVERIFY(!window.isConnected());
+        QVERIFY(!window.serverPanel()->isVisible());
+        QVERIFY(menuAction(window, QStringLiteral("&New Chat"))->isEnabled());
+        QVERIFY(tabs->isTabEnabled(1));
+        QVERIFY(!menuAction(window, QStringLiteral("&Disconnect"))->isEnabled());
+        QVERIFY(window.history().entries().empty());
+    }
+
+    // llama.cpp has no block map: the map and dashboards go, the slot map shows.
+    void llamaCppShowsSlotsNotABlockMap() {
+        MainWindow window;
+        window.resize(1280, 800);
+        window.show();
+        window.showServerSample(shared(test::llamaCppSample()));
+        QVERIFY(!window.pool()->isVisible());
+        QVERIFY(window.serverPanel()->slotMap()->isVisible());
+        QVERIFY(!window.findChild<QDockWidget*>(QStringLiteral("fragmentationDock"))->isVisible());
+        QVERIFY(window.serverPanel()->text(QStringLiteral("cannotTell")).contains(QStringLiteral("No block map")));
+        QVERIFY(window.windowTitle().contains(QStringLiteral("http://127.0.0.1:8080")));
+        QVERIFY(window.history().entries().empty());
+    }
+
+    void aBadUrlIsRefusedWithAMessage() {
+        MainWindow window;
+        QVERIFY(!window.connectToServer({QStringLiteral("ftp://x"), {}, {}, {}, {}, {}}));
+        QVERIFY(!window.isConnected());
+        auto* box = window.findChild<QMessageBox*>(QStringLiteral("connectError"));
+        QVERIFY(box);
+        QVERIFY2(box->text().contains(QStringLiteral("ftp://x")), qPrintable(box->text()));
+    }
+};
+
+QTEST_MAIN(TestRemoteWindow)
+#include "test_remote_window.moc"

@@ -1,0 +1,164 @@
+// The connected view's widgets offscreen: the server panel paints each kind
+// of server (llama.cpp's slot map, vLLM's ranks and prefix caches, what a
+// kind cannot tell), the slot map draws held tokens and reserved waste
+// where they are, the connect dialog refuses what cannot work and says
+// why, and recent servers keep the newest first without the API key.
+#include <QCoreApplication>
+#include <QLineEdit>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QtTest>
+
+#include "engine/core/error.h"
+#include "tests/ui/remote_samples.h"
+#include "ui/block_look.h"
+#include "ui/connect_dialog.h"
+#include "ui/prefix_cache_widget.h"
+#include "ui/recent_servers.h"
+#include "ui/sequence_palette.h"
+#include "ui/server_panel.h"
+#include "ui/slot_map_widget.h"
+
+using namespace kvscope;
+using namespace kvscope::ui;
+
+namespace {
+
+// The panel, laid out and painted; a blank picture would mean nothing was.
+QImage painted(ServerPanel& panel, const attach::RemoteSample& sample) {
+    panel.setView(server_view(sample));
+    panel.resize(700, 900);
+    panel.show();
+    QCoreApplication::processEvents();
+    return panel.grab().toImage();
+}
+
+} // namespace
+
+class TestServerPanel : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+    void paintsLlamaCppWithItsSlotMap() {
+        ServerPanel panel;
+        QVERIFY(!painted(panel, test::llamaCppSample()).isNull());
+        QVERIFY(panel.slotMap()->isVisible());
+        QCOMPARE(panel.slotMap()->rows().size(), std::size_t{2});
+        QVERIFY(panel.text(QStringLiteral("slots")).contains(QStringLiteral("924 reserved but unused")));
+        QVERIFY(panel.text(QStringLiteral("cannotTell")).contains(QStringLiteral("No block map")));
+        QVERIFY(panel.text(QStringLiteral("figures")).contains(QStringLiteral("100 of 1,024")));
+        QVERIFY(panel.prefixCaches().empty());
+    }
+
+    void paintsVllmRanksAndPrefixCache() {
+        ServerPanel panel;
+        QVERIFY(!painted(panel, test::vllmSample()).isNull());
+        QVERIFY(!panel.slotMap()->isVisible());
+        const auto caches = panel.prefixCaches();
+        QCOMPARE(caches.size(), std::size_t{1}); // rank 1 has no KV events
+        QCOMPARE(caches.front()->chainLengths(), (std::vector<std::uint32_t>{5, 3, 1}));
+        const QString ranks = panel.text(QStringLiteral("ranks"));
+        QVERIFY2(ranks.contains(QStringLiteral("Rank 0")) && ranks.contains(QStringLiteral("Rank 1")), qPrintable(ranks));
+        QVERIFY(ranks.contains(QStringLiteral("2 replayed")));
+        // Fewer ranks later: the panel follows.
+        attach::RemoteSample one = test::vllmSample();
+        one.ranks.pop_back();
+        painted(panel, one);
+        QVERIFY(!panel.text(QStringLiteral("ranks")).contains(QStringLiteral("Rank 1")));
+    }
+
+    void paintsKvscopeAndAServerThatIsAway() {
+        ServerPanel panel;
+        attach::RemoteSample s = test::kvscopeSample();
+        QVERIFY(!painted(panel, s).isNull());
+        QVERIFY(!panel.slotMap()->isVisible());
+        QVERIFY(panel.text(QStringLiteral("cannotTell")).isEmpty() || panel.findChild<QWidget*>(QStringLiteral("serverCannotTell"))->isHidden());
+        s.link = attach::LinkState::Reconnecting;
+        s.reconnects = 2;
+        s.faults = {"GET /metrics: connection refused"};
+        painted(panel, s);
+        QVERIFY(panel.text(QStringLiteral("freshness")).contains(QStringLiteral("Reconnecting (2 reconnects so far)")));
+        QVERIFY(panel.text(QStringLiteral("faults")).contains(QStringLiteral("connection refused")));
+        QVERIFY(panel.text(QStringLiteral("localOff")).contains(QStringLiteral("File &gt; Disconnect")) ||
+                panel.text(QStringLiteral("localOff")).contains(QStringLiteral("File > Disconnect")));
+    }
+
+    // Slot 0 holds 100 of 512 tokens: the first fifth of its row is its
+    // colour, the rest the reserved look; idle, empty slot 1 is all reserved.
+    void slotMapDrawsHeldAndReserved() {
+        SlotMapWidget map;
+        map.setRows(server_view(test::llamaCppSample()).slot_rows);
+        map.resize(56 + 1000 + 1, map.sizeHint().height());
+        const QImage image = map.grab().toImage();
+        const QRgb owner0 = SequencePalette::defaultColor(0);
+        const int y0 = 9, y1 = 18 + 4 + 9; // the middle of each row
+        QCOMPARE(image.pixel(56 + 100, y0) & RGB_MASK, owner0 & RGB_MASK);
+        QCOMPARE(image.pixel(56 + 600, y0) & RGB_MASK, block_colors::reserved_inside(owner0) & RGB_MASK);
+        const QRgb owner1 = SequencePalette::defaultColor(1);
+        QCOMPARE(image.pixel(56 + 100, y1) & RGB_MASK, block_colors::reserved_inside(owner1) & RGB_MASK);
+    }
+
+    void prefixCacheBarsPaint() {
+        PrefixCacheWidget bars;
+        bars.setChainLengths({5, 3, 1});
+        bars.resize(bars.sizeHint());
+        const QImage image = bars.grab().toImage();
+        // The first (longest) bar reaches the top of the plot; the third does not.
+        QCOMPARE(image.pixel(5, 2) & RGB_MASK, block_colors::kCachedFree & RGB_MASK);
+        QVERIFY((image.pixel(2 * 16 + 5, 2) & RGB_MASK) != (block_colors::kCachedFree & RGB_MASK));
+    }
+
+    void connectDialogRefusesABadUrl() {
+        ConnectDialog dialog;
+        dialog.setText({QStringLiteral("localhost:8080"), {}, QStringLiteral("auto"), {}, {}, {}});
+        dialog.accept();
+        QCOMPARE(dialog.result(), int(QDialog::Rejected));
+        QVERIFY2(dialog.errorText().contains(QStringLiteral("localhost:8080")), qPrintable(dialog.errorText()));
+
+        dialog.setText({QStringLiteral("http://127.0.0.1:8000/"), QStringLiteral("secret"), QStringLiteral("vllm"),
+                        QStringLiteral("tcp://127.0.0.1:5557, tcp://127.0.0.1:5558"), {}, QStringLiteral("f16")});
+        dialog.accept();
+        QCOMPARE(dialog.result(), int(QDialog::Accepted));
+        QVERIFY(dialog.errorText().isEmpty());
+        const attach::ConnectOptions& o = dialog.options();
+        QCOMPARE(o.url, std::string("http://127.0.0.1:8000"));
+        QCOMPARE(o.api_key, std::string("secret"));
+        QCOMPARE(o.kind, std::optional(attach::ServerKind::Vllm));
+        QCOMPARE(o.kv_events, (std::vector<std::string>{"tcp://127.0.0.1:5557", "tcp://127.0.0.1:5558"}));
+    }
+
+    void unknownServerKindIsRefused() {
+        try {
+            connectOptions({QStringLiteral("http://127.0.0.1:8000"), {}, QStringLiteral("tgi"), {}, {}, {}});
+            QFAIL("an unknown kind was taken");
+        } catch (const Error& e) {
+            QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("unknown server kind 'tgi'")), e.what());
+        }
+        QCOMPARE(connectText(connectOptions({QStringLiteral("http://h:1"), {}, {}, {}, {}, {}})).kind,
+                 QStringLiteral("auto"));
+    }
+
+    void recentServersNewestFirstWithoutTheKey() {
+        QSettings().remove(QStringLiteral("recentServers"));
+        RecentServers::add({QStringLiteral("http://a:1"), QStringLiteral("key"), QStringLiteral("vllm"),
+                            QStringLiteral("tcp://a:5557"), {}, QStringLiteral("f16")});
+        RecentServers::add({QStringLiteral("http://b:2"), {}, QStringLiteral("auto"), {}, {}, QStringLiteral("q8_0")});
+        RecentServers::add({QStringLiteral("http://a:1"), QStringLiteral("key"), QStringLiteral("vllm"),
+                            QStringLiteral("tcp://a:5557,tcp://a:5558"), {}, QStringLiteral("f16")});
+        const auto servers = RecentServers::list();
+        QCOMPARE(servers.size(), std::size_t{2});
+        QCOMPARE(servers[0].url, QStringLiteral("http://a:1"));
+        QVERIFY(servers[0].apiKey.isEmpty());
+        QCOMPARE(servers[0].kvEvents, QStringLiteral("tcp://a:5557,tcp://a:5558"));
+        QCOMPARE(servers[1].kvDtype, QStringLiteral("q8_0"));
+        QCOMPARE(RecentServers::label(servers[0]), QStringLiteral("http://a:1 (vllm, 2 KV-event endpoints)"));
+        for (int i = 0; i < 2 * RecentServers::kMaximum; ++i)
+            RecentServers::add({QStringLiteral("http://h:%1").arg(i + 10), {}, {}, {}, {}, {}});
+        QCOMPARE(RecentServers::list().size(), std::size_t{RecentServers::kMaximum});
+    }
+};
+
+QTEST_MAIN(TestServerPanel)
+#include "test_server_panel.moc"

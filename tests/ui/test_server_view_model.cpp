@@ -1,0 +1,154 @@
+// ServerViewModel: what the connected view shows of hand-made RemoteSamples
+// of each kind of server: the figures a kind reports (and none it does not),
+// llama.cpp's slots with their reserved waste, vLLM's ranks and prefix
+// caches, what a kind cannot tell, the link's freshness and the faults.
+#include <algorithm>
+
+#include <QtTest>
+
+#include "tests/ui/remote_samples.h"
+#include "ui/server_view_model.h"
+
+using namespace kvscope;
+using namespace kvscope::ui;
+
+namespace {
+
+const FigureText* figure(const std::vector<FigureText>& rows, const std::string& label) {
+    const auto it = std::ranges::find(rows, label, &FigureText::label);
+    return it == rows.end() ? nullptr : &*it;
+}
+
+QString value(const std::vector<FigureText>& rows, const std::string& label) {
+    const FigureText* row = figure(rows, label);
+    return row ? QString::fromStdString(row->value) : QStringLiteral("<no row %1>").arg(QString::fromStdString(label));
+}
+
+bool mentions(const std::vector<std::string>& lines, const char* words) {
+    return std::ranges::any_of(lines, [words](const std::string& line) { return line.find(words) != std::string::npos; });
+}
+
+} // namespace
+
+class TestServerViewModel : public QObject {
+    Q_OBJECT
+
+private slots:
+    // Each slot is a row of its n_ctx; what it does not hold is reserved
+    // waste, summed over the slots as kvscope's contiguous mode counts it.
+    void llamaCppSlotsAndTheirReservedWaste() {
+        const ServerView view = server_view(test::llamaCppSample());
+        QCOMPARE(view.title, std::string("llama.cpp server at http://127.0.0.1:8080"));
+        QCOMPARE(view.slot_rows.size(), std::size_t{2});
+        const SlotRow& busy = view.slot_rows[0];
+        QCOMPARE(busy.n_ctx, 512u);
+        QCOMPARE(busy.tokens, 100u);
+        QCOMPARE(busy.reserved_free, 412u);
+        QVERIFY(busy.busy);
+        QCOMPARE(busy.text, std::string("Slot 0 · busy · 100 of 512 tokens (prompt 90, decoded 10)"));
+        QCOMPARE(view.slot_rows[1].reserved_free, 512u);
+        QVERIFY(!view.slot_rows[1].busy);
+        QCOMPARE(view.slot_summary,
+                 std::string("2 slots (1 busy) reserve 1,024 tokens: 100 held, 924 reserved but unused "
+                             "(90.2% reserved waste)"));
+    }
+
+    void llamaCppFiguresInTokensAndBytes() {
+        const ServerView view = server_view(test::llamaCppSample());
+        QCOMPARE(value(view.figures, "KV tokens"), QStringLiteral("100 of 1,024"));
+        QCOMPARE(value(view.figures, "KV bytes"), QStringLiteral("100.0 KiB of 1.0 MiB (1.0 KiB per token)"));
+        QCOMPARE(value(view.figures, "KV dtype"), QStringLiteral("q8_0"));
+        // q8_0 is 8.5 bits a value: the 1 MiB pool would be 16/8.5 MiB in f16.
+        QCOMPARE(value(view.figures, "Saved vs f16"), QStringLiteral("903.5 KiB (46.9%)"));
+        QCOMPARE(value(view.figures, "Requests"), QStringLiteral("1 processing · 0 deferred"));
+        QCOMPARE(value(view.figures, "Tokens/s"), QStringLiteral("prompt ? · generation 42.5"));
+        // Not reported by llama.cpp: no row, and the view says why.
+        QVERIFY(!figure(view.figures, "KV blocks"));
+        QVERIFY(!figure(view.figures, "Preemptions"));
+        QVERIFY(!figure(view.figures, "TTFT"));
+        QVERIFY(mentions(view.cannot_tell, "No block map"));
+        QVERIFY(mentions(view.cannot_tell, "No preemptions"));
+        QVERIFY(!view.has_engine);
+    }
+
+    // Per rank and summed; fp8 saves half of f16's bytes, but vLLM reports
+    // neither tokens held nor bytes, so neither is drawn.
+    void vllmRanksAndPrefixCache() {
+        const ServerView view = server_view(test::vllmSample());
+        QCOMPARE(view.title, std::string("vLLM server at http://10.0.0.1:8000"));
+        QCOMPARE(value(view.figures, "KV blocks"), QStringLiteral("2,000 in all (16 tokens each)"));
+        QCOMPARE(value(view.figures, "KV tokens"), QStringLiteral("32,000 capacity"));
+        QVERIFY(!figure(view.figures, "KV bytes"));
+        QCOMPARE(value(view.figures, "Saved vs f16"),
+                 QStringLiteral("50.0% of the KV bytes (pool bytes not reported)"));
+        QCOMPARE(value(view.figures, "Requests"), QStringLiteral("6 running · 2 waiting"));
+        QCOMPARE(value(view.figures, "Preemptions"), QStringLiteral("4"));
+        QCOMPARE(value(view.figures, "Prefix hit rate"), QStringLiteral("25.0%"));
+        QCOMPARE(value(view.figures, "TTFT"), QStringLiteral("p50 12.0 ms · p99 none"));
+        QVERIFY(view.slot_rows.empty());
+        QVERIFY(view.slot_summary.empty());
+
+        QCOMPARE(view.ranks.size(), std::size_t{2});
+        QCOMPARE(view.ranks[0].title, std::string("Rank 0 · tcp://10.0.0.1:5557"));
+        QCOMPARE(value(view.ranks[0].figures, "KV usage"), QStringLiteral("50.0%"));
+        QVERIFY(view.ranks[0].prefix_cache);
+        const PrefixCacheView& cache = *view.ranks[0].prefix_cache;
+        QCOMPARE(cache.chain_lengths, (std::vector<std::uint32_t>{5, 3, 1}));
+        QCOMPARE(value(cache.figures, "Prefix chains"), QStringLiteral("3 (longest 5 blocks)"));
+        QCOMPARE(value(cache.figures, "Batches"), QStringLiteral("7 received · 2 replayed · 1 lost"));
+        QCOMPARE(view.ranks[1].title, std::string("Rank 1"));
+        QVERIFY(!view.ranks[1].prefix_cache);
+        QVERIFY(mentions(view.cannot_tell, "never by physical block id"));
+    }
+
+    void kvscopeHandsItsEngineToTheDashboards() {
+        const ServerView view = server_view(test::kvscopeSample());
+        QVERIFY(view.has_engine);
+        QVERIFY(view.cannot_tell.empty());
+        QCOMPARE(value(view.figures, "KV blocks"), QStringLiteral("2 of 8 (4 tokens each)"));
+        // Its dtype costs are the KV quantization dashboard's, from the exact layout.
+        QVERIFY(!figure(view.figures, "Saved vs f16"));
+    }
+
+    void freshnessSaysTheLinkState() {
+        attach::RemoteSample s = test::llamaCppSample();
+        QCOMPARE(server_view(s).freshness, std::string("Live · data 0.4 s old"));
+        s.link = attach::LinkState::Reconnecting;
+        s.reconnects = 3;
+        s.data_age_s = 12.04;
+        s.faults = {"connection refused", "counters reset (server restarted)"};
+        const ServerView away = server_view(s);
+        QCOMPARE(away.freshness, std::string("Reconnecting (3 reconnects so far) · data 12.0 s old"));
+        QCOMPARE(away.faults, s.faults);
+        // The last figures stay while the server is away.
+        QCOMPARE(value(away.figures, "KV tokens"), QStringLiteral("100 of 1,024"));
+
+        attach::RemoteSample first;
+        first.url = "http://127.0.0.1:9";
+        const ServerView connecting = server_view(first);
+        QCOMPARE(connecting.title, std::string("Connecting to http://127.0.0.1:9"));
+        QCOMPARE(connecting.freshness, std::string("Connecting · no data yet"));
+        QVERIFY(connecting.figures.empty());
+    }
+
+    void unknownDtypeIsNamedNotSized() {
+        attach::RemoteSample s = test::vllmSample();
+        s.total.kv_dtype = "fp6_weird";
+        const ServerView view = server_view(s);
+        QCOMPARE(value(view.figures, "KV dtype"), QStringLiteral("fp6_weird (its size is not known here)"));
+        QVERIFY(!figure(view.figures, "Saved vs f16"));
+    }
+
+    void dtypeBits() {
+        QCOMPARE(kv_dtype_bits("f16"), std::optional<double>(16));
+        QCOMPARE(kv_dtype_bits("auto"), std::optional<double>(16));
+        QCOMPARE(kv_dtype_bits("fp8_e5m2"), std::optional<double>(8));
+        QCOMPARE(kv_dtype_bits("q4_0"), std::optional<double>(4.5));
+        QCOMPARE(kv_dtype_bits("iq4_nl"), std::optional<double>(4.5));
+        QCOMPARE(kv_dtype_bits("q5_1"), std::optional<double>(6));
+        QVERIFY(!kv_dtype_bits("nonsense"));
+    }
+};
+
+QTEST_MAIN(TestServerViewModel)
+#include "test_server_view_model.moc"

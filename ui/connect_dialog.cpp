@@ -1,0 +1,155 @@
+#include "ui/connect_dialog.h"
+
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+#include "engine/core/error.h"
+
+namespace kvscope::ui {
+namespace {
+
+const QString kAuto = QStringLiteral("auto");
+
+std::vector<std::string> splitList(const QString& text) {
+    std::vector<std::string> items;
+    for (const QString& item : text.split(QLatin1Char(','), Qt::SkipEmptyParts))
+        if (!item.trimmed().isEmpty())
+            items.push_back(item.trimmed().toStdString());
+    return items;
+}
+
+QString joinList(const std::vector<std::string>& items) {
+    QStringList list;
+    for (const std::string& item : items)
+        list << QString::fromStdString(item);
+    return list.join(QStringLiteral(","));
+}
+
+} // namespace
+
+QStringList llamaCppKvDtypes() {
+    return {QStringLiteral("f16"),  QStringLiteral("bf16"), QStringLiteral("f32"),
+            QStringLiteral("q8_0"), QStringLiteral("q5_1"), QStringLiteral("q5_0"),
+            QStringLiteral("q4_1"), QStringLiteral("q4_0"), QStringLiteral("iq4_nl")};
+}
+
+QStringList serverKindNames() {
+    QStringList names{kAuto};
+    for (attach::ServerKind kind : {attach::ServerKind::Kvscope, attach::ServerKind::LlamaCpp, attach::ServerKind::Vllm})
+        names << QString::fromUtf8(attach::server_kind_name(kind));
+    return names;
+}
+
+attach::ConnectOptions connectOptions(const ConnectText& text) {
+    attach::ConnectOptions options;
+    options.url = text.url.trimmed().toStdString();
+    while (options.url.ends_with('/'))
+        options.url.pop_back();
+    options.api_key = text.apiKey.trimmed().toStdString();
+    const QString kind = text.kind.trimmed();
+    if (!kind.isEmpty() && kind != kAuto) {
+        options.kind = attach::parse_server_kind(kind.toStdString());
+        if (!options.kind)
+            throw Error("unknown server kind '" + kind.toStdString() + "' (known: " +
+                        serverKindNames().join(QStringLiteral(", ")).toStdString() + ")");
+    }
+    options.kv_events = splitList(text.kvEvents);
+    options.kv_replay = splitList(text.kvReplay);
+    if (!text.kvDtype.trimmed().isEmpty())
+        options.kv_dtype = text.kvDtype.trimmed().toStdString();
+    attach::validate(options);
+    return options;
+}
+
+ConnectText connectText(const attach::ConnectOptions& options) {
+    return {QString::fromStdString(options.url),
+            QString::fromStdString(options.api_key),
+            options.kind ? QString::fromUtf8(attach::server_kind_name(*options.kind)) : kAuto,
+            joinList(options.kv_events),
+            joinList(options.kv_replay),
+            QString::fromStdString(options.kv_dtype)};
+}
+
+ConnectDialog::ConnectDialog(QWidget* parent)
+    : QDialog(parent), url_(new QLineEdit), apiKey_(new QLineEdit), kind_(new QComboBox), kvEvents_(new QLineEdit),
+      kvReplay_(new QLineEdit), kvDtype_(new QComboBox), error_(new QLabel) {
+    setWindowTitle(tr("Connect to Server"));
+    setObjectName(QStringLiteral("connectDialog"));
+    url_->setObjectName(QStringLiteral("connectUrl"));
+    url_->setPlaceholderText(QStringLiteral("http://127.0.0.1:8080"));
+    apiKey_->setObjectName(QStringLiteral("connectApiKey"));
+    apiKey_->setEchoMode(QLineEdit::Password);
+    apiKey_->setPlaceholderText(tr("none"));
+    kind_->setObjectName(QStringLiteral("connectKind"));
+    const QStringList kindLabels{tr("Detect from the server"), QStringLiteral("kvscope (kvscope-cli serve)"),
+                                 QStringLiteral("llama.cpp (llama-server)"), QStringLiteral("vLLM")};
+    const QStringList kinds = serverKindNames();
+    for (qsizetype i = 0; i < kinds.size(); ++i)
+        kind_->addItem(kindLabels.value(i, kinds[i]), kinds[i]);
+    kvEvents_->setObjectName(QStringLiteral("connectKvEvents"));
+    kvEvents_->setPlaceholderText(QStringLiteral("tcp://HOST:5557,tcp://HOST:5558"));
+    kvEvents_->setToolTip(tr("vLLM's KV-events publishers (--kv-events-config), one per data-parallel rank, "
+                             "rank 0 first: they give the prefix-cache map."));
+    kvReplay_->setObjectName(QStringLiteral("connectKvReplay"));
+    kvReplay_->setPlaceholderText(tr("optional, same order"));
+    kvReplay_->setToolTip(tr("The publishers' replay endpoints, asked for event batches missed in a gap."));
+    kvDtype_->setObjectName(QStringLiteral("connectKvDtype"));
+    kvDtype_->addItems(llamaCppKvDtypes());
+    kvDtype_->setToolTip(tr("llama.cpp does not report its KV cache type: give its -ctk so that bytes are right."));
+    error_->setObjectName(QStringLiteral("connectError"));
+    error_->setWordWrap(true);
+    error_->setStyleSheet(QStringLiteral("color: #c0392b"));
+    error_->hide();
+
+    auto* form = new QFormLayout;
+    form->addRow(tr("Server &URL:"), url_);
+    form->addRow(tr("&API key:"), apiKey_);
+    form->addRow(tr("Server &kind:"), kind_);
+    form->addRow(tr("KV &events (vLLM):"), kvEvents_);
+    form->addRow(tr("KV &replay (vLLM):"), kvReplay_);
+    form->addRow(tr("KV &dtype (llama.cpp):"), kvDtype_);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+    buttons->button(QDialogButtonBox::Ok)->setText(tr("Connect"));
+    connect(buttons, &QDialogButtonBox::accepted, this, &ConnectDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, this, &ConnectDialog::reject);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addWidget(error_);
+    layout->addWidget(buttons);
+    resize(520, sizeHint().height());
+}
+
+void ConnectDialog::setText(const ConnectText& text) {
+    url_->setText(text.url);
+    apiKey_->setText(text.apiKey);
+    kind_->setCurrentIndex(std::max(0, kind_->findData(text.kind.isEmpty() ? kAuto : text.kind)));
+    kvEvents_->setText(text.kvEvents);
+    kvReplay_->setText(text.kvReplay);
+    kvDtype_->setCurrentIndex(std::max(0, kvDtype_->findText(text.kvDtype)));
+}
+
+ConnectText ConnectDialog::text() const {
+    return {url_->text(), apiKey_->text(), kind_->currentData().toString(), kvEvents_->text(), kvReplay_->text(),
+            kvDtype_->currentText()};
+}
+
+QString ConnectDialog::errorText() const { return error_->isHidden() ? QString() : error_->text(); }
+
+void ConnectDialog::accept() {
+    try {
+        options_ = connectOptions(text());
+    } catch (const Error& e) {
+        error_->setText(QString::fromUtf8(e.what()));
+        error_->show();
+        return;
+    }
+    error_->hide();
+    QDialog::accept();
+}
+
+} // namespace kvscope::ui

@@ -1,0 +1,160 @@
+#include "ui/server_panel.h"
+
+#include <QLabel>
+#include <QVBoxLayout>
+
+#include "ui/prefix_cache_widget.h"
+#include "ui/slot_map_widget.h"
+
+namespace kvscope::ui {
+namespace {
+
+QString html(const std::string& text) { return QString::fromStdString(text).toHtmlEscaped(); }
+
+// Figures as a two-column table: labels left, values right of them.
+QString figuresHtml(const std::vector<FigureText>& rows) {
+    QString table = QStringLiteral("<table cellspacing=\"2\">");
+    for (const FigureText& row : rows)
+        table += QStringLiteral("<tr><td>%1&nbsp;&nbsp;</td><td><b>%2</b></td></tr>")
+                     .arg(html(row.label), html(row.value));
+    return table + QStringLiteral("</table>");
+}
+
+QString bulletsHtml(const QString& heading, const std::vector<std::string>& lines) {
+    if (lines.empty())
+        return {};
+    QString text = QStringLiteral("<b>%1</b><ul style=\"margin-left:-20px\">").arg(heading.toHtmlEscaped());
+    for (const std::string& line : lines)
+        text += QStringLiteral("<li>%1</li>").arg(html(line));
+    return text + QStringLiteral("</ul>");
+}
+
+QString linkColour(attach::LinkState link) {
+    switch (link) {
+    case attach::LinkState::Live: return QStringLiteral("#2e8b57");
+    case attach::LinkState::Connecting: return QStringLiteral("#b8860b");
+    case attach::LinkState::Reconnecting: return QStringLiteral("#c0392b");
+    }
+    return {};
+}
+
+} // namespace
+
+ServerPanel::ServerPanel(QWidget* parent)
+    : QWidget(parent), layout_(new QVBoxLayout(this)), slotMap_(new SlotMapWidget), ranks_(new QWidget) {
+    setObjectName(QStringLiteral("serverPanel"));
+    title_ = addLabel("serverTitle");
+    title_->setStyleSheet(QStringLiteral("font-weight: bold; font-size: 14pt"));
+    model_ = addLabel("serverModel");
+    freshness_ = addLabel("serverFreshness");
+    figures_ = addLabel("serverFigures");
+    slotSummary_ = addLabel("slotSummary");
+    layout_->addWidget(slotMap_);
+    ranks_->setObjectName(QStringLiteral("serverRanks"));
+    new QVBoxLayout(ranks_);
+    ranks_->layout()->setContentsMargins(0, 0, 0, 0);
+    layout_->addWidget(ranks_);
+    cannotTell_ = addLabel("serverCannotTell");
+    faults_ = addLabel("serverFaults");
+    localOff_ = addLabel("localEngineOff");
+    localOff_->setText(tr("Chat, engine settings, workloads and Compare A/B drive kvscope's own engine, so they are "
+                          "off while this window watches a server. File > Disconnect brings them back."));
+    localOff_->setEnabled(false); // the palette's dimmed text: a note, not data
+    layout_->addStretch(1);
+    setView({});
+}
+
+QLabel* ServerPanel::addLabel(const char* name) {
+    auto* label = new QLabel;
+    label->setObjectName(QString::fromLatin1(name));
+    label->setWordWrap(true);
+    label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout_->addWidget(label);
+    return label;
+}
+
+void ServerPanel::setView(ServerView view) {
+    view_ = std::move(view);
+    title_->setText(QString::fromStdString(view_.title));
+    model_->setText(QString::fromStdString(view_.model));
+    freshness_->setText(QStringLiteral("<span style=\"color:%1\">\u25CF</span> %2")
+                            .arg(linkColour(view_.link), html(view_.freshness)));
+    figures_->setText(figuresHtml(view_.figures));
+    figures_->setVisible(!view_.figures.empty());
+    const bool llama = view_.kind == attach::ServerKind::LlamaCpp;
+    slotSummary_->setText(QString::fromStdString(view_.slot_summary));
+    slotSummary_->setVisible(llama);
+    slotMap_->setRows(view_.slot_rows);
+    slotMap_->setVisible(llama && !view_.slot_rows.empty());
+    showRanks();
+    cannotTell_->setText(bulletsHtml(tr("What this server does not tell"), view_.cannot_tell));
+    cannotTell_->setVisible(!view_.cannot_tell.empty());
+    faults_->setText(bulletsHtml(tr("Recent faults"), view_.faults));
+    faults_->setVisible(!view_.faults.empty());
+}
+
+// Each rank: a heading, its figures, and its prefix cache when its KV
+// events are connected. Rebuilt only when the number of ranks changes.
+void ServerPanel::showRanks() {
+    QLayout* box = ranks_->layout();
+    if (static_cast<std::size_t>(box->count()) != view_.ranks.size()) {
+        while (QLayoutItem* item = box->takeAt(0)) {
+            delete item->widget();
+            delete item;
+        }
+        for (std::size_t i = 0; i < view_.ranks.size(); ++i) {
+            auto* rank = new QWidget;
+            auto* rows = new QVBoxLayout(rank);
+            rows->setContentsMargins(0, 6, 0, 0);
+            auto* text = new QLabel;
+            text->setObjectName(QStringLiteral("rankFigures"));
+            text->setWordWrap(true);
+            rows->addWidget(text);
+            rows->addWidget(new PrefixCacheWidget);
+            box->addWidget(rank);
+        }
+    }
+    for (std::size_t i = 0; i < view_.ranks.size(); ++i) {
+        const RankView& r = view_.ranks[i];
+        QWidget* rank = box->itemAt(static_cast<int>(i))->widget();
+        auto* text = rank->findChild<QLabel*>(QStringLiteral("rankFigures"));
+        auto* cache = rank->findChild<PrefixCacheWidget*>();
+        QString body = QStringLiteral("<b>%1</b>").arg(html(r.title)) + figuresHtml(r.figures);
+        if (r.prefix_cache)
+            body += QStringLiteral("<i>%1</i>").arg(tr("Prefix cache (from KV events)")) +
+                    figuresHtml(r.prefix_cache->figures);
+        text->setText(body);
+        cache->setVisible(r.prefix_cache.has_value());
+        cache->setChainLengths(r.prefix_cache ? r.prefix_cache->chain_lengths : std::vector<std::uint32_t>{});
+    }
+    ranks_->setVisible(!view_.ranks.empty());
+}
+
+std::vector<PrefixCacheWidget*> ServerPanel::prefixCaches() const {
+    std::vector<PrefixCacheWidget*> caches;
+    for (PrefixCacheWidget* cache : ranks_->findChildren<PrefixCacheWidget*>())
+        if (!cache->isHidden())
+            caches.push_back(cache);
+    return caches;
+}
+
+QString ServerPanel::text(const QString& part) const {
+    if (part == QLatin1String("ranks")) {
+        QStringList texts;
+        for (const QLabel* label : ranks_->findChildren<QLabel*>())
+            texts << label->text();
+        return texts.join('\n');
+    }
+    const QHash<QString, QLabel*> labels{{QStringLiteral("title"), title_},
+                                         {QStringLiteral("model"), model_},
+                                         {QStringLiteral("freshness"), freshness_},
+                                         {QStringLiteral("figures"), figures_},
+                                         {QStringLiteral("slots"), slotSummary_},
+                                         {QStringLiteral("cannotTell"), cannotTell_},
+                                         {QStringLiteral("faults"), faults_},
+                                         {QStringLiteral("localOff"), localOff_}};
+    const QLabel* label = labels.value(part);
+    return label ? label->text() : QString();
+}
+
+} // namespace kvscope::ui

@@ -1,0 +1,83 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "app/attach/remote_sample.h" // Qt code includes ui/remote_sample_metatype.h first
+
+namespace kvscope::ui {
+
+// One line of figures: "KV tokens" · "1,234 / 4,096".
+struct FigureText {
+    std::string label;
+    std::string value;
+
+    bool operator==(const FigureText&) const = default;
+};
+
+// One llama.cpp slot as the slot map draws it: a row of n_ctx tokens,
+// `tokens` of them held, the rest reserved but unused (the contiguous
+// allocator's reserved waste).
+struct SlotRow {
+    int id = 0;
+    std::uint32_t n_ctx = 0;
+    std::uint32_t tokens = 0;
+    std::uint32_t reserved_free = 0;
+    bool busy = false;
+    std::string text; // "slot 0 · busy · 412 of 2,048 tokens (prompt 400, decoded 12)"
+
+    bool operator==(const SlotRow&) const = default;
+};
+
+// One vLLM rank's prefix cache as its KV events describe it.
+struct PrefixCacheView {
+    std::vector<std::uint32_t> chain_lengths; // blocks per cached prefix chain, longest first
+    std::vector<FigureText> figures;          // blocks, chains, stored/removed/replayed/lost, age
+
+    bool operator==(const PrefixCacheView&) const = default;
+};
+
+struct RankView {
+    std::string title; // "Rank 1 · tcp://10.0.0.2:5558"
+    std::vector<FigureText> figures;
+    std::optional<PrefixCacheView> prefix_cache;
+
+    bool operator==(const RankView&) const = default;
+};
+
+// What the connected view shows of one RemoteSample, worded: the server
+// panel and its widgets only lay these out and paint them. A figure the
+// server does not report gets no row; `cannot_tell` says so instead.
+struct ServerView {
+    attach::ServerKind kind = attach::ServerKind::Kvscope;
+    attach::LinkState link = attach::LinkState::Connecting;
+    std::string title;     // "llama.cpp server at http://127.0.0.1:8080"
+    std::string model;     // "Model: stories260K" ("Model: not reported")
+    std::string freshness; // "Live · data 0.4 s old", "Reconnecting (3 reconnects) · data 12.0 s old"
+    std::vector<FigureText> figures; // the whole server (vLLM: summed over ranks)
+    std::vector<SlotRow> slot_rows;  // llama.cpp
+    std::string slot_summary;        // the slots' reserved waste, as kvscope's contiguous mode counts it
+    std::vector<RankView> ranks;     // vLLM, ascending rank
+    std::vector<std::string> cannot_tell;
+    std::vector<std::string> faults; // oldest first
+    bool has_engine = false;         // kvscope: its EngineSnapshot feeds the block map and dashboards
+
+    bool operator==(const ServerView&) const = default;
+};
+
+ServerView server_view(const attach::RemoteSample& sample);
+
+// "llama.cpp server", "kvscope server", "vLLM server".
+std::string server_kind_title(attach::ServerKind kind);
+
+// Bits per K or V value of a KV cache type as vLLM ("fp8", "fp8_e5m2",
+// "auto") or llama.cpp ("q8_0", "iq4_nl") names it, block scales included;
+// nullopt for a name not known here. vLLM's "auto" is the model's own
+// 16-bit type. (A kvscope server's types are the KV quantization
+// dashboard's business: it has the exact layout.)
+std::optional<double> kv_dtype_bits(std::string_view name);
+
+} // namespace kvscope::ui
