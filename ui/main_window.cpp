@@ -608,6 +608,8 @@ void MainWindow::enterConnectedView() {
     chats_->hide();
     pool_->hide();
     serverPage_->show();
+    if (auto* split = findChild<QSplitter*>(QStringLiteral("chatSplitter")))
+        split->setSizes({0, width() / 3, width() - width() / 3}); // the panel's figures beside the block map
     chatStack_->setCurrentIndex(1);
     tabs_->setCurrentWidget(chatStack_);
     showEngineDocks();
@@ -621,6 +623,8 @@ void MainWindow::leaveConnectedView() {
     serverPage_->hide();
     chats_->show();
     pool_->show();
+    if (auto* split = findChild<QSplitter*>(QStringLiteral("chatSplitter")))
+        split->setSizes({width() / 2, 0, width() - width() / 2}); // as the chat workspace starts
     chatStack_->setCurrentIndex(hasModel_ ? 1 : 0);
     showLocalStatus();
     showEngineDocks();

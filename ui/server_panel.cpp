@@ -1,5 +1,6 @@
 #include "ui/server_panel.h"
 
+#include <QGridLayout>
 #include <QLabel>
 #include <QVBoxLayout>
 
@@ -8,6 +9,8 @@
 
 namespace kvscope::ui {
 namespace {
+
+constexpr int kRankColumns = 3; // ranks side by side, then the next row
 
 QString html(const std::string& text) { return QString::fromStdString(text).toHtmlEscaped(); }
 
@@ -51,8 +54,9 @@ ServerPanel::ServerPanel(QWidget* parent)
     slotSummary_ = addLabel("slotSummary");
     layout_->addWidget(slotMap_);
     ranks_->setObjectName(QStringLiteral("serverRanks"));
-    new QVBoxLayout(ranks_);
-    ranks_->layout()->setContentsMargins(0, 0, 0, 0);
+    auto* grid = new QGridLayout(ranks_);
+    grid->setContentsMargins(0, 0, 0, 0);
+    grid->setHorizontalSpacing(24);
     layout_->addWidget(ranks_);
     cannotTell_ = addLabel("serverCannotTell");
     faults_ = addLabel("serverFaults");
@@ -82,7 +86,9 @@ void ServerPanel::setView(ServerView view) {
     figures_->setText(figuresHtml(view_.figures));
     figures_->setVisible(!view_.figures.empty());
     const bool llama = view_.kind == attach::ServerKind::LlamaCpp;
-    slotSummary_->setText(QString::fromStdString(view_.slot_summary));
+    slotSummary_->setText(QString::fromStdString(view_.slot_summary) +
+                          tr("\nEach row is one slot's context (n_ctx): filled, the tokens it holds (grey: an idle "
+                             "slot's kept prompt); pale, reserved but unused."));
     slotSummary_->setVisible(llama);
     slotMap_->setRows(view_.slot_rows);
     slotMap_->setVisible(llama && !view_.slot_rows.empty());
@@ -96,7 +102,7 @@ void ServerPanel::setView(ServerView view) {
 // Each rank: a heading, its figures, and its prefix cache when its KV
 // events are connected. Rebuilt only when the number of ranks changes.
 void ServerPanel::showRanks() {
-    QLayout* box = ranks_->layout();
+    auto* box = static_cast<QGridLayout*>(ranks_->layout());
     if (static_cast<std::size_t>(box->count()) != view_.ranks.size()) {
         while (QLayoutItem* item = box->takeAt(0)) {
             delete item->widget();
@@ -111,7 +117,9 @@ void ServerPanel::showRanks() {
             text->setWordWrap(true);
             rows->addWidget(text);
             rows->addWidget(new PrefixCacheWidget);
-            box->addWidget(rank);
+            rows->addStretch(1);
+            const int at = static_cast<int>(i);
+            box->addWidget(rank, at / kRankColumns, at % kRankColumns, Qt::AlignTop);
         }
     }
     for (std::size_t i = 0; i < view_.ranks.size(); ++i) {
@@ -123,6 +131,8 @@ void ServerPanel::showRanks() {
         if (r.prefix_cache)
             body += QStringLiteral("<i>%1</i>").arg(tr("Prefix cache (from KV events)")) +
                     figuresHtml(r.prefix_cache->figures);
+        else
+            body += QStringLiteral("<i>%1</i>").arg(html(r.note));
         text->setText(body);
         cache->setVisible(r.prefix_cache.has_value());
         cache->setChainLengths(r.prefix_cache ? r.prefix_cache->chain_lengths : std::vector<std::uint32_t>{});

@@ -206,6 +206,8 @@ RankView rank_view(const attach::RankSample& r) {
     view.figures = figure_rows(r.figures, ServerKind::Vllm);
     if (r.prefix_cache)
         view.prefix_cache = prefix_cache_view(*r.prefix_cache);
+    else
+        view.note = "No prefix-cache map: no KV-events endpoint was given for this rank.";
     return view;
 }
 

@@ -44,6 +44,7 @@ struct RankView {
     std::string title; // "Rank 1 · tcp://10.0.0.2:5558"
     std::vector<FigureText> figures;
     std::optional<PrefixCacheView> prefix_cache;
+    std::string note; // why there is no prefix cache, when there is none
 
     bool operator==(const RankView&) const = default;
 };

@@ -98,6 +98,8 @@ private slots:
         QCOMPARE(value(cache.figures, "Batches"), QStringLiteral("7 received · 2 replayed · 1 lost"));
         QCOMPARE(view.ranks[1].title, std::string("Rank 1"));
         QVERIFY(!view.ranks[1].prefix_cache);
+        QVERIFY(view.ranks[1].note.find("no KV-events endpoint") != std::string::npos);
+        QVERIFY(view.ranks[0].note.empty());
         QVERIFY(mentions(view.cannot_tell, "never by physical block id"));
     }
 
