@@ -19,8 +19,10 @@
 
 namespace kvscope::attach {
 
-// kvscope-cli serve: /kv/stream's (or /kv/snapshot's) engine snapshot JSON,
-// and /metrics (kvscope: names) for the last minute's TTFT/ITL p50/p99.
+// kvscope-cli serve: /kv/stream's (or /kv/snapshot's) engine snapshot JSON
+// (the figures, and tokens/s over the last minute from its totals), and
+// /metrics (kvscope: names) for the last minute's TTFT/ITL p50/p99 and
+// prefix hit rate; without /metrics those stay nullopt.
 class KvscopeReader {
 public:
     KvscopeReader();

@@ -18,6 +18,7 @@
 #include "app/attach/server_readers.h"
 #include "app/serve/metrics_registry.h"
 #include "engine/kv/fragmentation.h"
+#include "engine/kv/kv_cache_manager.h"
 #include "engine/model/gguf_file.h"
 #include "engine/model/model_config.h"
 #include "engine/snapshot_json.h"
@@ -38,32 +39,20 @@ bool near(std::optional<double> v, double want, double tol = 1e-9) { return v &&
 
 constexpr std::uint32_t kBlockSize = 4;
 
-BlockInfo block(BlockState state, std::uint16_t fill, std::uint32_t refs) {
-    BlockInfo b;
-    b.state = state;
-    b.fill = fill;
-    b.ref_count = refs;
-    return b;
-}
-
-// 8 blocks of 4 slots, 3 held (9 tokens), one prefix-cached free block.
+// A real KV cache's picture: 8 blocks of 4 slots, two sequences holding 5
+// and 4 prompt tokens (3 blocks, 9 tokens).
 EngineSnapshot kvscope_snapshot(std::uint64_t prompt, std::uint64_t generated, std::uint64_t queries,
                                 std::uint64_t hits) {
-    const KvLayout layout({.n_layers = 2, .n_kv_heads = 2, .head_dim = 8}, KvDtype::F16, kBlockSize);
-    auto pool = std::make_shared<PoolSnapshot>(PoolSnapshot{.mode = AllocationMode::Paged,
-                                                            .layout = layout,
-                                                            .blocks = {},
-                                                            .owners = {},
-                                                            .sequences = {},
-                                                            .fragmentation = {}});
-    pool->blocks = {block(BlockState::Used, 4, 1), block(BlockState::Used, 1, 1), block(BlockState::Shared, 4, 2),
-                    block(BlockState::CachedFree, 4, 0)};
-    pool->blocks.resize(8, block(BlockState::Free, 0, 0));
-    pool->fragmentation = compute_fragmentation(pool->blocks, kBlockSize, AllocationMode::Paged, 0);
+    KvCacheManager kv({.layout = KvLayout({.n_layers = 2, .n_kv_heads = 2, .head_dim = 8}, KvDtype::F16, kBlockSize),
+                       .num_blocks = 8});
+    const std::vector<TokenId> first{1, 2, 3, 4, 5}, second{6, 7, 8, 9};
+    kv.allocate(1, first, 4);
+    kv.allocate(2, second, 4);
+    auto pool = std::make_shared<PoolSnapshot>(*kv.snapshot());
     pool->prefix_query_tokens = queries;
     pool->prefix_hit_tokens = hits;
     EngineSnapshot s;
-    s.pool = pool;
+    s.pool = std::move(pool);
     s.running = 2;
     s.waiting = 1;
     s.swapped = 1;
@@ -108,6 +97,16 @@ const char* kSlotsReadme = R"([
 ])";
 
 const char* kSlotsFork = R"([{"id":0,"n_ctx":2048,"is_processing":true,"n_past":77}])";
+
+// The total a reader gives for these slots of a model trained on n_ctx_train.
+ServerFigures llama_figures(std::uint32_t n_ctx_train, std::string_view slots) {
+    LlamaCppReader reader;
+    reader.read_models(R"({"data":[{"id":"tiny","meta":{"n_ctx_train":)" + std::to_string(n_ctx_train) + "}}]}");
+    reader.read_slots(slots, 0);
+    RemoteSample sample;
+    reader.fill(sample);
+    return sample.total;
+}
 
 std::string llama_metrics(double prompt, double predicted, double processing, double deferred) {
     return "# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.\n"
@@ -190,7 +189,7 @@ private Q_SLOTS:
         const ServerFigures& f = sample.total;
         const FragmentationStats& frag = s.pool->fragmentation;
         QCOMPARE(f.kv_blocks_total, std::optional<std::uint64_t>(8));
-        QCOMPARE(f.kv_blocks_used, std::optional<std::uint64_t>(frag.used_blocks));
+        QCOMPARE(f.kv_blocks_used, std::optional<std::uint64_t>(3));
         QCOMPARE(f.kv_tokens_used, std::optional<std::uint64_t>(9));
         QCOMPARE(f.kv_tokens_capacity, std::optional<std::uint64_t>(32));
         QVERIFY(near(f.kv_usage, frag.block_occupancy()));
@@ -308,28 +307,19 @@ private Q_SLOTS:
 
     void llama_capacity_split_or_unified() {
         // Split (-np 2 -c 8192): two slots of 4096, holding 430 tokens.
-        LlamaCppReader split;
-        split.read_models(R"({"data":[{"id":"tiny","meta":{"n_ctx_train":32768}}]})");
-        split.read_slots(kSlotsNew, 0);
-        RemoteSample a;
-        split.fill(a);
-        QCOMPARE(a.total.kv_tokens_capacity, std::optional<std::uint64_t>(8192));
-        QVERIFY(near(a.total.kv_usage, 430.0 / 8192));
+        const ServerFigures split = llama_figures(32768, kSlotsNew);
+        QCOMPARE(split.kv_tokens_capacity, std::optional<std::uint64_t>(8192));
+        QVERIFY(near(split.kv_usage, 430.0 / 8192));
         // Unified (the default: -np auto, n_ctx = n_ctx_train): every slot
         // reports the whole shared context.
-        LlamaCppReader unified;
-        unified.read_models(R"({"data":[{"id":"tiny","meta":{"n_ctx_train":4096}}]})");
-        unified.read_slots(kSlotsNew, 0);
-        RemoteSample b;
-        unified.fill(b);
-        QCOMPARE(b.total.kv_tokens_capacity, std::optional<std::uint64_t>(4096));
-        QVERIFY(near(b.total.kv_usage, 430.0 / 4096));
+        const ServerFigures unified = llama_figures(4096, kSlotsNew);
+        QCOMPARE(unified.kv_tokens_capacity, std::optional<std::uint64_t>(4096));
+        QVERIFY(near(unified.kv_usage, 430.0 / 4096));
         // Slots holding more than one slot's n_ctx together cannot share it.
-        const std::string full = R"([{"id":0,"n_ctx":4096,"is_processing":true,"n_prompt_tokens":3000},
-                                     {"id":1,"n_ctx":4096,"is_processing":true,"n_prompt_tokens":3000}])";
-        unified.read_slots(full, 1);
-        unified.fill(b);
-        QCOMPARE(b.total.kv_tokens_capacity, std::optional<std::uint64_t>(8192));
+        const ServerFigures full = llama_figures(4096, R"([
+            {"id":0,"n_ctx":4096,"is_processing":true,"n_prompt_tokens":3000},
+            {"id":1,"n_ctx":4096,"is_processing":true,"n_prompt_tokens":3000}])");
+        QCOMPARE(full.kv_tokens_capacity, std::optional<std::uint64_t>(8192));
     }
 
     void llama_metrics_rates_and_reset() {
