@@ -479,6 +479,36 @@ private Q_SLOTS:
         QVERIFY(has_fault(reader.take_faults(), "vllm /v1/models: malformed JSON"));
     }
 
+    // kvscope-cli serve --metrics-names vllm serves vLLM's names through
+    // prometheus-cpp: a second, independent writer of the same series.
+    void vllm_reads_kvscopes_vllm_names() {
+        serve::MetricsOptions options;
+        options.model_name = "stories";
+        options.vllm_names = true;
+        serve::MetricsRegistry registry(options);
+        const EngineSnapshot s = kvscope_snapshot(0, 0, 0, 0);
+        registry.on_snapshot(s);
+        VllmReader reader;
+        reader.read_metrics(registry.serialize(), 0);
+        registry.on_snapshot(kvscope_snapshot(120, 60, 40, 10));
+        reader.read_metrics(registry.serialize(), 60);
+        RemoteSample sample;
+        reader.fill(sample);
+        QVERIFY(reader.take_faults().empty());
+        QCOMPARE(sample.ranks.size(), std::size_t{1});
+        const ServerFigures& f = sample.total;
+        QCOMPARE(f.kv_blocks_total, std::optional<std::uint64_t>(8));
+        QCOMPARE(f.kv_blocks_used, std::optional<std::uint64_t>(3));
+        QCOMPARE(f.block_size, std::optional<std::uint32_t>(kBlockSize));
+        QCOMPARE(f.kv_dtype, std::optional<std::string>("f16"));
+        QCOMPARE(f.kv_bytes_per_token, std::optional<std::uint64_t>(s.pool->layout.bytes_per_token()));
+        QCOMPARE(f.running, std::optional<double>(2));
+        QCOMPARE(f.preemptions, std::optional<double>(3));
+        QVERIFY(near(f.prompt_tokens_per_s, 2.0));
+        QVERIFY(near(f.prefix_hit_rate, 0.25));
+        QCOMPARE(sample.model, std::optional<std::string>("stories"));
+    }
+
     void vllm_keeps_what_the_monitor_added_to_a_rank() {
         VllmReader reader;
         RankState r{0.5, 3, 1, 2, 1000, 100, 5000, 2000, {0, 0, 0, 0}};
