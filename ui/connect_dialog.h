@@ -7,7 +7,7 @@
 #include <QString>
 #include <QStringList>
 
-#include "ui/remote_sample_metatype.h"
+#include "app/attach/remote_monitor.h"
 
 class QComboBox;
 class QLabel;

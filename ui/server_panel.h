@@ -4,7 +4,6 @@
 
 #include <QWidget>
 
-#include "ui/remote_sample_metatype.h"
 #include "ui/server_view_model.h"
 
 class QLabel;

@@ -246,10 +246,10 @@ ServerView server_view(const RemoteSample& s) {
     view.model = "Model: " + s.model.value_or("not reported");
     view.freshness = freshness(s);
     view.figures = figure_rows(s.total, s.kind);
-    for (const attach::SlotSample& slot : s.slots)
+    for (const attach::SlotSample& slot : s.slot_samples)
         view.slot_rows.push_back(slot_row(slot));
     if (s.kind == ServerKind::LlamaCpp)
-        view.slot_summary = slot_summary(s.slots);
+        view.slot_summary = slot_summary(s.slot_samples);
     for (const attach::RankSample& rank : s.ranks)
         view.ranks.push_back(rank_view(rank));
     view.cannot_tell = attach::server_cannot_tell(s);

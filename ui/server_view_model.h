@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "app/attach/remote_sample.h" // Qt code includes ui/remote_sample_metatype.h first
+#include "app/attach/remote_sample.h"
 
 namespace kvscope::ui {
 

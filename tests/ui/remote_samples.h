@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "engine/kv/kv_cache_manager.h"
-#include "ui/remote_sample_metatype.h"
+#include "app/attach/remote_sample.h"
 
 namespace kvscope::ui::test {
 
@@ -26,7 +26,7 @@ inline attach::RemoteSample llamaCppSample() {
     s.total.running = 1;
     s.total.waiting = 0;
     s.total.generation_tokens_per_s = 42.5;
-    slotSamples(s) = {{0, 512, 100, true, 90, 10}, {1, 512, 0, false, std::nullopt, std::nullopt}};
+    s.slot_samples = {{0, 512, 100, true, 90, 10}, {1, 512, 0, false, std::nullopt, std::nullopt}};
     return s;
 }
 
