@@ -144,7 +144,10 @@ std::string freshness(const RemoteSample& s) {
     std::string text;
     switch (s.link) {
     case LinkState::Connecting: text = "Connecting"; break;
-    case LinkState::Live: text = "Live"; break;
+    case LinkState::Live:
+        text = s.reconnects ? fmt::format("Live (reconnected {} time{})", s.reconnects, s.reconnects == 1 ? "" : "s")
+                            : "Live";
+        break;
     case LinkState::Reconnecting:
         text = fmt::format("Reconnecting ({} reconnect{} so far)", s.reconnects, s.reconnects == 1 ? "" : "s");
         break;
@@ -154,6 +157,14 @@ std::string freshness(const RemoteSample& s) {
     else
         text += " · no data yet";
     return text;
+}
+
+// Until the server has answered, its kind is the monitor's placeholder, not
+// what the server is.
+std::string title(const RemoteSample& s) {
+    if (s.data_age_s)
+        return server_kind_title(s.kind) + " at " + s.url;
+    return (s.link == LinkState::Reconnecting ? "No answer yet from " : "Connecting to ") + s.url;
 }
 
 SlotRow slot_row(const attach::SlotSample& slot) {
@@ -240,9 +251,8 @@ ServerView server_view(const RemoteSample& s) {
     ServerView view;
     view.kind = s.kind;
     view.link = s.link;
-    // Until the server first answers, its kind may be a guess still being detected.
-    const bool answered = s.link != LinkState::Connecting || s.data_age_s;
-    view.title = answered ? server_kind_title(s.kind) + " at " + s.url : "Connecting to " + s.url;
+    view.url = s.url;
+    view.title = title(s);
     view.model = "Model: " + s.model.value_or("not reported");
     view.freshness = freshness(s);
     view.figures = figure_rows(s.total, s.kind);

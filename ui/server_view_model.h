@@ -55,7 +55,8 @@ struct RankView {
 struct ServerView {
     attach::ServerKind kind = attach::ServerKind::Kvscope;
     attach::LinkState link = attach::LinkState::Connecting;
-    std::string title;     // "llama.cpp server at http://127.0.0.1:8080"
+    std::string url;       // as the sample has it
+    std::string title;     // "llama.cpp server at http://127.0.0.1:8080" (ending with the URL)
     std::string model;     // "Model: stories260K" ("Model: not reported")
     std::string freshness; // "Live · data 0.4 s old", "Reconnecting (3 reconnects) · data 12.0 s old"
     std::vector<FigureText> figures; // the whole server (vLLM: summed over ranks)

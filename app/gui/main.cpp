@@ -185,8 +185,16 @@ void scriptScreenshot(kvscope::ui::MainWindow& window, const QStringList& prompt
     });
 }
 
-// --connect with --screenshot: save once the server's first answer is
-// shown, or `afterMs` after connecting when given (the view may then still
+// Whether a server's sample holds its first full picture: the link is live
+// and, for a kvscope server, its engine snapshot (from /kv/stream, after the
+// first poll) has come too.
+bool fullPicture(const kvscope::attach::RemoteSample& sample) {
+    return sample.link == kvscope::attach::LinkState::Live &&
+           (sample.kind != kvscope::attach::ServerKind::Kvscope || sample.engine);
+}
+
+// --connect with --screenshot: save once the server's first full picture is
+// shown (fullPicture), or `afterMs` after connecting when given (the view may then still
 // be connecting, or reconnecting); then quit. A server that has not
 // answered within kServerTimeoutMs ends the run with its last fault.
 void scriptServerScreenshot(kvscope::ui::MainWindow& window, std::optional<int> afterMs, const QString& file) {
@@ -200,7 +208,7 @@ void scriptServerScreenshot(kvscope::ui::MainWindow& window, std::optional<int> 
         return;
     }
     QObject::connect(&window, &MainWindow::serverSampleShown, &window, [save, saving = false](const Sample& sample) mutable {
-        if (sample->link == kvscope::attach::LinkState::Live && !std::exchange(saving, true))
+        if (fullPicture(*sample) && !std::exchange(saving, true))
             QTimer::singleShot(kSettleMs, save); // let the panels paint what came
     });
     auto last = std::make_shared<Sample>();

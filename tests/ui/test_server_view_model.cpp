@@ -122,6 +122,9 @@ private slots:
         const ServerView away = server_view(s);
         QCOMPARE(away.freshness, std::string("Reconnecting (3 reconnects so far) · data 12.0 s old"));
         QCOMPARE(away.faults, s.faults);
+        s.link = attach::LinkState::Live;
+        s.data_age_s = 0.5;
+        QCOMPARE(server_view(s).freshness, std::string("Live (reconnected 3 times) · data 0.5 s old"));
         // The last figures stay while the server is away.
         QCOMPARE(value(away.figures, "KV tokens"), QStringLiteral("100 of 1,024"));
 
@@ -131,6 +134,9 @@ private slots:
         QCOMPARE(connecting.title, std::string("Connecting to http://127.0.0.1:9"));
         QCOMPARE(connecting.freshness, std::string("Connecting · no data yet"));
         QVERIFY(connecting.figures.empty());
+        first.link = attach::LinkState::Reconnecting;
+        first.reconnects = 1;
+        QCOMPARE(server_view(first).title, std::string("No answer yet from http://127.0.0.1:9"));
     }
 
     void unknownDtypeIsNamedNotSized() {
