@@ -636,11 +636,17 @@ void MainWindow::enableLocalEngine(bool enabled) {
     for (QAction* action : localEngineActions_)
         action->setEnabled(enabled);
     disconnect_->setEnabled(!enabled);
+    const QString why = enabled ? QString()
+                                : tr("This drives kvscope's own engine: off while the window watches a server "
+                                     "(File > Disconnect).");
     const int compareTab = static_cast<int>(Page::Compare);
     tabs_->setTabEnabled(compareTab, enabled);
-    tabs_->setTabToolTip(compareTab, enabled ? QString()
-                                             : tr("Compare A/B runs kvscope's own engines: off while the window "
-                                                  "watches a server (File > Disconnect)."));
+    tabs_->setTabToolTip(compareTab, why);
+    // Their docks are hidden meanwhile; shown from the View menu, they still say no.
+    for (QWidget* local : {static_cast<QWidget*>(settings_), workload_->widget()}) {
+        local->setEnabled(enabled);
+        local->setToolTip(why);
+    }
     kvQuant_->setModel(enabled && summary_ ? summary_->model : nullptr,
                        enabled && summary_ ? summary_->source.label() : QString());
 }

@@ -16,6 +16,7 @@
 #include "ui/chat_tabs.h"
 #include "ui/connect_dialog.h"
 #include "ui/dashboards/snapshot_history.h"
+#include "ui/dashboards/workload_dock.h"
 #include "ui/live_pool_panel.h"
 #include "ui/main_window.h"
 #include "ui/server_panel.h"
@@ -86,6 +87,7 @@ private slots:
         auto* tabs = qobject_cast<QTabWidget*>(window.centralWidget());
         QVERIFY(!tabs->isTabEnabled(1));
         QVERIFY(tabs->tabToolTip(1).contains(QStringLiteral("watches a server")));
+        QVERIFY(!window.workload()->widget()->isEnabled()); // even when its dock is shown by hand
         QVERIFY(menuAction(window, QStringLiteral("&Disconnect"))->isEnabled());
 
         // A server that restarted starts its steps again: so does the history.
@@ -102,6 +104,7 @@ private slots:
         QVERIFY(!window.serverPanel()->isVisible());
         QVERIFY(menuAction(window, QStringLiteral("&New Chat"))->isEnabled());
         QVERIFY(tabs->isTabEnabled(1));
+        QVERIFY(window.workload()->widget()->isEnabled());
         QVERIFY(!menuAction(window, QStringLiteral("&Disconnect"))->isEnabled());
         QVERIFY(window.history().entries().empty());
     }
