@@ -431,7 +431,7 @@ void MainWindow::connectEngine() {
         if (!connected_)
             showSnapshot(std::move(snapshot));
     });
-    const auto palette = [this](const EngineSnapshot& s) { return chatPalette(s, requestChat_); };
+    const auto palette = [this](const EngineSnapshot& s) { return chatPalette(s, shownRequestChats()); };
     for (LivePoolPanel* map : {pool_, compare_->mapA()}) {
         connect(c, &EngineController::stepsRecorded, map, [this, map](const SnapshotBatch& steps) {
             if (!connected_)
@@ -653,10 +653,12 @@ void MainWindow::enableLocalEngine(bool enabled) {
 
 void MainWindow::showServerStatus(const attach::RemoteSample& sample) {
     const QString url = QString::fromStdString(sample.url);
-    modelLabel_->setText(QString::fromStdString(sample.model.value_or("model not reported")));
+    const bool answered = sample.data_age_s.has_value(); // before, the kind is a placeholder
+    modelLabel_->setText(QString::fromStdString(sample.model.value_or(answered ? "model not reported" : "")));
     modelLabel_->setToolTip(url);
-    backendLabel_->setText(QString::fromStdString(server_kind_title(sample.kind)) + QStringLiteral(" · ") +
-                           QString::fromUtf8(attach::link_state_name(sample.link)));
+    const QString link = QString::fromUtf8(attach::link_state_name(sample.link));
+    backendLabel_->setText(answered ? QString::fromStdString(server_kind_title(sample.kind)) + QStringLiteral(" · ") + link
+                                    : link);
     poolLabel_->setText(url);
     if (!sample.engine)
         usageLabel_->setText(sample.total.kv_usage ? tr("%1% KV used").arg(*sample.total.kv_usage * 100, 0, 'f', 1)
@@ -686,10 +688,7 @@ void MainWindow::showError(const QString& title, const QString& message, const Q
 void MainWindow::showSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
     if (!snapshot || !snapshot->pool)
         return;
-    // A server's requests are none of the local chats: they get the default colours.
-    const RequestChats noChats;
-    const RequestChats& requestChats = connected_ ? noChats : requestChat_;
-    const SequencePalette palette = chatPalette(*snapshot, requestChats);
+    const SequencePalette palette = chatPalette(*snapshot, shownRequestChats());
     if (!connected_)
         chats_->showWaiting(*snapshot, requestChat_);
     pool_->setSnapshot(snapshot, palette);
@@ -700,6 +699,12 @@ void MainWindow::showSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
         compare_->showSnapshotA(snapshot, palette);
     showPoolUsage(*snapshot);
     emit snapshotShown(std::move(snapshot));
+}
+
+// A server's requests are none of the local chats: they get the default colours.
+const RequestChats& MainWindow::shownRequestChats() const {
+    static const RequestChats none;
+    return connected_ ? none : requestChat_;
 }
 
 void MainWindow::showPoolUsage(const EngineSnapshot& snapshot) {

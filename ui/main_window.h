@@ -150,6 +150,8 @@ private:
     void showLocalStatus();
     void showServerStatus(const attach::RemoteSample& sample);
     void hideDocks(bool all);
+    // Which local chat each request of the shown engine is: none for a server's.
+    const RequestChats& shownRequestChats() const;
     void saveScreenshot();
     void exportHistoryCsv();
     void showKvCalculator();
