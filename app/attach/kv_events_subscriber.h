@@ -5,10 +5,21 @@
 // replay endpoint (DEALER to vLLM's ROUTER) for the missed batches; what
 // the replay no longer holds is counted lost and the map resynced.
 //
+// Resync, honestly: events are deltas, so after a loss (a gap the replay
+// cannot fill, an undecodable batch) the map cannot know what changed. It
+// is emptied and rebuilt from the batches that follow, as on a fresh
+// attach, and a fault says so. A sequence number that falls (the publisher
+// restarted, its cache with it) empties the map too. Blocks cached before
+// the attach are never announced again: the map shows what was stored since.
+// Both replay layouts are read: after the delimiter, [seq, payload] (vLLM
+// <= 0.25) or [topic, seq, payload] (>= 0.26), ended by seq 2^64-1.
+//
 // Its own thread does all socket work; sample() and take_faults() may be
 // called from any thread.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +34,9 @@ struct KvEventsOptions {
     std::optional<std::string> replay_endpoint; // tcp://HOST:PORT of its replay_endpoint
     std::string topic;                          // "" takes every topic
     int rank = 0;
+    // How long one replay may take before what it has not sent counts lost.
+    std::chrono::milliseconds replay_timeout{1000};
+    std::size_t max_blocks = 1'000'000; // PrefixCacheMap's cap
 };
 
 class KvEventsSubscriber {
