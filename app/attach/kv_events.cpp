@@ -229,12 +229,16 @@ KvEventBatch decode_batch(const Object& root) {
     return batch;
 }
 
-// Every container's claimed size is bounded by the payload's length (each
-// element takes at least a byte), so a hostile header cannot make the
-// unpacker allocate more than a few times the payload.
+// msgpack-c allocates a container's items when it reads the header, before
+// they arrive: every claim is bounded, by the payload's length (an item
+// takes at least a byte) and by a limit no vLLM batch comes near, so a
+// hostile header costs at most kMaxDepth * kMaxItems objects.
+constexpr std::size_t kMaxItems = std::size_t{1} << 20; // items in one array (token_ids of one event)
+constexpr std::size_t kMaxKeys = 1024;                  // keys in one map (vLLM's structs have ~12)
+constexpr std::size_t kMaxDepth = 8;                    // batch > events > event > extra_keys > tuple > ...
+
 msgpack::unpack_limit limits_for(std::size_t size) {
-    constexpr std::size_t kMaxDepth = 16; // batch > events > event > hashes > extra_keys' tuples
-    return {size, size, size, size, size, kMaxDepth};
+    return {std::min(size, kMaxItems), std::min(size, kMaxKeys), size, size, size, kMaxDepth};
 }
 
 } // namespace

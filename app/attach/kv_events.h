@@ -11,7 +11,10 @@
 // omitted) or a map with a "type" key (fields by name, unknown keys
 // ignored). Block hashes come as integers (uint64; a signed encoding's
 // negative value is read as its two's complement) or as bytes (a SHA-256
-// digest, 32 raw bytes).
+// digest, 32 raw bytes). An array of more than 2^20 items, a map of more
+// than 1,024 keys or nesting deeper than 8 is refused: no vLLM batch comes
+// near them, and they bound what a hostile payload can make the decoder
+// allocate.
 #pragma once
 
 #include <cstdint>

@@ -24,7 +24,9 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kPollSlice{50};
 constexpr std::size_t kMaxFaults = 64;             // kept until taken; older ones dropped
 constexpr std::size_t kMaxReportedTypes = 16;      // unknown event types named once each
-constexpr std::int64_t kMaxMessageBytes = 64 << 20; // a bigger frame is hostile: libzmq drops the peer
+// A bigger frame is hostile (vLLM's batches are kilobytes to a few MB):
+// libzmq drops the peer. Decoding holds ~24 bytes per payload byte at worst.
+constexpr std::int64_t kMaxMessageBytes = 16 << 20;
 constexpr std::uint64_t kEndSeq = ~std::uint64_t{0}; // vLLM's END_SEQ: (-1).to_bytes(8, "big", signed=True)
 
 std::optional<std::uint64_t> read_seq(const zmq::message_t& frame) {

@@ -213,6 +213,9 @@ private slots:
         row("huge bin", batch_head + Pack().array(1).array(2).str("BlockRemoved").array(1).bytes() +
                             std::string("\xc6\xff\xff\xff\xff", 5), "not msgpack");
         row("deep nesting", std::string(200, '\x91'), "not msgpack");
+        const std::size_t over = (std::size_t{1} << 20) + 1; // items, each a real byte: refused all the same
+        row("array over the item limit", batch_head + "\xdd" + std::string("\x00\x10\x00\x01", 4) + std::string(over, '\x00'),
+            "not msgpack");
     }
     void malformedPayloadsSayWhatIsWrong() {
         QFETCH(QByteArray, payload);

@@ -48,6 +48,7 @@ KvEventsOptions options_for(const FakeVllmPublisher& pub, bool with_replay = tru
         o.replay_endpoint = pub.replay_endpoint();
     o.topic = pub.topic();
     o.rank = 3;
+    o.replay_timeout = std::chrono::seconds(10); // generous: a sanitizer build on a busy runner is slow
     return o;
 }
 
