@@ -44,6 +44,17 @@ std::vector<BlockHash> range(BlockHash first, std::size_t n) {
     return v;
 }
 
+// The forest's figures in one line: blocks, roots, chain lengths longest
+// first (whose first is longest_chain).
+QString forest(const PrefixCacheSample& s) {
+    QString text = QString("%1 blocks, %2 chains:").arg(s.blocks).arg(s.chains);
+    for (std::uint32_t n : s.chain_lengths)
+        text += QString(" %1").arg(n);
+    if (s.longest_chain != (s.chain_lengths.empty() ? 0 : s.chain_lengths.front()))
+        text += QString(" (longest_chain %1 disagrees)").arg(s.longest_chain);
+    return text;
+}
+
 } // namespace
 
 class TestPrefixCacheMap : public QObject {
@@ -59,12 +70,8 @@ private slots:
         QCOMPARE(map.parent_of(4), std::optional<BlockHash>(3));
         apply(map, stored({6}, 2));        // a branch: the same root
         apply(map, stored({10, 11}, 999)); // its parent is not cached: a root of its own
-        const PrefixCacheSample s = map.sample();
-        QCOMPARE(s.blocks, 8u);
-        QCOMPARE(s.chains, 2u);
-        QCOMPARE(s.longest_chain, 5u);
-        QCOMPARE(s.chain_lengths, (std::vector<std::uint32_t>{5, 2}));
-        QCOMPARE(s.stored, 8u);
+        QCOMPARE(forest(map.sample()), QString("8 blocks, 2 chains: 5 2"));
+        QCOMPARE(map.sample().stored, 8u);
     }
 
     void removalInTheMiddleSplitsTheChain() {
@@ -72,12 +79,8 @@ private slots:
         apply(map, stored({1, 2, 3, 4, 5}));
         QCOMPARE(map.sample().chain_lengths, std::vector<std::uint32_t>{5});
         apply(map, removed({3}));
-        const PrefixCacheSample s = map.sample();
-        QCOMPARE(s.blocks, 4u);
-        QCOMPARE(s.chains, 2u);
-        QCOMPARE(s.longest_chain, 2u);
-        QCOMPARE(s.chain_lengths, (std::vector<std::uint32_t>{2, 2}));
-        QCOMPARE(s.removed, 1u);
+        QCOMPARE(forest(map.sample()), QString("4 blocks, 2 chains: 2 2"));
+        QCOMPARE(map.sample().removed, 1u);
         QVERIFY(!map.contains(3));
         QVERIFY(map.contains(4));
     }
@@ -100,12 +103,8 @@ private slots:
         QCOMPARE(s.cleared, 1u);
         QCOMPARE(s.stored, 3u);
         map.forget_all(); // a resync: no event counted
-        s = map.sample();
-        QCOMPARE(s.blocks, 0u);
-        QCOMPARE(s.chains, 0u);
-        QCOMPARE(s.longest_chain, 0u);
-        QVERIFY(s.chain_lengths.empty());
-        QCOMPARE(s.cleared, 1u);
+        QCOMPARE(forest(map.sample()), QString("0 blocks, 0 chains:"));
+        QCOMPARE(map.sample().cleared, 1u);
     }
 
     void otherMediaStayOutOfTheGpuMap() {
@@ -138,10 +137,7 @@ private slots:
         apply(map, stored({1}, 2));
         apply(map, stored({2}, 1));
         apply(map, stored({7}, 7));
-        const PrefixCacheSample s = map.sample();
-        QCOMPARE(s.blocks, 3u);
-        QCOMPARE(s.chains, 2u);
-        QCOMPARE(s.chain_lengths, (std::vector<std::uint32_t>{2, 1}));
+        QCOMPARE(forest(map.sample()), QString("3 blocks, 2 chains: 2 1"));
     }
 
     void chainLengthsKeepTheLongest64() {
