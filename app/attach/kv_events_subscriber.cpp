@@ -101,6 +101,7 @@ struct KvEventsSubscriber::Impl {
     std::optional<std::uint64_t> last_seq;
     std::optional<Clock::time_point> last_batch_at;
     std::uint64_t evicted_reported = 0;
+    bool rank_mismatch_reported = false;
     std::set<std::string> reported_types;
     std::deque<std::string> faults;
 
@@ -181,8 +182,12 @@ void KvEventsSubscriber::Impl::fill_gap(std::uint64_t from, std::uint64_t to) {
         harden(dealer);
         dealer.connect(*options.replay_endpoint);
         const std::string start = seq_bytes(from);
-        dealer.send(zmq::message_t(), zmq::send_flags::sndmore);
-        dealer.send(zmq::buffer(start), zmq::send_flags::dontwait);
+        const bool sent = dealer.send(zmq::message_t(), zmq::send_flags::sndmore | zmq::send_flags::dontwait) &&
+                          dealer.send(zmq::buffer(start), zmq::send_flags::dontwait);
+        if (!sent) {
+            lose(from, to, "the replay request to " + *options.replay_endpoint + " could not be queued");
+            return;
+        }
         next = read_replay(dealer, from, to, ended);
     } catch (const zmq::error_t& e) {
         lose(next, to, "replay from " + *options.replay_endpoint + " failed: " + e.what());
@@ -242,6 +247,11 @@ void KvEventsSubscriber::Impl::apply(std::uint64_t seq, std::string_view payload
         fault_locked(std::to_string(map.evicted() - evicted_reported) + " oldest blocks dropped to stay under " +
                      std::to_string(options.max_blocks) + " blocks");
         evicted_reported = map.evicted();
+    }
+    if (batch.data_parallel_rank && *batch.data_parallel_rank != options.rank && !rank_mismatch_reported) {
+        fault_locked("batches say data_parallel_rank " + std::to_string(*batch.data_parallel_rank) +
+                     ": is this endpoint given in rank order?");
+        rank_mismatch_reported = true;
     }
     for (const std::string& type : batch.unknown_types)
         if (reported_types.size() < kMaxReportedTypes && reported_types.insert(type).second)

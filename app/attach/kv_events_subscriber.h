@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "app/attach/prefix_cache_map.h"
 #include "app/attach/remote_sample.h"
 
 namespace kvscope::attach {
@@ -36,7 +37,7 @@ struct KvEventsOptions {
     int rank = 0;
     // How long one replay may take before what it has not sent counts lost.
     std::chrono::milliseconds replay_timeout{1000};
-    std::size_t max_blocks = 1'000'000; // PrefixCacheMap's cap
+    std::size_t max_blocks = PrefixCacheMap::kDefaultMaxBlocks; // the map's cap on blocks held
 };
 
 class KvEventsSubscriber {
@@ -47,9 +48,12 @@ public:
     KvEventsSubscriber& operator=(const KvEventsSubscriber&) = delete;
 
     const KvEventsOptions& options() const;
-    PrefixCacheSample sample() const;
-    // Faults since the last call ("rank 1: batches 41-44 lost (replay holds
-    // from 45)", "rank 0: undecodable batch 12: ..."), oldest first.
+    PrefixCacheSample sample() const; // every field; age_s: since the last batch applied
+    // Faults since the last call, oldest first, at most 64 kept: "rank 1:
+    // batches 41-44 lost (the replay holds from 45): map emptied, ...",
+    // "rank 0: batch 12 lost (undecodable: ...)", "publisher restarted",
+    // blocks dropped at the cap, an unknown event type or a batch of another
+    // data_parallel_rank (each said once).
     std::vector<std::string> take_faults();
 
 private:

@@ -33,10 +33,12 @@ bool eventually(const std::function<bool()>& holds) {
     return true;
 }
 
+constexpr int kRank = 3;
+
 KvEventBatch stores(std::vector<BlockHash> hashes, std::optional<BlockHash> parent = std::nullopt) {
     KvEventBatch b;
     b.ts = 1.0;
-    b.data_parallel_rank = 0;
+    b.data_parallel_rank = kRank;
     b.events.emplace_back(BlockStored{std::move(hashes), parent, 32, 16, "GPU", std::nullopt, std::nullopt});
     return b;
 }
@@ -47,7 +49,7 @@ KvEventsOptions options_for(const FakeVllmPublisher& pub, bool with_replay = tru
     if (with_replay)
         o.replay_endpoint = pub.replay_endpoint();
     o.topic = pub.topic();
-    o.rank = 3;
+    o.rank = kRank;
     o.replay_timeout = std::chrono::seconds(10); // generous: a sanitizer build on a busy runner is slow
     return o;
 }
@@ -182,6 +184,21 @@ private slots:
         QVERIFY(seen(sub, last));
         QCOMPARE(outcome(sub.sample()), QString("1 blocks, longest chain 1, 0 replayed, 1 lost"));
         QVERIFY(any_contains(sub.take_faults(), "batch " + std::to_string(bad) + " lost (undecodable: "));
+    }
+
+    void batchesOfAnotherRankAreReportedOnce() {
+        FakeVllmPublisher pub;
+        KvEventsSubscriber sub(options_for(pub));
+        QVERIFY(join(pub, sub));
+        KvEventBatch other = stores({1});
+        other.data_parallel_rank = 5;
+        pub.publish(other);
+        QVERIFY(seen(sub, pub.publish(other)));
+        const auto faults = sub.take_faults();
+        QCOMPARE(faults.size(), std::size_t{1});
+        QCOMPARE(QString::fromStdString(faults.front()),
+                 QString("rank 3: batches say data_parallel_rank 5: is this endpoint given in rank order?"));
+        QCOMPARE(sub.sample().blocks, 1u); // applied all the same: the user may have numbered ranks differently
     }
 
     // Nothing listens on either endpoint: the thread polls, and the
