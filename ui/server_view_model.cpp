@@ -253,7 +253,7 @@ ServerView server_view(const RemoteSample& s) {
     view.link = s.link;
     view.url = s.url;
     view.title = title(s);
-    view.model = "Model: " + s.model.value_or("not reported");
+    view.model = "Model: " + s.model.value_or(s.data_age_s ? "not reported" : "not known yet");
     view.freshness = freshness(s);
     view.figures = figure_rows(s.total, s.kind);
     for (const attach::SlotSample& slot : s.slot_samples)

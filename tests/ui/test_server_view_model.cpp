@@ -133,6 +133,7 @@ private slots:
         const ServerView connecting = server_view(first);
         QCOMPARE(connecting.title, std::string("Connecting to http://127.0.0.1:9"));
         QCOMPARE(connecting.freshness, std::string("Connecting · no data yet"));
+        QCOMPARE(connecting.model, std::string("Model: not known yet"));
         QVERIFY(connecting.figures.empty());
         first.link = attach::LinkState::Reconnecting;
         first.reconnects = 1;
