@@ -23,13 +23,6 @@ std::vector<std::string> splitList(const QString& text) {
     return items;
 }
 
-QString joinList(const std::vector<std::string>& items) {
-    QStringList list;
-    for (const std::string& item : items)
-        list << QString::fromStdString(item);
-    return list.join(QStringLiteral(","));
-}
-
 } // namespace
 
 QStringList llamaCppKvDtypes() {
@@ -64,15 +57,6 @@ attach::ConnectOptions connectOptions(const ConnectText& text) {
         options.kv_dtype = text.kvDtype.trimmed().toStdString();
     attach::validate(options);
     return options;
-}
-
-ConnectText connectText(const attach::ConnectOptions& options) {
-    return {QString::fromStdString(options.url),
-            QString::fromStdString(options.api_key),
-            options.kind ? QString::fromUtf8(attach::server_kind_name(*options.kind)) : kAuto,
-            joinList(options.kv_events),
-            joinList(options.kv_replay),
-            QString::fromStdString(options.kv_dtype)};
 }
 
 ConnectDialog::ConnectDialog(QWidget* parent)

@@ -31,8 +31,6 @@ struct ConnectText {
 // whatever attach::validate refuses: a URL that is not http://HOST:PORT,
 // an endpoint that is not tcp://HOST:PORT, an unknown KV dtype).
 attach::ConnectOptions connectOptions(const ConnectText& text);
-// The text that gives these options back (the dialog's fields for a recent server).
-ConnectText connectText(const attach::ConnectOptions& options);
 
 // The KV cache types llama.cpp's server takes (-ctk/-ctv), f16 first (its default).
 QStringList llamaCppKvDtypes();

@@ -136,8 +136,10 @@ private slots:
         } catch (const Error& e) {
             QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("unknown server kind 'tgi'")), e.what());
         }
-        QCOMPARE(connectText(connectOptions({QStringLiteral("http://h:1"), {}, {}, {}, {}, {}})).kind,
-                 QStringLiteral("auto"));
+        // No kind, or "auto": detected.
+        QVERIFY(!connectOptions({QStringLiteral("http://h:1"), {}, QStringLiteral("auto"), {}, {}, {}}).kind);
+        QCOMPARE(connectOptions({QStringLiteral("http://h:1"), {}, QStringLiteral("llama.cpp"), {}, {}, QStringLiteral("q4_0")}).kind,
+                 std::optional(attach::ServerKind::LlamaCpp));
     }
 
     void recentServersNewestFirstWithoutTheKey() {
