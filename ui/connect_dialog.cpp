@@ -33,7 +33,8 @@ QStringList llamaCppKvDtypes() {
 
 QStringList serverKindNames() {
     QStringList names{kAuto};
-    for (attach::ServerKind kind : {attach::ServerKind::Kvscope, attach::ServerKind::LlamaCpp, attach::ServerKind::Vllm})
+    using attach::ServerKind;
+    for (ServerKind kind : {ServerKind::Kvscope, ServerKind::LlamaCpp, ServerKind::Vllm})
         names << QString::fromUtf8(attach::server_kind_name(kind));
     return names;
 }

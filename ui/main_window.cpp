@@ -657,8 +657,8 @@ void MainWindow::showServerStatus(const attach::RemoteSample& sample) {
     modelLabel_->setText(QString::fromStdString(sample.model.value_or(answered ? "model not reported" : "")));
     modelLabel_->setToolTip(url);
     const QString link = QString::fromUtf8(attach::link_state_name(sample.link));
-    backendLabel_->setText(answered ? QString::fromStdString(server_kind_title(sample.kind)) + QStringLiteral(" · ") + link
-                                    : link);
+    const QString kind = QString::fromStdString(server_kind_title(sample.kind));
+    backendLabel_->setText(answered ? kind + QStringLiteral(" · ") + link : link);
     poolLabel_->setText(url);
     if (!sample.engine)
         usageLabel_->setText(sample.total.kv_usage ? tr("%1% KV used").arg(*sample.total.kv_usage * 100, 0, 'f', 1)

@@ -82,8 +82,9 @@ void ServerPanel::setView(ServerView view) {
     // The URL on a line of its own: wrapped after "http://" it reads badly.
     const std::string& t = view_.title;
     const bool endsWithUrl = !view_.url.empty() && t.ends_with(view_.url);
-    title_->setText(endsWithUrl ? html(t.substr(0, t.size() - view_.url.size())) + QStringLiteral("<br>") + html(view_.url)
-                                : html(t));
+    title_->setText(endsWithUrl
+                        ? html(t.substr(0, t.size() - view_.url.size())) + QStringLiteral("<br>") + html(view_.url)
+                        : html(t));
     model_->setText(QString::fromStdString(view_.model));
     freshness_->setText(QStringLiteral("<span style=\"color:%1\">\u25CF</span> %2")
                             .arg(linkColour(view_.link), html(view_.freshness)));

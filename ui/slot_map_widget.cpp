@@ -78,12 +78,11 @@ bool SlotMapWidget::event(QEvent* e) {
     if (e->type() == QEvent::ToolTip) {
         const auto* help = static_cast<QHelpEvent*>(e);
         const int row = rowAt(help->pos().y());
-        if (row >= 0)
-            QToolTip::showText(help->globalPos(),
-                               QString::fromStdString(rows_[static_cast<std::size_t>(row)].text) +
-                                   tr("\n%1 tokens reserved but unused").arg(rows_[static_cast<std::size_t>(row)].reserved_free),
-                               this);
-        else
+        if (row >= 0) {
+            const SlotRow& r = rows_[static_cast<std::size_t>(row)];
+            const QString unused = tr("\n%1 tokens reserved but unused").arg(r.reserved_free);
+            QToolTip::showText(help->globalPos(), QString::fromStdString(r.text) + unused, this);
+        } else
             QToolTip::hideText();
         return true;
     }

@@ -207,10 +207,11 @@ void scriptServerScreenshot(kvscope::ui::MainWindow& window, std::optional<int> 
         QTimer::singleShot(*afterMs, &window, save);
         return;
     }
-    QObject::connect(&window, &MainWindow::serverSampleShown, &window, [save, saving = false](const Sample& sample) mutable {
-        if (fullPicture(*sample) && !std::exchange(saving, true))
-            QTimer::singleShot(kSettleMs, save); // let the panels paint what came
-    });
+    QObject::connect(&window, &MainWindow::serverSampleShown, &window,
+                     [save, saving = false](const Sample& sample) mutable {
+                         if (fullPicture(*sample) && !std::exchange(saving, true))
+                             QTimer::singleShot(kSettleMs, save); // let the panels paint what came
+                     });
     auto last = std::make_shared<Sample>();
     QObject::connect(&window, &MainWindow::serverSampleShown, &window, [last](const Sample& s) { *last = s; });
     QTimer::singleShot(kServerTimeoutMs, &window, [last] {
@@ -305,9 +306,10 @@ int main(int argc, char** argv) {
                                                        "(exit status 1 if a turn fails)."),
                                         QStringLiteral("FILE"));
     const QCommandLineOption afterMs(QStringLiteral("after-ms"),
-                                     QStringLiteral("With --screenshot and a model or --connect: render this long after the "
+                                     QStringLiteral("With --screenshot and a model: render this long after the "
                                                     "prompt is sent, while it may still be generating (default: "
-                                                    "when the turn has finished)."),
+                                                    "when the turn has finished); with --connect, this long after "
+                                                    "connecting (default: once the server has answered)."),
                                      QStringLiteral("MS"));
     const QCommandLineOption workload(QStringLiteral("workload"),
                                       QStringLiteral("Once the model is loaded, also start a synthetic workload of N "

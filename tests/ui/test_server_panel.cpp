@@ -60,7 +60,8 @@ private slots:
         QCOMPARE(caches.size(), std::size_t{1}); // rank 1 has no KV events
         QCOMPARE(caches.front()->chainLengths(), (std::vector<std::uint32_t>{5, 3, 1}));
         const QString ranks = panel.text(QStringLiteral("ranks"));
-        QVERIFY2(ranks.contains(QStringLiteral("Rank 0")) && ranks.contains(QStringLiteral("Rank 1")), qPrintable(ranks));
+        QVERIFY2(ranks.contains(QStringLiteral("Rank 0")) && ranks.contains(QStringLiteral("Rank 1")),
+                 qPrintable(ranks));
         QVERIFY(ranks.contains(QStringLiteral("2 replayed")));
         // Fewer ranks later: the panel follows.
         attach::RemoteSample one = test::vllmSample();
@@ -74,15 +75,14 @@ private slots:
         attach::RemoteSample s = test::kvscopeSample();
         QVERIFY(!painted(panel, s).isNull());
         QVERIFY(!panel.slotMap()->isVisible());
-        QVERIFY(panel.text(QStringLiteral("cannotTell")).isEmpty() || panel.findChild<QWidget*>(QStringLiteral("serverCannotTell"))->isHidden());
+        QVERIFY(panel.findChild<QWidget*>(QStringLiteral("serverCannotTell"))->isHidden()); // kvscope tells it all
         s.link = attach::LinkState::Reconnecting;
         s.reconnects = 2;
         s.faults = {"GET /metrics: connection refused"};
         painted(panel, s);
         QVERIFY(panel.text(QStringLiteral("freshness")).contains(QStringLiteral("Reconnecting (2 reconnects so far)")));
         QVERIFY(panel.text(QStringLiteral("faults")).contains(QStringLiteral("connection refused")));
-        QVERIFY(panel.text(QStringLiteral("localOff")).contains(QStringLiteral("File &gt; Disconnect")) ||
-                panel.text(QStringLiteral("localOff")).contains(QStringLiteral("File > Disconnect")));
+        QVERIFY(panel.text(QStringLiteral("localOff")).contains(QStringLiteral("File > Disconnect")));
     }
 
     // Slot 0 holds 100 of 512 tokens: the first fifth of its row is its
@@ -138,8 +138,9 @@ private slots:
         }
         // No kind, or "auto": detected.
         QVERIFY(!connectOptions({QStringLiteral("http://h:1"), {}, QStringLiteral("auto"), {}, {}, {}}).kind);
-        QCOMPARE(connectOptions({QStringLiteral("http://h:1"), {}, QStringLiteral("llama.cpp"), {}, {}, QStringLiteral("q4_0")}).kind,
-                 std::optional(attach::ServerKind::LlamaCpp));
+        const ConnectText llama{
+            QStringLiteral("http://h:1"), {}, QStringLiteral("llama.cpp"), {}, {}, QStringLiteral("q4_0")};
+        QCOMPARE(connectOptions(llama).kind, std::optional(attach::ServerKind::LlamaCpp));
     }
 
     void recentServersNewestFirstWithoutTheKey() {

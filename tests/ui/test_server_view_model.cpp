@@ -25,7 +25,8 @@ QString value(const std::vector<FigureText>& rows, const std::string& label) {
 }
 
 bool mentions(const std::vector<std::string>& lines, const char* words) {
-    return std::ranges::any_of(lines, [words](const std::string& line) { return line.find(words) != std::string::npos; });
+    return std::ranges::any_of(lines,
+                               [words](const std::string& line) { return line.find(words) != std::string::npos; });
 }
 
 } // namespace
