@@ -3,6 +3,10 @@
 // monitor must live through (a server that dies and comes back with its
 // counters reset, malformed metrics, a server slower than the timeout),
 // without blocking its callers or its destructor.
+// Before Qt: remote_sample.h has a field named `slots`, Qt's keyword macro.
+#include "app/attach/remote_monitor.h"
+#include "attach/fake_vllm_server.h"
+
 #include <QtTest>
 
 #include <algorithm>
@@ -11,9 +15,6 @@
 #include <memory>
 
 #include <httplib.h>
-
-#include "app/attach/remote_monitor.h"
-#include "attach/fake_vllm_server.h"
 
 using namespace std::chrono_literals;
 using kvscope::attach::ConnectOptions;
@@ -133,7 +134,7 @@ void TestRemoteMonitor::detects_vllm_and_reads_each_rank() {
     server.set_metrics(vllm_metrics_text(server.model(), two_ranks()));
     const RemoteMonitor monitor(options_for(server.url()));
     QCOMPARE(monitor.latest()->link, LinkState::Connecting);
-    const Sample s = wait_for(monitor, [](const RemoteSample& s) { return is_live(s) && s.ranks.size() == 2; });
+    const Sample s = wait_for(monitor, [](const RemoteSample& x) { return is_live(x) && x.ranks.size() == 2; });
     QVERIFY2(s, qPrintable(QString::fromStdString(faults_of(monitor.latest()))));
     QCOMPARE(s->kind, ServerKind::Vllm);
     QCOMPARE(s->url, server.url());
@@ -160,7 +161,7 @@ void TestRemoteMonitor::a_server_that_names_no_kind_is_a_fault() {
     std::thread listener([&] { bare.listen_after_bind(); });
     {
         const RemoteMonitor monitor(options_for("http://127.0.0.1:" + std::to_string(port)));
-        const Sample s = wait_for(monitor, [](const RemoteSample& s) { return has_fault(s, "--server-kind"); });
+        const Sample s = wait_for(monitor, [](const RemoteSample& x) { return has_fault(x, "--server-kind"); });
         QVERIFY2(s, faults_of(monitor.latest()).c_str());
         QCOMPARE(s->link, LinkState::Connecting);
     }
@@ -174,7 +175,7 @@ void TestRemoteMonitor::server_dies_and_restarts_with_counters_reset() {
     std::vector<FakeVllmRank> ranks = two_ranks();
     server->set_metrics(vllm_metrics_text(server->model(), ranks));
     const RemoteMonitor monitor(options_for(server->url()));
-    QVERIFY(wait_for(monitor, [](const RemoteSample& s) { return is_live(s) && s.ranks.size() == 2; }));
+    QVERIFY(wait_for(monitor, [](const RemoteSample& x) { return is_live(x) && x.ranks.size() == 2; }));
 
     server.reset(); // gone
     const Sample down = wait_for(monitor, [](const RemoteSample& s) { return s.link == LinkState::Reconnecting; });
@@ -204,13 +205,13 @@ void TestRemoteMonitor::malformed_metrics_are_a_fault_and_the_rest_is_read() {
     std::vector<FakeVllmRank> ranks = two_ranks();
     server.set_metrics(vllm_metrics_text(server.model(), ranks));
     const RemoteMonitor monitor(options_for(server.url()));
-    QVERIFY(wait_for(monitor, [](const RemoteSample& s) { return is_live(s) && s.ranks.size() == 2; }));
+    QVERIFY(wait_for(monitor, [](const RemoteSample& x) { return is_live(x) && x.ranks.size() == 2; }));
     const std::size_t faults_before = monitor.latest()->faults.size();
 
     ranks[0].running = 7;
     server.set_metrics("vllm:num_requests_waiting{engine=\"0\" 12 oops\n" + vllm_metrics_text(server.model(), ranks));
-    const Sample s = wait_for(monitor, [&](const RemoteSample& s) {
-        return s.faults.size() > faults_before && s.ranks[0].figures.running == 7;
+    const Sample s = wait_for(monitor, [&](const RemoteSample& x) {
+        return x.faults.size() > faults_before && x.ranks[0].figures.running == 7;
     });
     QVERIFY2(s, faults_of(monitor.latest()).c_str());
     QCOMPARE(s->link, LinkState::Live); // a bad line is not a dead server
