@@ -19,8 +19,10 @@
 
 namespace kvscope::attach {
 
-// kvscope-cli serve: /kv/stream's (or /kv/snapshot's) engine snapshot JSON,
-// and /metrics (kvscope: names) for the last minute's TTFT/ITL p50/p99.
+// kvscope-cli serve: /kv/stream's (or /kv/snapshot's) engine snapshot JSON
+// (the figures, and tokens/s over the last minute from its totals), and
+// /metrics (kvscope: names) for the last minute's TTFT/ITL p50/p99 and
+// prefix hit rate; without /metrics those stay nullopt.
 class KvscopeReader {
 public:
     KvscopeReader();
@@ -36,7 +38,18 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
+// The KV cache types llama-server takes for -ctk/-ctv: f32, f16, bf16,
+// q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1.
+bool is_llama_cache_type(std::string_view name);
+
 // llama.cpp's llama-server: /props, /slots, /metrics (when --metrics).
+// Tokens a slot holds: its cached tokens (newer servers' n_prompt_tokens
+// counts the slot's whole KV content, generated tokens included), else
+// n_prompt_tokens + n_decoded, else n_past. KV capacity: the server does
+// not say whether its KV is unified (one buffer all slots share, each
+// slot's n_ctx the whole context) or split per slot; server_readers.cpp
+// says how the reader decides. Bytes per token come from the model file
+// /props names when it is readable here (a GGUF), with kv_dtype.
 class LlamaCppReader {
 public:
     // kv_dtype: the server's -ctk/-ctv type ("f16", "q8_0", ...), which it
@@ -55,7 +68,10 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-// vLLM: /metrics (every rank, by its `engine` label) and /v1/models.
+// vLLM: /metrics (every rank, by its `engine` label; none = rank 0) and
+// /v1/models. Rates, hit rates and latency quantiles are over the last
+// minute; the total's latency quantiles are those of the ranks' histograms
+// merged (bucket counts summed), as a Prometheus sum by (le) would give.
 class VllmReader {
 public:
     VllmReader();

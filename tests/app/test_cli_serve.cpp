@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
-#include "serve/prometheus_text.h"
+#include "app/attach/prometheus_text.h"
 #include "support/test_models.h"
 
 using kvscope::test::run_cli;
@@ -140,14 +140,14 @@ bool is_error(const Reply& r, int status, const char* param = nullptr) {
     return shaped && param_ok;
 }
 
-kvscope::test::PromText metrics_of(httplib::Client& c) {
-    return kvscope::test::parse_prometheus_text(get(c, "/metrics").body);
+kvscope::attach::PromText metrics_of(httplib::Client& c) {
+    return kvscope::attach::parse_prometheus_text(get(c, "/metrics").body);
 }
 
 // The engine has nothing in flight: in-flight cancellations and the idle
 // snapshot take a moment to reach /metrics.
-kvscope::test::PromText idle_metrics(httplib::Client& c) {
-    kvscope::test::PromText m = metrics_of(c);
+kvscope::attach::PromText idle_metrics(httplib::Client& c) {
+    kvscope::attach::PromText m = metrics_of(c);
     for (int i = 0; i < 100; ++i) {
         if (m.value("kvscope:num_requests_running") == 0 && m.value("kvscope:num_requests_waiting") == 0 &&
             m.value("kvscope:kv_cache_usage_perc") == 0)
@@ -428,7 +428,7 @@ void TestCliServe::api_key_guards_all_but_health_and_metrics() {
     const Reply metrics = get(c, "/metrics");
     QCOMPARE(metrics.status, 200);
     QVERIFY(metrics.content_type.starts_with("text/plain; version=0.0.4"));
-    const kvscope::test::PromText m = kvscope::test::parse_prometheus_text(metrics.body);
+    const kvscope::attach::PromText m = kvscope::attach::parse_prometheus_text(metrics.body);
     QVERIFY(m.has("vllm:num_requests_running"));
     QVERIFY(m.has("vllm:kv_cache_usage_perc"));
     QVERIFY(m.has("kvscope:num_requests_running"));
@@ -531,7 +531,7 @@ void TestCliServe::load_with_hang_ups_frees_every_block() {
     QCOMPARE(ok.load() + hung_up.load(), kRequests);
 
     auto c = server_.client();
-    const kvscope::test::PromText m = idle_metrics(c);
+    const kvscope::attach::PromText m = idle_metrics(c);
     QCOMPARE(m.value("kvscope:num_requests_running"), 0.0);
     QCOMPARE(m.value("kvscope:num_requests_waiting"), 0.0);
     QCOMPARE(m.value("kvscope:kv_cache_usage_perc"), 0.0);
@@ -564,7 +564,7 @@ void TestCliServe::non_streamed_request_ends_when_its_client_leaves() {
     QCOMPARE(r.status, 0); // gave up
     leaving.stop();
     auto c = slow.client();
-    const kvscope::test::PromText m = idle_metrics(c);
+    const kvscope::attach::PromText m = idle_metrics(c);
     QCOMPARE(m.value("kvscope:request_success_total", {{"finished_reason", "abort"}}), 1.0);
     QCOMPARE(m.value("kvscope:request_success_total", {{"finished_reason", "length"}}), 0.0);
     QCOMPARE(m.value("kvscope:kv_cache_usage_perc"), 0.0);

@@ -9,15 +9,15 @@
 #include <thread>
 
 #include "app/serve/metrics_registry.h"
-#include "serve/prometheus_text.h"
+#include "app/attach/prometheus_text.h"
 
 using namespace kvscope;
 using kvscope::serve::MetricsOptions;
 using kvscope::serve::MetricsRegistry;
-using kvscope::test::parse_prometheus_text;
-using kvscope::test::PromLabels;
-using kvscope::test::PromText;
-using kvscope::test::PromTextError;
+using kvscope::attach::parse_prometheus_text;
+using kvscope::attach::PromLabels;
+using kvscope::attach::PromText;
+using kvscope::attach::PromTextError;
 
 namespace {
 

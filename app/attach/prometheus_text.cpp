@@ -1,117 +1,71 @@
-// A parser of the Prometheus text exposition format 0.0.4, strict enough for
-// tests to trust what GET /metrics serves: a scraper that would reject or
-// misread a line makes parse_prometheus_text throw, naming the line.
-//
-// It checks: # HELP / # TYPE lines (one TYPE per family, before its samples;
-// types counter, gauge, histogram, summary, untyped), metric names
-// [a-zA-Z_:][a-zA-Z0-9_:]*, label names [a-zA-Z_][a-zA-Z0-9_]* (no repeats),
-// label values with only \\ \" \n escapes, values (Go float syntax incl.
-// NaN, +Inf, -Inf), an optional integer timestamp, no sample given twice,
-// and for each histogram series: _bucket samples with an `le`, cumulative
-// (non-decreasing as le grows), an le="+Inf" bucket equal to its _count,
-// and a _sum.
-//
-// Header-only and Qt-free; include it as "serve/prometheus_text.h".
-#pragma once
+#include "app/attach/prometheus_text.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdint>
+#include <functional>
 #include <limits>
-#include <map>
-#include <optional>
 #include <set>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 
-#include "engine/core/error.h"
+namespace kvscope::attach {
 
-namespace kvscope::test {
+std::vector<const PromSample*> PromText::find(std::string_view name, const PromLabels& labels) const {
+    std::vector<const PromSample*> found;
+    for (const PromSample& s : samples)
+        if (s.name == name && std::ranges::all_of(labels, [&](const auto& kv) {
+                const auto it = s.labels.find(kv.first);
+                return it != s.labels.end() && it->second == kv.second;
+            }))
+            found.push_back(&s);
+    return found;
+}
 
-using PromLabels = std::map<std::string, std::string>;
+double PromText::value(std::string_view name, const PromLabels& labels) const {
+    const auto found = find(name, labels);
+    if (found.size() != 1)
+        throw PromTextError(std::to_string(found.size()) + " samples match " + std::string(name) + describe(labels) +
+                            ", expected exactly 1");
+    return found.front()->value;
+}
 
-struct PromSample {
-    std::string name;
-    PromLabels labels;
-    double value = 0;
-    std::optional<std::int64_t> timestamp_ms;
-    int line = 0; // 1-based line of the text it came from
-};
-
-// Malformed exposition text (the message starts with "line N: "), or a
-// PromText::value question with no single answer.
-class PromTextError : public Error {
-public:
-    using Error::Error;
-};
-
-struct PromText {
-    std::vector<PromSample> samples;     // in text order
-    std::map<std::string, std::string> types; // family name -> "counter", "gauge", ...
-    std::map<std::string, std::string> help;  // family name -> unescaped docstring
-
-    // Samples named `name` whose labels include every pair of `labels`.
-    std::vector<const PromSample*> find(std::string_view name, const PromLabels& labels = {}) const {
-        std::vector<const PromSample*> found;
-        for (const PromSample& s : samples)
-            if (s.name == name && std::ranges::all_of(labels, [&](const auto& kv) {
-                    const auto it = s.labels.find(kv.first);
-                    return it != s.labels.end() && it->second == kv.second;
-                }))
-                found.push_back(&s);
-        return found;
+std::vector<std::pair<double, double>> PromText::buckets(std::string_view histogram, const PromLabels& labels) const {
+    std::vector<std::pair<double, double>> out;
+    for (const PromSample* s : find(std::string(histogram) + "_bucket", labels)) {
+        const auto le = s->labels.find("le");
+        if (le != s->labels.end())
+            out.emplace_back(parse_float(le->second).value_or(NAN), s->value);
     }
-    bool has(std::string_view name, const PromLabels& labels = {}) const { return !find(name, labels).empty(); }
-    // The value of the one sample `find` returns; throws PromTextError when
-    // none or several match (the test asked an ambiguous question).
-    double value(std::string_view name, const PromLabels& labels = {}) const {
-        const auto found = find(name, labels);
-        if (found.size() != 1)
-            throw PromTextError(std::to_string(found.size()) + " samples match " + std::string(name) +
-                                describe(labels) + ", expected exactly 1");
-        return found.front()->value;
-    }
-    // A histogram series' `le` bucket counts, ascending le (+Inf last).
-    std::vector<std::pair<double, double>> buckets(std::string_view histogram, const PromLabels& labels = {}) const {
-        std::vector<std::pair<double, double>> out;
-        for (const PromSample* s : find(std::string(histogram) + "_bucket", labels))
-            out.emplace_back(parse_float(s->labels.at("le")).value_or(NAN), s->value);
-        std::ranges::sort(out);
-        return out;
-    }
+    std::ranges::sort(out);
+    return out;
+}
 
-    static std::string describe(const PromLabels& labels) {
-        std::string out = "{";
-        for (const auto& [k, v] : labels)
-            out += (out.size() > 1 ? "," : "") + k + "=\"" + v + "\"";
-        return out + "}";
-    }
-    // Go's ParseFloat as the format uses it: decimal or exponent floats,
-    // NaN, [+-]Inf; nullopt when `text` is none of them.
-    static std::optional<double> parse_float(std::string_view text) {
-        if (text == "NaN")
-            return std::numeric_limits<double>::quiet_NaN();
-        if (text == "+Inf" || text == "Inf")
-            return std::numeric_limits<double>::infinity();
-        if (text == "-Inf")
-            return -std::numeric_limits<double>::infinity();
-        std::string_view body = text.starts_with('+') ? text.substr(1) : text;
-        if (body.empty() || body.starts_with('+'))
-            return std::nullopt;
-        double v = 0;
-        const auto [end, ec] = std::from_chars(body.data(), body.data() + body.size(), v);
-        if (ec != std::errc{} || end != body.data() + body.size() || !std::isfinite(v))
-            return std::nullopt;
-        return v;
-    }
-};
+std::string PromText::describe(const PromLabels& labels) {
+    std::string out = "{";
+    for (const auto& [k, v] : labels)
+        out += (out.size() > 1 ? "," : "") + k + "=\"" + v + "\"";
+    return out + "}";
+}
 
-namespace prom_detail {
+std::optional<double> PromText::parse_float(std::string_view text) {
+    if (text == "NaN")
+        return std::numeric_limits<double>::quiet_NaN();
+    if (text == "+Inf" || text == "Inf")
+        return std::numeric_limits<double>::infinity();
+    if (text == "-Inf")
+        return -std::numeric_limits<double>::infinity();
+    const std::string_view body = text.starts_with('+') ? text.substr(1) : text;
+    if (body.empty() || body.starts_with('+'))
+        return std::nullopt;
+    double v = 0;
+    const auto [end, ec] = std::from_chars(body.data(), body.data() + body.size(), v);
+    if (ec != std::errc{} || end != body.data() + body.size() || !std::isfinite(v))
+        return std::nullopt;
+    return v;
+}
 
-inline bool name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+namespace {
+
+bool name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 
 // One line being read; every failure names its line.
 struct Cursor {
@@ -177,7 +131,7 @@ struct Cursor {
     }
 };
 
-inline std::string unescape_help(Cursor& c, std::string_view doc) {
+std::string unescape_help(const Cursor& c, std::string_view doc) {
     std::string out;
     for (std::size_t i = 0; i < doc.size(); ++i) {
         if (doc[i] != '\\') {
@@ -199,7 +153,7 @@ inline std::string unescape_help(Cursor& c, std::string_view doc) {
 
 // The family a sample belongs to: a histogram's or summary's _bucket, _sum,
 // _count samples belong to the family without the suffix.
-inline std::string family_of(const std::string& name, const std::map<std::string, std::string>& types) {
+std::string family_of(const std::string& name, const std::map<std::string, std::string>& types) {
     for (std::string_view suffix : {"_bucket", "_sum", "_count"}) {
         if (!name.ends_with(suffix))
             continue;
@@ -211,9 +165,11 @@ inline std::string family_of(const std::string& name, const std::map<std::string
     return name;
 }
 
+// Reads line by line into `out`; each rule broken throws from its line, and
+// the caller decides whether that ends the read (strict) or the line (tolerant).
 struct Parser {
     PromText out;
-    std::set<std::string> families_seen;            // families with a sample already
+    std::set<std::string> families_seen;               // families with a sample already
     std::set<std::pair<std::string, PromLabels>> keys; // (name, labels) already given
 
     void comment(Cursor& c) {
@@ -229,7 +185,8 @@ struct Parser {
         c.skip_blanks();
         const std::string_view rest = c.text.substr(std::min(c.pos, c.text.size()));
         if (keyword == "HELP") {
-            if (!out.help.emplace(name, unescape_help(c, rest)).second)
+            std::string doc = unescape_help(c, rest);
+            if (!out.help.emplace(name, std::move(doc)).second)
                 c.fail("second HELP for " + name);
             return;
         }
@@ -242,7 +199,7 @@ struct Parser {
             c.fail("second TYPE for " + name);
     }
 
-    PromLabels labels(Cursor& c) {
+    static PromLabels labels(Cursor& c) {
         PromLabels labels;
         c.expect('{');
         c.skip_blanks();
@@ -309,55 +266,99 @@ struct Parser {
     }
 };
 
-[[noreturn]] inline void fail_at(int line, const std::string& what) {
+[[noreturn]] void fail_at(int line, const std::string& what) {
     throw PromTextError("line " + std::to_string(line) + ": " + what);
 }
 
 // The sample named `name` with exactly `labels`; null when absent.
-inline const PromSample* exact(const PromText& text, const std::string& name, const PromLabels& labels) {
-    const auto it = std::ranges::find_if(text.samples, [&](const PromSample& s) { return s.name == name && s.labels == labels; });
+const PromSample* exact(const PromText& text, const std::string& name, const PromLabels& labels) {
+    const auto it =
+        std::ranges::find_if(text.samples, [&](const PromSample& s) { return s.name == name && s.labels == labels; });
     return it == text.samples.end() ? nullptr : &*it;
 }
 
-// Each histogram series (labels without le): buckets cumulative, +Inf bucket
+// One histogram series (labels without le): buckets cumulative, +Inf bucket
 // == _count, a _sum.
-inline void check_histogram(const PromText& text, const std::string& family) {
+void check_series(const PromText& text, const std::string& family, const PromLabels& labels,
+                  std::vector<const PromSample*>& buckets) {
+    std::ranges::sort(buckets, {}, [](const PromSample* b) { return *PromText::parse_float(b->labels.at("le")); });
+    for (std::size_t i = 1; i < buckets.size(); ++i)
+        if (buckets[i]->value < buckets[i - 1]->value)
+            fail_at(buckets[i]->line, family + " buckets are not cumulative");
+    const PromSample* inf = buckets.back();
+    if (!std::isinf(*PromText::parse_float(inf->labels.at("le"))))
+        fail_at(inf->line, family + PromText::describe(labels) + " has no le=\"+Inf\" bucket");
+    const PromSample* count = exact(text, family + "_count", labels);
+    if (!count)
+        fail_at(inf->line, family + PromText::describe(labels) + " has no _count");
+    if (count->value != inf->value)
+        fail_at(count->line, family + "_count differs from its le=\"+Inf\" bucket");
+    if (!exact(text, family + "_sum", labels))
+        fail_at(inf->line, family + PromText::describe(labels) + " has no _sum");
+}
+
+// Checks every series of a histogram family; `on_error` gets each failure
+// (strict: rethrows; tolerant: records and goes on with the next series).
+void check_histogram(const PromText& text, const std::string& family,
+                     const std::function<void(const PromTextError&)>& on_error) {
     std::map<PromLabels, std::vector<const PromSample*>> series;
     for (const PromSample* b : text.find(family + "_bucket")) {
-        const auto le = b->labels.find("le");
-        if (le == b->labels.end())
-            fail_at(b->line, family + "_bucket without an le label");
-        if (!PromText::parse_float(le->second))
-            fail_at(b->line, "bad le \"" + le->second + "\"");
-        PromLabels key = b->labels;
-        key.erase("le");
-        series[key].push_back(b);
+        try {
+            const auto le = b->labels.find("le");
+            if (le == b->labels.end())
+                fail_at(b->line, family + "_bucket without an le label");
+            if (!PromText::parse_float(le->second))
+                fail_at(b->line, "bad le \"" + le->second + "\"");
+            PromLabels key = b->labels;
+            key.erase("le");
+            series[key].push_back(b);
+        } catch (const PromTextError& e) {
+            on_error(e);
+        }
     }
     for (auto& [labels, buckets] : series) {
-        std::ranges::sort(buckets, {}, [](const PromSample* b) { return *PromText::parse_float(b->labels.at("le")); });
-        for (std::size_t i = 1; i < buckets.size(); ++i)
-            if (buckets[i]->value < buckets[i - 1]->value)
-                fail_at(buckets[i]->line, family + " buckets are not cumulative");
-        const PromSample* inf = buckets.back();
-        if (!std::isinf(*PromText::parse_float(inf->labels.at("le"))))
-            fail_at(inf->line, family + PromText::describe(labels) + " has no le=\"+Inf\" bucket");
-        const PromSample* count = exact(text, family + "_count", labels);
-        if (!count)
-            fail_at(inf->line, family + PromText::describe(labels) + " has no _count");
-        if (count->value != inf->value)
-            fail_at(count->line, family + "_count differs from its le=\"+Inf\" bucket");
-        if (!exact(text, family + "_sum", labels))
-            fail_at(inf->line, family + PromText::describe(labels) + " has no _sum");
+        try {
+            check_series(text, family, labels, buckets);
+        } catch (const PromTextError& e) {
+            on_error(e);
+        }
     }
 }
 
-} // namespace prom_detail
-
-// Parses exposition text; throws PromTextError ("line N: ...") on anything
-// malformed.
-inline PromText parse_prometheus_text(std::string_view text) {
-    prom_detail::Parser parser;
+// Calls f(line, number) for each line, without a trailing '\r'.
+template <class F>
+void for_each_line(std::string_view text, F&& f) {
     int number = 0;
+    while (!text.empty()) {
+        const std::size_t end = text.find('\n');
+        std::string_view line = text.substr(0, end);
+        if (line.ends_with('\r'))
+            line.remove_suffix(1);
+        f(line, ++number);
+        text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
+    }
+}
+
+// "line 12: bad value ..." -> 12 and "bad value ...".
+PromSkippedLine skipped_of(const PromTextError& e) {
+    const std::string_view what = e.what();
+    PromSkippedLine s;
+    const std::size_t colon = what.find(": ");
+    if (what.starts_with("line ") && colon != std::string_view::npos) {
+        std::from_chars(what.data() + 5, what.data() + colon, s.line);
+        s.reason = std::string(what.substr(colon + 2));
+    } else {
+        s.reason = std::string(what);
+    }
+    return s;
+}
+
+} // namespace
+
+PromText parse_prometheus_text(std::string_view text) {
+    Parser parser;
+    int number = 0;
+    // Strict: '\r' is not a line end of the format, so it stays in the line.
     while (!text.empty()) {
         const std::size_t end = text.find('\n');
         parser.line(text.substr(0, end), ++number);
@@ -365,8 +366,26 @@ inline PromText parse_prometheus_text(std::string_view text) {
     }
     for (const auto& [family, type] : parser.out.types)
         if (type == "histogram")
-            prom_detail::check_histogram(parser.out, family);
+            check_histogram(parser.out, family, [](const PromTextError& e) { throw e; });
     return std::move(parser.out);
 }
 
-} // namespace kvscope::test
+PromReadResult read_prometheus_text(std::string_view text) {
+    Parser parser;
+    PromReadResult result;
+    for_each_line(text, [&](std::string_view line, int number) {
+        try {
+            parser.line(line, number);
+        } catch (const PromTextError& e) {
+            result.skipped.push_back(skipped_of(e));
+        }
+    });
+    for (const auto& [family, type] : parser.out.types)
+        if (type == "histogram")
+            check_histogram(parser.out, family,
+                            [&](const PromTextError& e) { result.skipped.push_back(skipped_of(e)); });
+    result.text = std::move(parser.out);
+    return result;
+}
+
+} // namespace kvscope::attach
