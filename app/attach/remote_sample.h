@@ -123,7 +123,7 @@ struct RemoteSample {
     std::vector<std::string> faults;
 
     ServerFigures total;              // the whole server (vLLM: summed over ranks)
-    std::vector<SlotSample> slots;    // llama.cpp only
+    std::vector<SlotSample> slot_samples; // llama.cpp only ("slots" is a Qt macro)
     std::vector<RankSample> ranks;    // vLLM only, ascending rank
     // kvscope only: the server's own engine snapshot (/kv/stream), so every
     // dashboard works as for a local engine. Null for the other kinds.

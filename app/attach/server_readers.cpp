@@ -455,7 +455,7 @@ void LlamaCppReader::read_models(std::string_view json) {
 void LlamaCppReader::fill(RemoteSample& sample) const {
     const Impl& i = *impl_;
     sample.model = i.model;
-    sample.slots = i.slots;
+    sample.slot_samples = i.slots;
     ServerFigures& f = sample.total;
     f.kv_dtype = i.kv_dtype;
     f.kv_bytes_per_token = i.bytes_per_token;

@@ -53,9 +53,9 @@ TurnEncoder TurnEncoder::through(const ChatTemplate& chat, const Tokenizer& toke
                 return chat.encode(tokenizer, chat.render(messages));
             },
         .after_reply =
-            [&chat, &tokenizer](std::span<const TokenId> reply, const std::string& user) {
+            [&chat, &tokenizer](std::span<const TokenId> sampled, const std::string& user) {
                 std::vector<TokenId> ids = encode_within(chat, tokenizer, text_after_reply(chat, user));
-                drop_turn_end(ids, reply, tokenizer);
+                drop_turn_end(ids, sampled, tokenizer);
                 return ids;
             },
         .reply = [&chat, &tokenizer](const std::string& text) { return encode_within(chat, tokenizer, text); },

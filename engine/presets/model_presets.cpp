@@ -11,6 +11,11 @@ namespace {
 const std::array kModels{
     //            name            arch     dim  layers heads kv  ffn    vocab   context tied   qkv_bias
     ModelGeometry{"llama-110m",     "llama", 768,  12, 12, 12, 2048,  32000,  1024,   true,  false},
+    // llama-110m's smaller siblings (llama2.c's stories42M and stories15M):
+    // synthetic models that run in seconds. llama-110m stays first, the
+    // start page's and the calculator's default.
+    ModelGeometry{"llama-42m",      "llama", 512,  8,  8,  8,  1376,  32000,  1024,   true,  false},
+    ModelGeometry{"llama-15m",      "llama", 288,  6,  6,  6,  768,   32000,  256,    true,  false},
     ModelGeometry{"tinyllama-1.1b", "llama", 2048, 22, 32, 4,  5632,  32000,  2048,   false, false},
     ModelGeometry{"llama-2-7b",     "llama", 4096, 32, 32, 32, 11008, 32000,  4096,   false, false},
     ModelGeometry{"llama-2-13b",    "llama", 5120, 40, 40, 40, 13824, 32000,  4096,   false, false},

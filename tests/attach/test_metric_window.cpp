@@ -3,9 +3,6 @@
 // histogram_quantile computes them, and bounded memory. Times are fed, never
 // waited for.
 #include <QtTest>
-// RemoteSample (app/attach/remote_sample.h) has a member named `slots`,
-// which Qt's keyword macro would erase: this file says Q_SLOTS instead.
-#undef slots
 
 #include <cmath>
 
@@ -27,7 +24,7 @@ bool near(std::optional<double> v, double want) { return v && std::abs(*v - want
 class TestMetricWindow : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+private slots:
     void counter_rate_over_the_kept_samples() {
         CounterWindow w;
         QCOMPARE(w.add(0, 100), WindowAdd::Added);

@@ -5,9 +5,6 @@
 // ranks, cache_config_info and histograms. Counter resets, malformed lines
 // and JSON; the last minute fed as explicit times.
 #include <QtTest>
-// RemoteSample (app/attach/remote_sample.h) has a member named `slots`,
-// which Qt's keyword macro would erase: this file says Q_SLOTS instead.
-#undef slots
 
 #include <algorithm>
 #include <memory>
@@ -99,10 +96,10 @@ const char* kSlotsReadme = R"([
 const char* kSlotsFork = R"([{"id":0,"n_ctx":2048,"is_processing":true,"n_past":77}])";
 
 // The total a reader gives for these slots of a model trained on n_ctx_train.
-ServerFigures llama_figures(std::uint32_t n_ctx_train, std::string_view slots) {
+ServerFigures llama_figures(std::uint32_t n_ctx_train, std::string_view slots_json) {
     LlamaCppReader reader;
     reader.read_models(R"({"data":[{"id":"tiny","meta":{"n_ctx_train":)" + std::to_string(n_ctx_train) + "}}]}");
-    reader.read_slots(slots, 0);
+    reader.read_slots(slots_json, 0);
     RemoteSample sample;
     reader.fill(sample);
     return sample.total;
@@ -172,7 +169,7 @@ std::string vllm_metrics(const RankState& r0, const RankState& r1) {
 class TestServerReaders : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+private slots:
     // kvscope -----------------------------------------------------------
 
     void kvscope_snapshot_fills_the_figures() {
@@ -266,8 +263,8 @@ private Q_SLOTS:
         RemoteSample sample;
         reader.fill(sample);
         QVERIFY(reader.take_faults().empty());
-        QCOMPARE(sample.slots.size(), std::size_t{2});
-        const SlotSample& busy = sample.slots[0];
+        QCOMPARE(sample.slot_samples.size(), std::size_t{2});
+        const SlotSample& busy = sample.slot_samples[0];
         QCOMPARE(busy.n_ctx, 4096u);
         QVERIFY(busy.busy);
         QCOMPARE(busy.decoded, std::optional<std::uint32_t>(20));
@@ -275,8 +272,8 @@ private Q_SLOTS:
         // cache 20 + processed 90 + decoded 20 = 130, not 150.
         QCOMPARE(busy.tokens, 130u);
         QCOMPARE(busy.reserved_free(), 4096u - 130u);
-        QCOMPARE(sample.slots[1].tokens, 300u); // idle, still holding its prompt
-        QVERIFY(!sample.slots[1].busy);
+        QCOMPARE(sample.slot_samples[1].tokens, 300u); // idle, still holding its prompt
+        QVERIFY(!sample.slot_samples[1].busy);
         const ServerFigures& f = sample.total;
         QCOMPARE(f.kv_tokens_used, std::optional<std::uint64_t>(430));
         QCOMPARE(f.kv_dtype, std::optional<std::string>("f16"));
@@ -294,15 +291,15 @@ private Q_SLOTS:
         RemoteSample sample;
         reader.fill(sample);
         QVERIFY(reader.take_faults().empty());
-        QCOMPARE(sample.slots.size(), std::size_t{2});
-        QCOMPARE(sample.slots[0].id, 0); // sorted by id
-        QCOMPARE(sample.slots[0].tokens, 0u);
-        QCOMPARE(sample.slots[1].tokens, 105u); // prompt 100 + decoded 5
-        QCOMPARE(sample.slots[1].decoded, std::optional<std::uint32_t>(5));
+        QCOMPARE(sample.slot_samples.size(), std::size_t{2});
+        QCOMPARE(sample.slot_samples[0].id, 0); // sorted by id
+        QCOMPARE(sample.slot_samples[0].tokens, 0u);
+        QCOMPARE(sample.slot_samples[1].tokens, 105u); // prompt 100 + decoded 5
+        QCOMPARE(sample.slot_samples[1].decoded, std::optional<std::uint32_t>(5));
         reader.read_slots(kSlotsFork, 1);
         reader.fill(sample);
-        QCOMPARE(sample.slots.size(), std::size_t{1});
-        QCOMPARE(sample.slots[0].tokens, 77u);
+        QCOMPARE(sample.slot_samples.size(), std::size_t{1});
+        QCOMPARE(sample.slot_samples[0].tokens, 77u);
     }
 
     void llama_capacity_split_or_unified() {
@@ -355,7 +352,7 @@ private Q_SLOTS:
         QVERIFY(has_fault(faults, "/metrics line 2 skipped"));
         RemoteSample sample;
         reader.fill(sample);
-        QCOMPARE(sample.slots.size(), std::size_t{2}); // the last good /slots
+        QCOMPARE(sample.slot_samples.size(), std::size_t{2}); // the last good /slots
         QCOMPARE(sample.total.running, std::optional<double>(1)); // line 1 was read
     }
 
