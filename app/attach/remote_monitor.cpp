@@ -1,7 +1,6 @@
 #include "app/attach/remote_monitor.h"
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <charconv>
 #include <condition_variable>
@@ -35,10 +34,6 @@ constexpr auto kStreamReadTimeoutMin = 3s;
 // How often the destructor repeats httplib's stop() while a thread winds
 // down (a request may have started just after the previous stop()).
 constexpr auto kStopRetry = 20ms;
-
-// The -ctk/-ctv types llama.cpp's server takes (REMOTE-PROTOCOLS.md 3.1).
-constexpr std::array<std::string_view, 9> kLlamaCppKvTypes{"f32",  "f16",  "bf16",   "q8_0", "q4_0",
-                                                           "q4_1", "q5_0", "q5_1", "iq4_nl"};
 
 // "HOST:PORT" after `scheme`, with nothing else but an optional trailing '/'.
 bool is_host_port(std::string_view text, std::string_view scheme, bool allow_trailing_slash) {
@@ -192,7 +187,7 @@ void validate(const ConnectOptions& options) {
     if (!options.kv_events.empty() && options.kind && *options.kind != ServerKind::Vllm)
         throw ConnectOptionsError("KV-events endpoints are vLLM's; a " +
                                   std::string(server_kind_name(*options.kind)) + " server has none");
-    if (std::find(kLlamaCppKvTypes.begin(), kLlamaCppKvTypes.end(), options.kv_dtype) == kLlamaCppKvTypes.end())
+    if (!is_llama_cache_type(options.kv_dtype))
         throw ConnectOptionsError("'" + options.kv_dtype + "' is not a KV cache type llama.cpp has: f32, f16, "
                                   "bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl");
     if (options.interval <= 0ms || options.timeout <= 0ms)
