@@ -83,7 +83,7 @@ Json to_json(const RemoteSample& s) {
             {"reconnects", s.reconnects},
             {"faults", s.faults},
             {"total", to_json(s.total)},
-            {"slots", array_of(s.slots)},
+            {"slots", array_of(s.slot_samples)},
             {"ranks", array_of(s.ranks)},
             {"engine_step", s.engine ? Json(s.engine->step) : Json(nullptr)},
             {"cannot_tell", server_cannot_tell(s)}};

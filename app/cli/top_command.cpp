@@ -141,7 +141,7 @@ void print_view(const RemoteSample& s) {
         std::printf(" · engine step %llu", static_cast<unsigned long long>(s.engine->step));
     std::printf("\n\n");
     print_figures(s.total);
-    print_slots(s.slots);
+    print_slots(s.slot_samples);
     print_ranks(s.ranks);
     print_list("recent faults (oldest first):", s.faults);
     print_list("what this server cannot tell:", attach::server_cannot_tell(s));

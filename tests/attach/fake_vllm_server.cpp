@@ -1,6 +1,5 @@
 #include "fake_vllm_server.h"
 
-#include <array>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -14,9 +13,6 @@
 namespace kvscope::test {
 namespace {
 
-// vLLM's TTFT buckets (loggers.py), trimmed to the useful range.
-constexpr std::array<double, 12> kLatencyBuckets{0.001, 0.005, 0.01, 0.02, 0.04, 0.06,
-                                                 0.08,  0.1,   0.25, 0.5,  1.0,  2.5};
 // When prometheus_client says each series was created (the _created samples a reader must ignore).
 constexpr double kCreated = 1.7e9;
 
@@ -43,22 +39,20 @@ void counter(std::string& out, const char* name, const std::string& model, const
 }
 
 void histogram(std::string& out, const char* name, const std::string& model, const std::vector<FakeVllmRank>& ranks,
-               std::vector<double> FakeVllmRank::*field) {
+               FakeHistogram FakeVllmRank::*field) {
     out += fmt::format("# HELP {0} {0}\n# TYPE {0} histogram\n", name);
     for (std::size_t i = 0; i < ranks.size(); ++i) {
-        const std::vector<double>& seen = ranks[i].*field;
-        for (double le : kLatencyBuckets) {
-            std::size_t below = 0;
-            for (double v : seen)
-                below += v <= le;
-            out += fmt::format("{}_bucket{{{},le=\"{}\"}} {}\n", name, labels(model, i), le, below);
+        const FakeHistogram& h = ranks[i].*field;
+        std::uint64_t below = 0;
+        for (std::size_t b = 0; b < FakeHistogram::kBuckets.size(); ++b) {
+            below += h.counts[b];
+            out += fmt::format("{}_bucket{{{},le=\"{}\"}} {}\n", name, labels(model, i), FakeHistogram::kBuckets[b],
+                               below);
         }
-        double sum = 0;
-        for (double v : seen)
-            sum += v;
-        out += fmt::format("{}_bucket{{{},le=\"+Inf\"}} {}\n", name, labels(model, i), seen.size());
-        out += fmt::format("{}_count{{{}}} {}\n", name, labels(model, i), seen.size());
-        out += fmt::format("{}_sum{{{}}} {}\n", name, labels(model, i), sum);
+        below += h.counts.back();
+        out += fmt::format("{}_bucket{{{},le=\"+Inf\"}} {}\n", name, labels(model, i), below);
+        out += fmt::format("{}_count{{{}}} {}\n", name, labels(model, i), below);
+        out += fmt::format("{}_sum{{{}}} {}\n", name, labels(model, i), h.sum);
     }
 }
 
@@ -77,6 +71,14 @@ void cache_config_info(std::string& out, const std::vector<FakeVllmRank>& ranks)
 
 } // namespace
 
+void FakeHistogram::observe(double seconds) {
+    std::size_t b = 0;
+    while (b < kBuckets.size() && seconds > kBuckets[b])
+        ++b;
+    ++counts[b];
+    sum += seconds;
+}
+
 std::string vllm_metrics_text(const std::string& model, const std::vector<FakeVllmRank>& ranks) {
     std::string out;
     gauge(out, "vllm:num_requests_running", model, ranks, &FakeVllmRank::running);
@@ -87,8 +89,8 @@ std::string vllm_metrics_text(const std::string& model, const std::vector<FakeVl
     counter(out, "vllm:num_preemptions", model, ranks, &FakeVllmRank::preemptions);
     counter(out, "vllm:prompt_tokens", model, ranks, &FakeVllmRank::prompt_tokens);
     counter(out, "vllm:generation_tokens", model, ranks, &FakeVllmRank::generation_tokens);
-    histogram(out, "vllm:time_to_first_token_seconds", model, ranks, &FakeVllmRank::ttft_s);
-    histogram(out, "vllm:inter_token_latency_seconds", model, ranks, &FakeVllmRank::itl_s);
+    histogram(out, "vllm:time_to_first_token_seconds", model, ranks, &FakeVllmRank::ttft);
+    histogram(out, "vllm:inter_token_latency_seconds", model, ranks, &FakeVllmRank::itl);
     cache_config_info(out, ranks);
     return out;
 }

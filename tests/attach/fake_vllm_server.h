@@ -8,6 +8,7 @@
 // /work/shared/design/REMOTE-PROTOCOLS.md section 2 describes it.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -16,6 +17,17 @@
 
 namespace kvscope::test {
 
+// A Prometheus histogram over vLLM's latency buckets (seconds; loggers.py's
+// TTFT buckets, trimmed to the useful range), counts not cumulated.
+struct FakeHistogram {
+    static constexpr std::array<double, 12> kBuckets{0.001, 0.005, 0.01, 0.02, 0.04, 0.06,
+                                                     0.08,  0.1,   0.25, 0.5,  1.0,  2.5};
+    std::array<std::uint64_t, kBuckets.size() + 1> counts{}; // the last: above every bucket
+    double sum = 0;
+
+    void observe(double seconds);
+};
+
 // One data-parallel rank's state, as vLLM's /metrics shows it.
 struct FakeVllmRank {
     double kv_usage = 0; // 0..1, of blocks
@@ -23,8 +35,8 @@ struct FakeVllmRank {
     double preemptions = 0;                       // counter
     double prompt_tokens = 0, generation_tokens = 0; // counters
     double prefix_queries = 0, prefix_hits = 0;   // counters, in tokens
-    std::vector<double> ttft_s;                   // every time to first token so far
-    std::vector<double> itl_s;                    // every inter-token latency so far
+    FakeHistogram ttft;                           // time to first token
+    FakeHistogram itl;                            // inter-token latency
     std::uint32_t num_gpu_blocks = 1024;
     std::uint32_t block_size = 16;
     std::string cache_dtype = "auto";

@@ -3,10 +3,6 @@
 // monitor must live through (a server that dies and comes back with its
 // counters reset, malformed metrics, a server slower than the timeout),
 // without blocking its callers or its destructor.
-// Before Qt: remote_sample.h has a field named `slots`, Qt's keyword macro.
-#include "app/attach/remote_monitor.h"
-#include "attach/fake_vllm_server.h"
-
 #include <QtTest>
 
 #include <algorithm>
@@ -16,6 +12,10 @@
 
 #include <httplib.h>
 
+#include "app/attach/remote_monitor.h"
+#include "attach/fake_vllm_publisher.h"
+#include "attach/fake_vllm_server.h"
+
 using namespace std::chrono_literals;
 using kvscope::attach::ConnectOptions;
 using kvscope::attach::ConnectOptionsError;
@@ -23,6 +23,10 @@ using kvscope::attach::LinkState;
 using kvscope::attach::RemoteMonitor;
 using kvscope::attach::RemoteSample;
 using kvscope::attach::ServerKind;
+using kvscope::attach::BlockRemoved;
+using kvscope::attach::BlockStored;
+using kvscope::attach::KvEventBatch;
+using kvscope::attach::testing::FakeVllmPublisher;
 using kvscope::test::FakeVllmRank;
 using kvscope::test::FakeVllmServer;
 using kvscope::test::vllm_metrics_text;
@@ -88,6 +92,7 @@ class TestRemoteMonitor : public QObject {
 private slots:
     void options_that_cannot_work_are_refused();
     void detects_vllm_and_reads_each_rank();
+    void kv_events_fill_each_ranks_prefix_cache();
     void a_server_that_names_no_kind_is_a_fault();
     void server_dies_and_restarts_with_counters_reset();
     void malformed_metrics_are_a_fault_and_the_rest_is_read();
@@ -153,6 +158,64 @@ void TestRemoteMonitor::detects_vllm_and_reads_each_rank() {
     QCOMPARE(s->reconnects, 0u);
     QVERIFY2(s->faults.empty(), faults_of(s).c_str());
     QVERIFY(server.served("/metrics") >= 1);
+}
+
+// /metrics names rank 0 only; the KV events of ranks 0 and 1 each reach
+// their rank, rank 1's made for them.
+void TestRemoteMonitor::kv_events_fill_each_ranks_prefix_cache() {
+    FakeVllmServer server;
+    server.set_metrics(vllm_metrics_text(server.model(), {two_ranks()[0]}));
+    FakeVllmPublisher rank0, rank1;
+    ConnectOptions o = options_for(server.url());
+    o.kv_events = {rank0.endpoint(), rank1.endpoint()};
+    o.kv_replay = {rank0.replay_endpoint(), rank1.replay_endpoint()};
+    o.kv_topic = rank0.topic();
+    const RemoteMonitor monitor(o);
+    QVERIFY(wait_for(monitor, [](const RemoteSample& x) { return is_live(x) && x.ranks.size() == 2; }));
+
+    // A SUB socket misses what is sent before its connection is up: empty
+    // batches until both subscribers have heard one.
+    const auto heard = [](const RemoteSample& x) {
+        return std::all_of(x.ranks.begin(), x.ranks.end(),
+                           [](const auto& r) { return r.prefix_cache && r.prefix_cache->batches > 0; });
+    };
+    for (int i = 0; i < 200 && !heard(*monitor.latest()); ++i) {
+        rank0.publish(KvEventBatch{});
+        rank1.publish(KvEventBatch{});
+        QTest::qWait(50);
+    }
+    QVERIFY(heard(*monitor.latest()));
+
+    // A chain of three blocks on rank 0, two separate blocks on rank 1 (one then evicted).
+    const auto batch = [](int rank, std::vector<kvscope::attach::KvEvent> events) {
+        KvEventBatch b;
+        b.events = std::move(events);
+        b.data_parallel_rank = rank;
+        return b;
+    };
+    const auto stored = [](std::vector<kvscope::attach::BlockHash> hashes) {
+        BlockStored e;
+        e.tokens = 16 * hashes.size();
+        e.block_size = 16;
+        e.hashes = std::move(hashes);
+        return e;
+    };
+    BlockRemoved evicted;
+    evicted.hashes = {22};
+    rank0.publish(batch(0, {stored({11, 12, 13})}));
+    rank1.publish(batch(1, {stored({21}), stored({22})}));
+    rank1.publish(batch(1, {evicted}));
+    const Sample s = wait_for(monitor, [](const RemoteSample& x) {
+        return x.ranks.size() == 2 && x.ranks[0].prefix_cache && x.ranks[1].prefix_cache &&
+               x.ranks[0].prefix_cache->blocks == 3 && x.ranks[1].prefix_cache->removed == 1;
+    });
+    QVERIFY2(s, faults_of(monitor.latest()).c_str());
+    QCOMPARE(s->ranks[0].prefix_cache->longest_chain, 3u);
+    QCOMPARE(s->ranks[0].prefix_cache->chains, 1u);
+    QCOMPARE(s->ranks[0].kv_events_endpoint, std::optional<std::string>(rank0.endpoint()));
+    QCOMPARE(s->ranks[1].prefix_cache->blocks, 1u);
+    QCOMPARE(s->ranks[1].figures.kv_usage, std::nullopt); // /metrics does not name rank 1
+    QCOMPARE(s->ranks[0].figures.kv_usage, std::optional<double>(0.25));
 }
 
 void TestRemoteMonitor::a_server_that_names_no_kind_is_a_fault() {
