@@ -5,6 +5,8 @@
 #include <charconv>
 #include <condition_variable>
 #include <deque>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -281,7 +283,7 @@ struct RemoteMonitor::Impl {
     void run_poller() {
         Clock::duration backoff = kFirstBackoff;
         while (!stopping) {
-            const bool live = poll();
+            const bool live = poll_once();
             publish();
             if (!sleep(live ? options.interval : backoff))
                 return;
@@ -290,7 +292,7 @@ struct RemoteMonitor::Impl {
     }
 
     // One poll: the kind first, until it is known. True when the server answered.
-    bool poll() {
+    bool poll_once() {
         if (!kind) {
             std::string failure;
             const std::optional<ServerKind> found = detect_kind(failure);
@@ -368,82 +370,74 @@ struct RemoteMonitor::Impl {
         }
     }
 
-    // The body of a GET the link needs; a failure ends the poll.
-    std::optional<std::string> needed(const std::string& path, std::string& failure) {
-        Answer a = get(path);
-        if (!a.ok()) {
-            failure = a.failure;
-            return std::nullopt;
-        }
-        return std::move(a.body);
-    }
+    // One endpoint a poll reads. A needed one that fails ends the poll; one
+    // that adds to the picture but may be switched off (llama.cpp's /metrics
+    // without --metrics) is said once when refused, `why` telling how to
+    // turn it on. No answer at all fails the poll either way.
+    struct Endpoint {
+        std::string path;
+        bool needed = true;
+        std::string_view why = {};
+    };
+    using Bodies = std::map<std::string, std::string>; // by path, of the 200 answers
 
-    // The body of a GET that adds to the picture but may be switched off
-    // (llama.cpp's /metrics without --metrics): a refusal is said once; no
-    // answer at all is still a failure of the link.
-    std::optional<std::string> if_served(const std::string& path, std::string& failure, std::string_view why) {
-        Answer a = get(path);
-        if (a.ok())
-            return std::move(a.body);
-        if (!a.answered()) {
-            failure = a.failure;
-            return std::nullopt;
+    // GETs `endpoints` in order, then feeds their bodies to the kind's
+    // reader (state_mutex held) with the poll's time. True when the server answered.
+    bool poll(const std::vector<Endpoint>& endpoints, const std::function<void(const Bodies&, double)>& feed) {
+        Bodies bodies;
+        for (const Endpoint& e : endpoints) {
+            Answer a = get(e.path);
+            if (a.ok())
+                bodies.emplace(e.path, std::move(a.body));
+            else if (e.needed || !a.answered())
+                return note_failure(a.failure);
+            else
+                say_once(e.path, a.failure + (e.why.empty() ? std::string() : ": " + std::string(e.why)));
         }
         std::lock_guard lock(state_mutex);
+        feed(bodies, now_s());
+        return note_success();
+    }
+
+    void say_once(const std::string& path, std::string fault) {
+        std::lock_guard lock(state_mutex);
         if (said_once.insert(path).second)
-            faults.add(a.failure + (why.empty() ? std::string() : ": " + std::string(why)));
-        return std::nullopt;
+            faults.add(std::move(fault));
+    }
+
+    // Calls read(body) when `bodies` has `path`'s.
+    static void with(const Bodies& bodies, const std::string& path, const std::function<void(const std::string&)>& read) {
+        if (const auto it = bodies.find(path); it != bodies.end())
+            read(it->second);
     }
 
     bool poll_kvscope() {
-        std::string failure;
-        const auto metrics = needed("/metrics", failure);
-        const auto models = failure.empty() ? if_served("/v1/models", failure, {}) : std::nullopt;
-        if (!failure.empty())
-            return note_failure(failure);
-        std::lock_guard lock(state_mutex);
-        const double t = now_s();
-        kvscope_reader->read_metrics(*metrics, t);
-        if (models)
-            kvscope_reader->read_models(*models);
-        return note_success();
+        return poll({{"/metrics"}, {"/v1/models", false}}, [this](const Bodies& b, double t) {
+            kvscope_reader->read_metrics(b.at("/metrics"), t);
+            with(b, "/v1/models", [this](const std::string& body) { kvscope_reader->read_models(body); });
+        });
     }
 
     bool poll_llamacpp() {
-        std::string failure;
-        const auto props = needed("/props", failure);
-        const auto slots = failure.empty() ? if_served("/slots", failure, "start llama-server with --slots to see "
-                                                                         "its slots and KV tokens")
-                                           : std::nullopt;
-        const auto metrics = failure.empty() ? if_served("/metrics", failure, "start llama-server with --metrics "
-                                                                             "for tokens/s and queued requests")
-                                             : std::nullopt;
-        const auto models = failure.empty() ? if_served("/v1/models", failure, {}) : std::nullopt;
-        if (!failure.empty())
-            return note_failure(failure);
-        std::lock_guard lock(state_mutex);
-        const double t = now_s();
-        llamacpp_reader->read_props(*props);
-        if (slots)
-            llamacpp_reader->read_slots(*slots, t);
-        if (metrics)
-            llamacpp_reader->read_metrics(*metrics, t);
-        if (models)
-            llamacpp_reader->read_models(*models);
-        return note_success();
+        const std::vector<Endpoint> endpoints{
+            {"/props"},
+            {"/slots", false, "start llama-server with --slots to see its slots and KV tokens"},
+            {"/metrics", false, "start llama-server with --metrics for tokens/s and queued requests"},
+            {"/v1/models", false}};
+        return poll(endpoints, [this](const Bodies& b, double t) {
+            LlamaCppReader& reader = *llamacpp_reader;
+            reader.read_props(b.at("/props"));
+            with(b, "/slots", [&](const std::string& body) { reader.read_slots(body, t); });
+            with(b, "/metrics", [&](const std::string& body) { reader.read_metrics(body, t); });
+            with(b, "/v1/models", [&](const std::string& body) { reader.read_models(body); });
+        });
     }
 
     bool poll_vllm() {
-        std::string failure;
-        const auto metrics = needed("/metrics", failure);
-        const auto models = failure.empty() ? if_served("/v1/models", failure, {}) : std::nullopt;
-        if (!failure.empty())
-            return note_failure(failure);
-        std::lock_guard lock(state_mutex);
-        vllm_reader->read_metrics(*metrics, now_s());
-        if (models)
-            vllm_reader->read_models(*models);
-        return note_success();
+        return poll({{"/metrics"}, {"/v1/models", false}}, [this](const Bodies& b, double t) {
+            vllm_reader->read_metrics(b.at("/metrics"), t);
+            with(b, "/v1/models", [this](const std::string& body) { vllm_reader->read_models(body); });
+        });
     }
 
     // Call with state_mutex held.

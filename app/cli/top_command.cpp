@@ -4,9 +4,7 @@
 // it prints one block (or with --json one JSON line) per interval. SIGINT
 // and SIGTERM end it with exit code 0.
 #include <chrono>
-#include <csignal>
 #include <cstdio>
-#include <ctime>
 #include <string>
 #include <vector>
 
@@ -15,6 +13,7 @@
 #include "app/attach/remote_monitor.h"
 #include "app/attach/remote_sample_json.h"
 #include "app/cli/commands.h"
+#include "app/cli/stop_signals.h"
 #include "engine/core/error.h"
 
 namespace kvscope::cli {
@@ -177,27 +176,8 @@ int print_once(const attach::ConnectOptions& options, bool json) {
                 " s" + (s->faults.empty() ? std::string() : ": " + s->faults.back()));
 }
 
-// SIGINT and SIGTERM are blocked in every thread (the monitor's threads
-// inherit the mask, so this runs before they start) and taken by the
-// interval's sigtimedwait: Ctrl-C ends the loop between two prints.
-sigset_t block_stop_signals() {
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    return signals;
-}
-
-// Waits `interval`; true when a stop signal came instead.
-bool stopped_within(const sigset_t& signals, std::chrono::milliseconds interval) {
-    const timespec wait{.tv_sec = static_cast<time_t>(interval.count() / 1000),
-                        .tv_nsec = static_cast<long>(interval.count() % 1000) * 1000000};
-    return sigtimedwait(&signals, nullptr, &wait) > 0;
-}
-
 int print_every_interval(const attach::ConnectOptions& options, bool json) {
-    const sigset_t stop_signals = block_stop_signals();
+    const sigset_t stop_signals = block_stop_signals(); // before the monitor's threads start
     const bool redraw = !json && isatty(STDOUT_FILENO);
     const attach::RemoteMonitor monitor(options);
     do {

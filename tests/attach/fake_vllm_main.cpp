@@ -14,22 +14,24 @@
 //   fake-vllm: listening on http://127.0.0.1:PORT (model NAME, N ranks)
 //   fake-vllm: --kv-events tcp://...,tcp://... --kv-replay tcp://...,tcp://... --kv-topic T
 // It runs until SIGINT/SIGTERM or --seconds pass, and exits 0.
+#include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
-#include <ctime>
 #include <deque>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "app/cli/stop_signals.h"
 #include "attach/fake_vllm_publisher.h"
 #include "attach/fake_vllm_server.h"
 
 namespace {
 
 using kvscope::attach::BlockHash;
+using kvscope::cli::block_stop_signals;
+using kvscope::cli::stopped_within;
 using kvscope::attach::BlockRemoved;
 using kvscope::attach::BlockStored;
 using kvscope::attach::KvEventBatch;
@@ -37,7 +39,7 @@ using kvscope::attach::testing::FakeVllmPublisher;
 using kvscope::test::FakeVllmRank;
 using kvscope::test::FakeVllmServer;
 
-constexpr double kTickSeconds = 0.1;
+constexpr std::chrono::milliseconds kTick{100};
 constexpr double kLoadPeriodSeconds = 20; // one rise and fall of the KV usage
 constexpr std::uint32_t kBlockSize = 16;
 constexpr std::uint32_t kGpuBlocks = 1024;
@@ -165,21 +167,6 @@ std::string joined(const std::vector<std::unique_ptr<FakeVllmPublisher>>& publis
     return list;
 }
 
-sigset_t block_stop_signals() {
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    return signals;
-}
-
-bool stopped_within(const sigset_t& signals, double seconds) {
-    const timespec wait{.tv_sec = static_cast<time_t>(seconds),
-                        .tv_nsec = static_cast<long>((seconds - std::floor(seconds)) * 1e9)};
-    return sigtimedwait(&signals, nullptr, &wait) > 0;
-}
-
 int run(const Options& o) {
     const sigset_t stop_signals = block_stop_signals(); // before any thread starts
     FakeVllmServer server(o.model, o.port);
@@ -193,15 +180,16 @@ int run(const Options& o) {
     std::printf("fake-vllm: --kv-events %s --kv-replay %s --kv-topic %s\n", joined(publishers, false).c_str(),
                 joined(publishers, true).c_str(), o.topic.c_str());
     std::fflush(stdout);
-    for (std::uint64_t tick = 0; o.seconds <= 0 || static_cast<double>(tick) * kTickSeconds < o.seconds; ++tick) {
-        const double t = static_cast<double>(tick) * kTickSeconds;
+    const double tick_s = std::chrono::duration<double>(kTick).count();
+    for (std::uint64_t tick = 0; o.seconds <= 0 || static_cast<double>(tick) * tick_s < o.seconds; ++tick) {
+        const double t = static_cast<double>(tick) * tick_s;
         std::vector<FakeVllmRank> ranks;
         for (std::size_t r = 0; r < loads.size(); ++r) {
             publishers[r]->publish(loads[r].tick(t, tick));
             ranks.push_back(loads[r].metrics());
         }
         server.set_metrics(kvscope::test::vllm_metrics_text(o.model, ranks));
-        if (stopped_within(stop_signals, kTickSeconds))
+        if (stopped_within(stop_signals, kTick))
             break;
     }
     return 0;
