@@ -74,7 +74,9 @@ Json to_json(const PrefixCacheSample& p) {
 }
 
 Json to_json(const RemoteSample& s) {
-    return {{"kind", server_kind_name(s.kind)},
+    // Before the first answer the kind may not be known yet (remote_monitor.h).
+    const Json kind = s.link == LinkState::Connecting ? Json(nullptr) : Json(server_kind_name(s.kind));
+    return {{"kind", kind},
             {"url", s.url},
             {"model", or_null(s.model)},
             {"time_s", s.time_s},

@@ -2,7 +2,8 @@
 // (README, "Attaching to a running server", lists the keys). Unknown
 // figures are null, never 0; what the kind of server cannot tell is said
 // in `cannot_tell`. A kvscope server's engine snapshot is not repeated
-// (its `/kv/snapshot` gives it): only its step, as `engine_step`.
+// (its `/kv/snapshot` gives it): only its step, as `engine_step`. `kind`
+// is null while the link is Connecting: the kind may not be detected yet.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -132,7 +132,9 @@ void print_list(const char* title, const std::vector<std::string>& lines) {
 }
 
 void print_view(const RemoteSample& s) {
-    std::printf("%s at %s · model %s · %s", std::string(attach::server_kind_name(s.kind)).c_str(), s.url.c_str(),
+    const bool kind_known = s.link != LinkState::Connecting; // remote_monitor.h: detected with the first answer
+    std::printf("%s at %s · model %s · %s",
+                kind_known ? std::string(attach::server_kind_name(s.kind)).c_str() : "server", s.url.c_str(),
                 s.model.value_or("-").c_str(), std::string(attach::link_state_name(s.link)).c_str());
     std::printf(", data %s s old · reconnects %llu", text_of(s.data_age_s, "%.1f").c_str(),
                 static_cast<unsigned long long>(s.reconnects));
