@@ -120,8 +120,8 @@ void TestCliTop::kvscope_usage_rises_under_load_and_falls_back_to_zero() {
 // The acceptance check: the monitor's engine snapshot (from /kv/stream)
 // equals /kv/snapshot when both are of the same engine step. Under load
 // the engine steps between the two reads, so /kv/snapshot is read right
-// after each streamed snapshot, until a step matches (bounded); at idle
-// they must match.
+// after each streamed snapshot until a step matches (bounded), and again
+// at idle.
 void TestCliTop::kvscope_stream_snapshot_equals_kv_snapshot_at_the_same_step() {
     std::mutex mutex;
     std::map<std::uint64_t, std::shared_ptr<const kvscope::EngineSnapshot>> streamed;
@@ -133,7 +133,9 @@ void TestCliTop::kvscope_stream_snapshot_equals_kv_snapshot_at_the_same_step() {
             streamed.emplace(s->engine->step, s->engine);
     });
     httplib::Client client(o.url);
-    const auto same_as_streamed = [&](int& matches) {
+    // Compares when the steps are equal; counts the match in `matches`
+    // (when `busy`, only a snapshot with requests running).
+    const auto same_as_streamed = [&](int& matches, bool busy) {
         const auto r = client.Get("/kv/snapshot");
         QVERIFY(r && r->status == 200);
         const auto snapshot = nlohmann::ordered_json::parse(r->body);
@@ -146,7 +148,7 @@ void TestCliTop::kvscope_stream_snapshot_equals_kv_snapshot_at_the_same_step() {
         }
         if (!twin)
             return;
-        ++matches;
+        matches += !busy || snapshot["running"].get<int>() > 0;
         const auto mine = kvscope::to_json(*twin);
         QVERIFY2(mine == snapshot, qPrintable(QString::fromStdString("step " + snapshot["step"].dump())));
     };
@@ -157,7 +159,7 @@ void TestCliTop::kvscope_stream_snapshot_equals_kv_snapshot_at_the_same_step() {
     std::uint64_t seen = 0;
     for (int tries = 0; tries < 200 && under_load == 0 && !load.waitForFinished(0); ++tries) {
         monitor.wait_next(seen, 1000ms);
-        same_as_streamed(under_load);
+        same_as_streamed(under_load, true);
         if (QTest::currentTestFailed())
             return;
     }
@@ -165,12 +167,14 @@ void TestCliTop::kvscope_stream_snapshot_equals_kv_snapshot_at_the_same_step() {
     int at_idle = 0;
     for (int tries = 0; tries < 100 && at_idle == 0; ++tries) {
         monitor.wait_next(seen, 200ms);
-        same_as_streamed(at_idle);
+        same_as_streamed(at_idle, false);
         if (QTest::currentTestFailed())
             return;
     }
     QCOMPARE(at_idle, 1);
-    qInfo("under load: %s", under_load ? "a streamed step matched /kv/snapshot" : "no step matched in time");
+    // Under load the server publishes a snapshot every 100 ms of stepping,
+    // and /kv/snapshot read right after a streamed one is mostly the same.
+    QCOMPARE(under_load, 1);
 }
 
 void TestCliTop::vllm_once_json_gives_ranks_and_prefix_caches() {
