@@ -21,8 +21,14 @@
 #include <vector>
 
 #include "app/attach/remote_sample.h"
+#include "engine/core/error.h"
 
 namespace kvscope::attach {
+
+class ConnectOptionsError : public Error {
+public:
+    using Error::Error;
+};
 
 struct ConnectOptions {
     std::string url;                 // http://HOST:PORT of the server's HTTP API
@@ -50,8 +56,13 @@ class RemoteMonitor {
 public:
     using OnSample = std::function<void(std::shared_ptr<const RemoteSample>)>;
 
-    // Starts watching at once. on_sample (optional) runs on the monitor's
-    // poller thread after every poll, with the new sample: keep it short.
+    // Starts watching at once; throws ConnectOptionsError where validate()
+    // does. on_sample (optional) runs on one of the monitor's threads after
+    // every poll (for kvscope also after every /kv/stream snapshot, up to
+    // 10 a second), with the new sample, one call at a time: keep it short.
+    //
+    // Until the kind is known (link Connecting, options.kind nullopt) the
+    // sample's kind says kvscope; trust it once the link has been Live.
     explicit RemoteMonitor(ConnectOptions options, OnSample on_sample = {});
     ~RemoteMonitor();
     RemoteMonitor(const RemoteMonitor&) = delete;

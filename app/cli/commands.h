@@ -20,5 +20,6 @@ int run_chat(Args& args);            // chat_command.cpp: terminal chat via the 
 int run_bench_tokenizer(Args& args); // bench_tokenizer_command.cpp: encode MB/s
 int run_perplexity(Args& args);      // perplexity_command.cpp: KV dtype accuracy on a text
 int run_serve(Args& args);           // serve_command.cpp: the OpenAI-compatible HTTP server
+int run_top(Args& args);             // top_command.cpp: a running server's KV cache, live
 
 } // namespace kvscope::cli

@@ -46,6 +46,12 @@ commands:
                [--http-threads N] [--kv-dtype D] [--block-size B] [--kv-budget-mib M]
                [--max-seqs N] [--max-batched-tokens N] [--preemption swap|recompute]
                [--threads N] [--backend B]
+  top          a running server's KV cache and load, live: kvscope-cli serve, llama.cpp's
+               llama-server or vLLM (README, "Attaching to a running server"); redrawn
+               in place on a terminal, one block (or JSON line) per interval otherwise
+               --url URL [--server-kind kvscope|llama.cpp|vllm] [--api-key KEY]
+               [--kv-events tcp://HOST:PORT[,...]] [--kv-replay tcp://HOST:PORT[,...]]
+               [--kv-topic T] [--kv-dtype f16] [--interval S] [--once] [--json]
   tokenize     token ids and pieces of a text; works on vocabulary-only GGUFs
                --model FILE --text TEXT|- [--json] [--no-bos] [--parse-special]
                (--text - reads stdin byte for byte; BOS as the file asks; special-
@@ -98,6 +104,8 @@ int dispatch(const std::string& command, kvscope::cli::Args& args) {
         return run_perplexity(args);
     if (command == "serve")
         return run_serve(args);
+    if (command == "top")
+        return run_top(args);
     if (command == "bench") {
         const auto which = args.subcommand();
         if (which == "paint") // the one that needs Qt Widgets, which kvscope-cli does not link

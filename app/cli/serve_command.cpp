@@ -4,7 +4,6 @@
 // on SIGINT or SIGTERM stops taking requests, lets those in flight finish
 // for up to --drain-seconds, aborts the rest and exits 0.
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +13,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/model_options.h"
+#include "app/cli/stop_signals.h"
 #include "app/serve/engine_service.h"
 #include "app/serve/http_server.h"
 #include "app/serve/metrics_registry.h"
@@ -58,25 +58,6 @@ ServeSettings read_settings(Args& args) {
     read_serving_options(args, s.engine, kDefaultKvBudgetMib);
     s.engine.scheduling_policy = SchedulingPolicy::Fcfs; // requests in arrival order, as vLLM's default
     return s;
-}
-
-// SIGINT and SIGTERM are blocked in every thread (threads inherit the
-// mask, so this runs before any starts) and taken by sigwait() in the main
-// thread: no signal handler runs, and the main thread does the draining.
-sigset_t block_stop_signals() {
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    return signals;
-}
-
-int wait_for_stop_signal(const sigset_t& signals) {
-    int signal = 0;
-    while (sigwait(&signals, &signal) != 0) {
-    }
-    return signal;
 }
 
 } // namespace
