@@ -54,6 +54,7 @@ attach::ConnectOptions connectOptions(const ConnectText& text) {
     }
     options.kv_events = splitList(text.kvEvents);
     options.kv_replay = splitList(text.kvReplay);
+    options.kv_topic = text.kvTopic.trimmed().toStdString();
     if (!text.kvDtype.trimmed().isEmpty())
         options.kv_dtype = text.kvDtype.trimmed().toStdString();
     attach::validate(options);
@@ -62,7 +63,7 @@ attach::ConnectOptions connectOptions(const ConnectText& text) {
 
 ConnectDialog::ConnectDialog(QWidget* parent)
     : QDialog(parent), url_(new QLineEdit), apiKey_(new QLineEdit), kind_(new QComboBox), kvEvents_(new QLineEdit),
-      kvReplay_(new QLineEdit), kvDtype_(new QComboBox), error_(new QLabel) {
+      kvReplay_(new QLineEdit), kvTopic_(new QLineEdit), kvDtype_(new QComboBox), error_(new QLabel) {
     setWindowTitle(tr("Connect to Server"));
     setObjectName(QStringLiteral("connectDialog"));
     url_->setObjectName(QStringLiteral("connectUrl"));
@@ -83,6 +84,9 @@ ConnectDialog::ConnectDialog(QWidget* parent)
     kvReplay_->setObjectName(QStringLiteral("connectKvReplay"));
     kvReplay_->setPlaceholderText(tr("optional, same order"));
     kvReplay_->setToolTip(tr("The publishers' replay endpoints, asked for event batches missed in a gap."));
+    kvTopic_->setObjectName(QStringLiteral("connectKvTopic"));
+    kvTopic_->setPlaceholderText(tr("every topic"));
+    kvTopic_->setToolTip(tr("The topic in vLLM's --kv-events-config, when it sets one."));
     kvDtype_->setObjectName(QStringLiteral("connectKvDtype"));
     kvDtype_->addItems(llamaCppKvDtypes());
     kvDtype_->setToolTip(tr("llama.cpp does not report its KV cache type: give its -ctk so that bytes are right."));
@@ -97,6 +101,7 @@ ConnectDialog::ConnectDialog(QWidget* parent)
     form->addRow(tr("Server &kind:"), kind_);
     form->addRow(tr("KV &events (vLLM):"), kvEvents_);
     form->addRow(tr("KV &replay (vLLM):"), kvReplay_);
+    form->addRow(tr("KV &topic (vLLM):"), kvTopic_);
     form->addRow(tr("KV &dtype (llama.cpp):"), kvDtype_);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
     buttons->button(QDialogButtonBox::Ok)->setText(tr("Connect"));
@@ -115,12 +120,13 @@ void ConnectDialog::setText(const ConnectText& text) {
     kind_->setCurrentIndex(std::max(0, kind_->findData(text.kind.isEmpty() ? kAuto : text.kind)));
     kvEvents_->setText(text.kvEvents);
     kvReplay_->setText(text.kvReplay);
+    kvTopic_->setText(text.kvTopic);
     kvDtype_->setCurrentIndex(std::max(0, kvDtype_->findText(text.kvDtype)));
 }
 
 ConnectText ConnectDialog::text() const {
-    return {url_->text(), apiKey_->text(), kind_->currentData().toString(), kvEvents_->text(), kvReplay_->text(),
-            kvDtype_->currentText()};
+    return {url_->text(),      apiKey_->text(),   kind_->currentData().toString(), kvEvents_->text(),
+            kvReplay_->text(), kvTopic_->text(), kvDtype_->currentText()};
 }
 
 QString ConnectDialog::errorText() const { return error_->isHidden() ? QString() : error_->text(); }

@@ -18,12 +18,13 @@ namespace kvscope::ui {
 // What a person types to attach to a server, in the dialog or on the
 // command line (`kvscope --connect URL --kv-events ... --server-kind ...`).
 struct ConnectText {
-    QString url;
-    QString apiKey;
-    QString kind;     // "auto" (or empty), "kvscope", "llama.cpp", "vllm"
-    QString kvEvents; // comma-separated tcp://HOST:PORT, one per vLLM rank
-    QString kvReplay; // comma-separated, in the same order
-    QString kvDtype;  // llama.cpp's -ctk; empty: f16
+    QString url{};
+    QString apiKey{};
+    QString kind{};     // "auto" (or empty), "kvscope", "llama.cpp", "vllm"
+    QString kvEvents{}; // comma-separated tcp://HOST:PORT, one per vLLM rank
+    QString kvReplay{}; // comma-separated, in the same order
+    QString kvTopic{};  // the publishers' topic; empty: every topic
+    QString kvDtype{};  // llama.cpp's -ctk; empty: f16
 };
 
 // The options the text asks for. Throws kvscope::Error, with a message
@@ -32,7 +33,8 @@ struct ConnectText {
 // an endpoint that is not tcp://HOST:PORT, an unknown KV dtype).
 attach::ConnectOptions connectOptions(const ConnectText& text);
 
-// The KV cache types llama.cpp's server takes (-ctk/-ctv), f16 first (its default).
+// The KV cache types llama.cpp's server takes (-ctk/-ctv), f16 first (its
+// default), for the dialog to offer (attach::is_llama_cache_type judges).
 QStringList llamaCppKvDtypes();
 // The server kinds the dialog and --server-kind offer: "auto" first.
 QStringList serverKindNames();
@@ -61,6 +63,7 @@ private:
     QComboBox* kind_;
     QLineEdit* kvEvents_;
     QLineEdit* kvReplay_;
+    QLineEdit* kvTopic_;
     QComboBox* kvDtype_;
     QLabel* error_;
     attach::ConnectOptions options_;

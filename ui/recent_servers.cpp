@@ -13,13 +13,13 @@ QVariantMap toVariant(const ConnectText& t) {
             {QStringLiteral("kind"), t.kind},
             {QStringLiteral("kvEvents"), t.kvEvents},
             {QStringLiteral("kvReplay"), t.kvReplay},
+            {QStringLiteral("kvTopic"), t.kvTopic},
             {QStringLiteral("kvDtype"), t.kvDtype}};
 }
 
 ConnectText fromVariant(const QVariantMap& m) {
-    return {m.value(QStringLiteral("url")).toString(),      QString(),
-            m.value(QStringLiteral("kind")).toString(),     m.value(QStringLiteral("kvEvents")).toString(),
-            m.value(QStringLiteral("kvReplay")).toString(), m.value(QStringLiteral("kvDtype")).toString()};
+    const auto text = [&m](const char* key) { return m.value(QString::fromLatin1(key)).toString(); };
+    return {text("url"), QString(), text("kind"), text("kvEvents"), text("kvReplay"), text("kvTopic"), text("kvDtype")};
 }
 
 } // namespace

@@ -351,6 +351,9 @@ int main(int argc, char** argv) {
                                       QStringLiteral("With --kv-events: the publishers' replay endpoints, in the "
                                                      "same order."),
                                       QStringLiteral("tcp://HOST:PORT[,...]"));
+    const QCommandLineOption kvTopic(QStringLiteral("kv-topic"),
+                                     QStringLiteral("With --kv-events: the publishers' topic (default: every topic)."),
+                                     QStringLiteral("TOPIC"));
     const QCommandLineOption apiKey(QStringLiteral("api-key"),
                                     QStringLiteral("With --connect: sent as a bearer token."), QStringLiteral("KEY"));
     const QCommandLineOption serverKind(QStringLiteral("server-kind"),
@@ -375,7 +378,7 @@ int main(int argc, char** argv) {
     const QCommandLineOption height = benchPaintNumber("height", "the block map's height", "H", paint.height);
     const QCommandLineOption json(QStringLiteral("json"), QStringLiteral("With --bench-paint: print one JSON object."));
     parser.addOptions({model, synthetic, prompt, workload, screenshot, afterMs, compare, size, theme, tab, show,
-                       scenario, connectUrl, kvEvents, kvReplay, apiKey, serverKind, kvDtype, logLevel, benchPaint,
+                       scenario, connectUrl, kvEvents, kvReplay, kvTopic, apiKey, serverKind, kvDtype, logLevel, benchPaint,
                        blocks, frames, width, height, json});
     parser.process(app);
 
@@ -458,11 +461,12 @@ int main(int argc, char** argv) {
     const bool connecting = parser.isSet(connectUrl);
     if (connecting && source)
         return fail(QStringLiteral("--connect watches a server; --model and --synthetic run a local engine: give one"));
-    for (const QCommandLineOption* option : {&kvEvents, &kvReplay, &apiKey, &serverKind, &kvDtype})
+    for (const QCommandLineOption* option : {&kvEvents, &kvReplay, &kvTopic, &apiKey, &serverKind, &kvDtype})
         if (parser.isSet(*option) && !connecting)
             return fail(QStringLiteral("--%1 needs --connect").arg(option->names().first()));
-    const kvscope::ui::ConnectText server{parser.value(connectUrl), parser.value(apiKey), parser.value(serverKind),
-                                          parser.value(kvEvents),   parser.value(kvReplay), parser.value(kvDtype)};
+    const kvscope::ui::ConnectText server{parser.value(connectUrl), parser.value(apiKey),  parser.value(serverKind),
+                                          parser.value(kvEvents),   parser.value(kvReplay), parser.value(kvTopic),
+                                          parser.value(kvDtype)};
     if (connecting) {
         try {
             kvscope::ui::connectOptions(server); // says what is wrong before any window shows

@@ -125,7 +125,7 @@ private slots:
 
     void aBadUrlIsRefusedWithAMessage() {
         MainWindow window;
-        QVERIFY(!window.connectToServer({QStringLiteral("ftp://x"), {}, {}, {}, {}, {}}));
+        QVERIFY(!window.connectToServer({.url = QStringLiteral("ftp://x")}));
         QVERIFY(!window.isConnected());
         auto* box = window.findChild<QMessageBox*>(QStringLiteral("connectError"));
         QVERIFY(box);

@@ -112,13 +112,17 @@ private slots:
 
     void connectDialogRefusesABadUrl() {
         ConnectDialog dialog;
-        dialog.setText({QStringLiteral("localhost:8080"), {}, QStringLiteral("auto"), {}, {}, {}});
+        dialog.setText({.url = QStringLiteral("localhost:8080"), .kind = QStringLiteral("auto")});
         dialog.accept();
         QCOMPARE(dialog.result(), int(QDialog::Rejected));
         QVERIFY2(dialog.errorText().contains(QStringLiteral("localhost:8080")), qPrintable(dialog.errorText()));
 
-        dialog.setText({QStringLiteral("http://127.0.0.1:8000/"), QStringLiteral("secret"), QStringLiteral("vllm"),
-                        QStringLiteral("tcp://127.0.0.1:5557, tcp://127.0.0.1:5558"), {}, QStringLiteral("f16")});
+        dialog.setText({.url = QStringLiteral("http://127.0.0.1:8000/"),
+                        .apiKey = QStringLiteral("secret"),
+                        .kind = QStringLiteral("vllm"),
+                        .kvEvents = QStringLiteral("tcp://127.0.0.1:5557, tcp://127.0.0.1:5558"),
+                        .kvTopic = QStringLiteral("kv"),
+                        .kvDtype = QStringLiteral("f16")});
         dialog.accept();
         QCOMPARE(dialog.result(), int(QDialog::Accepted));
         QVERIFY(dialog.errorText().isEmpty());
@@ -127,38 +131,45 @@ private slots:
         QCOMPARE(o.api_key, std::string("secret"));
         QCOMPARE(o.kind, std::optional(attach::ServerKind::Vllm));
         QCOMPARE(o.kv_events, (std::vector<std::string>{"tcp://127.0.0.1:5557", "tcp://127.0.0.1:5558"}));
+        QCOMPARE(o.kv_topic, std::string("kv"));
     }
 
     void unknownServerKindIsRefused() {
         try {
-            connectOptions({QStringLiteral("http://127.0.0.1:8000"), {}, QStringLiteral("tgi"), {}, {}, {}});
+            connectOptions({.url = QStringLiteral("http://127.0.0.1:8000"), .kind = QStringLiteral("tgi")});
             QFAIL("an unknown kind was taken");
         } catch (const Error& e) {
             QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("unknown server kind 'tgi'")), e.what());
         }
         // No kind, or "auto": detected.
-        QVERIFY(!connectOptions({QStringLiteral("http://h:1"), {}, QStringLiteral("auto"), {}, {}, {}}).kind);
+        QVERIFY(!connectOptions({.url = QStringLiteral("http://h:1"), .kind = QStringLiteral("auto")}).kind);
         const ConnectText llama{
-            QStringLiteral("http://h:1"), {}, QStringLiteral("llama.cpp"), {}, {}, QStringLiteral("q4_0")};
+            .url = QStringLiteral("http://h:1"), .kind = QStringLiteral("llama.cpp"), .kvDtype = QStringLiteral("q4_0")};
         QCOMPARE(connectOptions(llama).kind, std::optional(attach::ServerKind::LlamaCpp));
     }
 
     void recentServersNewestFirstWithoutTheKey() {
         QSettings().remove(QStringLiteral("recentServers"));
-        RecentServers::add({QStringLiteral("http://a:1"), QStringLiteral("key"), QStringLiteral("vllm"),
-                            QStringLiteral("tcp://a:5557"), {}, QStringLiteral("f16")});
-        RecentServers::add({QStringLiteral("http://b:2"), {}, QStringLiteral("auto"), {}, {}, QStringLiteral("q8_0")});
-        RecentServers::add({QStringLiteral("http://a:1"), QStringLiteral("key"), QStringLiteral("vllm"),
-                            QStringLiteral("tcp://a:5557,tcp://a:5558"), {}, QStringLiteral("f16")});
+        const auto a = [](const char* events) {
+            return ConnectText{.url = QStringLiteral("http://a:1"),
+                               .apiKey = QStringLiteral("key"),
+                               .kind = QStringLiteral("vllm"),
+                               .kvEvents = QString::fromLatin1(events),
+                               .kvTopic = QStringLiteral("kv")};
+        };
+        RecentServers::add(a("tcp://a:5557"));
+        RecentServers::add({.url = QStringLiteral("http://b:2"), .kind = QStringLiteral("auto"), .kvDtype = QStringLiteral("q8_0")});
+        RecentServers::add(a("tcp://a:5557,tcp://a:5558"));
         const auto servers = RecentServers::list();
         QCOMPARE(servers.size(), std::size_t{2});
         QCOMPARE(servers[0].url, QStringLiteral("http://a:1"));
         QVERIFY(servers[0].apiKey.isEmpty());
         QCOMPARE(servers[0].kvEvents, QStringLiteral("tcp://a:5557,tcp://a:5558"));
+        QCOMPARE(servers[0].kvTopic, QStringLiteral("kv"));
         QCOMPARE(servers[1].kvDtype, QStringLiteral("q8_0"));
         QCOMPARE(RecentServers::label(servers[0]), QStringLiteral("http://a:1 (vllm, 2 KV-event endpoints)"));
         for (int i = 0; i < 2 * RecentServers::kMaximum; ++i)
-            RecentServers::add({QStringLiteral("http://h:%1").arg(i + 10), {}, {}, {}, {}, {}});
+            RecentServers::add({.url = QStringLiteral("http://h:%1").arg(i + 10)});
         QCOMPARE(RecentServers::list().size(), std::size_t{RecentServers::kMaximum});
     }
 };
