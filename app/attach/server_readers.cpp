@@ -363,11 +363,14 @@ void LlamaCppReader::Impl::read_model_file(const std::string& path) {
 //  - one slot: both read the same;
 //  - slots holding more tokens together than one slot's n_ctx: split
 //    (a shared buffer cannot hold that);
-//  - every slot's n_ctx at least the model's training context: unified
-//    (llama-server's default, -np auto = 4 slots + -kvu with n_ctx =
-//    n_ctx_train; split slots would each get a quarter);
-//  - otherwise split. A unified server started with a -c below the
-//    training context reads as split until its slots prove otherwise.
+//  - four slots, each with n_ctx at least the model's training context:
+//    unified (llama-server's default, -np auto = 4 slots + -kvu with
+//    n_ctx = n_ctx_train; -kvu is on by default with -np auto only);
+//  - otherwise split. Two misreadings remain, as the server cannot tell:
+//    a unified server started with -np other than 4, or with a -c below
+//    the training context, reads as split until its slots prove
+//    otherwise; a split server with exactly 4 slots and -c at least 4
+//    training contexts reads as unified.
 std::optional<std::uint64_t> LlamaCppReader::Impl::capacity() const {
     if (slots.empty())
         return std::nullopt;
@@ -380,7 +383,8 @@ std::optional<std::uint64_t> LlamaCppReader::Impl::capacity() const {
     }
     if (slots.size() == 1 || held > min_ctx)
         return sum_ctx;
-    if (n_ctx_train && min_ctx >= *n_ctx_train)
+    constexpr std::size_t kAutoSlots = 4; // -np auto
+    if (slots.size() == kAutoSlots && n_ctx_train && min_ctx >= *n_ctx_train)
         return std::ranges::max(slots, {}, &SlotSample::n_ctx).n_ctx;
     return sum_ctx;
 }

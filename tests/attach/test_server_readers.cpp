@@ -307,9 +307,17 @@ private slots:
         const ServerFigures split = llama_figures(32768, kSlotsNew);
         QCOMPARE(split.kv_tokens_capacity, std::optional<std::uint64_t>(8192));
         QVERIFY(near(split.kv_usage, 430.0 / 8192));
-        // Unified (the default: -np auto, n_ctx = n_ctx_train): every slot
-        // reports the whole shared context.
-        const ServerFigures unified = llama_figures(4096, kSlotsNew);
+        // Split with slots capped at the training context (-np 2 -c 8192 on
+        // a model trained on 4096): two slots is not -np auto, so split.
+        const ServerFigures capped = llama_figures(4096, kSlotsNew);
+        QCOMPARE(capped.kv_tokens_capacity, std::optional<std::uint64_t>(8192));
+        // Unified (the default: -np auto = 4 slots, n_ctx = n_ctx_train):
+        // every slot reports the whole shared context.
+        const ServerFigures unified = llama_figures(4096, R"([
+            {"id":0,"n_ctx":4096,"is_processing":true,"n_prompt_tokens":300},
+            {"id":1,"n_ctx":4096,"is_processing":true,"n_prompt_tokens":130},
+            {"id":2,"n_ctx":4096,"is_processing":false},
+            {"id":3,"n_ctx":4096,"is_processing":false}])");
         QCOMPARE(unified.kv_tokens_capacity, std::optional<std::uint64_t>(4096));
         QVERIFY(near(unified.kv_usage, 430.0 / 4096));
         // Slots holding more than one slot's n_ctx together cannot share it.
