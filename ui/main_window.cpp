@@ -170,7 +170,7 @@ MainWindow::MainWindow(QWidget* parent)
     connectEngine();
     settings_->setConfig(EngineSettingsPanel::savedConfig(kEngineConfigKey, EngineController::defaultConfig()));
     settings_->persistAs(kEngineConfigKey);
-    refreshRecentFiles();
+    refreshRecentLists();
     resize(1280, 800);
     const QSettings settings;
     restoreGeometry(settings.value(kGeometryKey).toByteArray());
@@ -455,6 +455,9 @@ void MainWindow::connectEngine() {
     connect(startPage_, &StartPage::openFileRequested, this, &MainWindow::chooseModelFile);
     connect(startPage_, &StartPage::recentFileRequested, this,
             [this](const QString& path) { openModel(ModelSource::file(path)); });
+    connect(startPage_, &StartPage::connectRequested, this, &MainWindow::chooseServer);
+    connect(startPage_, &StartPage::recentServerRequested, this,
+            [this](const ConnectText& text) { connectToServer(text); });
     connect(startPage_, &StartPage::playgroundRequested, this, &MainWindow::showPlayground);
     connect(startPage_, &StartPage::syntheticRequested, this,
             [this](const QString& preset) { openModel(ModelSource::synthetic(preset)); });
@@ -497,7 +500,7 @@ void MainWindow::onModelLoaded(const ModelSummary& summary) {
     if (loading_ && !loading_->isSynthetic())
         RecentFiles::add(loading_->path);
     loading_.reset();
-    refreshRecentFiles();
+    refreshRecentLists();
     hasModel_ = true;
     summary_ = summary;
     requestChat_.clear(); // a new engine (a model opened, or Apply): its request ids start again
@@ -564,6 +567,7 @@ bool MainWindow::connectToServer(const ConnectText& text) {
         return false;
     }
     RecentServers::add(text);
+    refreshRecentLists();
     attach::RemoteSample connecting; // what the panel says until the first poll answers
     connecting.url = options.url;
     if (options.kind)
@@ -718,7 +722,10 @@ void MainWindow::showPoolUsage(const EngineSnapshot& snapshot) {
     usageLabel_->setToolTip(tr("KV blocks in use, in %1").arg(kvLocationText(device)));
 }
 
-void MainWindow::refreshRecentFiles() { startPage_->setRecentFiles(RecentFiles::list()); }
+void MainWindow::refreshRecentLists() {
+    startPage_->setRecentFiles(RecentFiles::list());
+    startPage_->setRecentServers(RecentServers::list());
+}
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
     const QList<QUrl> urls = event->mimeData()->urls();

@@ -142,7 +142,7 @@ private:
     void onModelLoadFailed(const QString& message);
     void showPoolUsage(const EngineSnapshot& snapshot);
     void showError(const QString& title, const QString& message, const QString& objectName);
-    void refreshRecentFiles();
+    void refreshRecentLists(); // the start page's recent files and servers
     void chooseServer();
     void enterConnectedView();
     void leaveConnectedView();

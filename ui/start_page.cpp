@@ -12,6 +12,7 @@
 
 #include "engine/presets/model_presets.h"
 #include "ui/model_info_panel.h"
+#include "ui/recent_servers.h"
 
 namespace kvscope::ui {
 namespace {
@@ -36,18 +37,41 @@ QLabel* note(const QString& text) {
     return label;
 }
 
+// A short list of recent entries: six rows, then it scrolls.
+void limitRows(QListWidget* list) {
+    list->setMaximumHeight(6 * list->fontMetrics().lineSpacing() + 2 * list->frameWidth());
+}
+
+void showNoneYet(QListWidget* list) {
+    auto* item = new QListWidgetItem(QObject::tr("(none yet)"), list);
+    item->setFlags(Qt::NoItemFlags);
+}
+
 } // namespace
 
-StartPage::StartPage(QWidget* parent) : QWidget(parent), recent_(new QListWidget), preset_(new QComboBox) {
+StartPage::StartPage(QWidget* parent)
+    : QWidget(parent), recent_(new QListWidget), recentServers_(new QListWidget), preset_(new QComboBox) {
     auto* open = new QPushButton(tr("Open GGUF model..."));
     open->setObjectName(QStringLiteral("openModel"));
     open->setToolTip(tr("Open a GGUF file (Ctrl+O), or drop one on the window"));
     connect(open, &QPushButton::clicked, this, &StartPage::openFileRequested);
 
     recent_->setObjectName(QStringLiteral("recentFiles"));
-    recent_->setMaximumHeight(6 * recent_->fontMetrics().lineSpacing() + 2 * recent_->frameWidth());
+    limitRows(recent_);
     connect(recent_, &QListWidget::itemActivated, this,
             [this](QListWidgetItem* item) { emit recentFileRequested(item->data(Qt::UserRole).toString()); });
+
+    auto* connectServer = new QPushButton(tr("Connect to a server..."));
+    connectServer->setObjectName(QStringLiteral("connectServer"));
+    connectServer->setToolTip(tr("Watch a running kvscope, llama.cpp or vLLM server (File > Connect to Server...)"));
+    connect(connectServer, &QPushButton::clicked, this, &StartPage::connectRequested);
+    recentServers_->setObjectName(QStringLiteral("recentServers"));
+    limitRows(recentServers_);
+    connect(recentServers_, &QListWidget::itemActivated, this, [this](QListWidgetItem* item) {
+        const int row = recentServers_->row(item);
+        if (row >= 0 && static_cast<std::size_t>(row) < servers_.size())
+            emit recentServerRequested(servers_[static_cast<std::size_t>(row)]);
+    });
 
     auto* playground = new QPushButton(tr("Open the allocator playground"));
     playground->setObjectName(QStringLiteral("openPlayground"));
@@ -75,6 +99,11 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent), recent_(new QListWidget
     sections->addWidget(
         section(tr("Model"), {note(tr("A LLaMA-family GGUF (llama, Mistral, TinyLlama, Qwen 2)."))}, open));
     sections->addWidget(section(tr("Recent files"), {recent_}));
+    sections->addWidget(section(tr("Server"),
+                                {note(tr("Watch the KV cache of a running kvscope, llama.cpp or vLLM server, "
+                                         "live; nothing is loaded here.")),
+                                 recentServers_},
+                                connectServer));
     sections->addWidget(section(tr("Synthetic model"), {syntheticNote, preset_}, build));
     sections->addWidget(section(
         tr("Allocator playground"),
@@ -98,6 +127,7 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent), recent_(new QListWidget
     outer->setContentsMargins(0, 0, 0, 0);
     outer->addWidget(scroll);
     setRecentFiles({});
+    setRecentServers({});
 }
 
 void StartPage::setRecentFiles(const QStringList& files) {
@@ -107,10 +137,17 @@ void StartPage::setRecentFiles(const QStringList& files) {
         item->setData(Qt::UserRole, path);
         item->setToolTip(path);
     }
-    if (files.isEmpty()) {
-        auto* item = new QListWidgetItem(tr("(none yet)"), recent_);
-        item->setFlags(Qt::NoItemFlags);
-    }
+    if (files.isEmpty())
+        showNoneYet(recent_);
+}
+
+void StartPage::setRecentServers(const std::vector<ConnectText>& servers) {
+    servers_ = servers;
+    recentServers_->clear();
+    for (const ConnectText& server : servers_)
+        new QListWidgetItem(RecentServers::label(server), recentServers_);
+    if (servers_.empty())
+        showNoneYet(recentServers_);
 }
 
 } // namespace kvscope::ui
