@@ -72,6 +72,14 @@ void LivePoolPanel::addSteps(const SnapshotBatch& steps) {
     replayBar_->display(replay_); // the live picture comes with the next setSnapshot
 }
 
+void LivePoolPanel::clear() {
+    replay_.clear();
+    livePalette_ = SequencePalette();
+    map_->setSnapshot(nullptr);
+    figures_->setText(tr("Waiting for a snapshot"));
+    replayBar_->display(replay_);
+}
+
 void LivePoolPanel::pick(int index) {
     replay_.pick(static_cast<std::size_t>(std::max(index, 0)));
     showShown();

@@ -34,6 +34,10 @@ public:
     // Snapshots of steps the engine ran between two published ones (see
     // EngineController::stepsRecorded), kept for the replay only.
     void addSteps(const SnapshotBatch& steps);
+    // Forgets the kept snapshots and the painted one: the panel is about to
+    // show another engine (a server's, or the local one again), whose steps
+    // must not follow the old engine's on the slider.
+    void clear();
     void setPaletteMaker(PaletteMaker maker) { paletteMaker_ = std::move(maker); }
 
     BlockMapWidget* map() const { return map_; }

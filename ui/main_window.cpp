@@ -607,7 +607,7 @@ void MainWindow::showServerSample(std::shared_ptr<const attach::RemoteSample> sa
 void MainWindow::enterConnectedView() {
     connected_ = true;
     remoteEngine_ = false;
-    history_->clear();
+    forgetShownEngine();
     enableLocalEngine(false);
     chats_->hide();
     pool_->hide();
@@ -622,7 +622,7 @@ void MainWindow::enterConnectedView() {
 void MainWindow::leaveConnectedView() {
     connected_ = false;
     remoteEngine_ = false;
-    history_->clear();
+    forgetShownEngine();
     enableLocalEngine(true);
     serverPage_->hide();
     chats_->show();
@@ -632,6 +632,14 @@ void MainWindow::leaveConnectedView() {
     chatStack_->setCurrentIndex(hasModel_ ? 1 : 0);
     showLocalStatus();
     showEngineDocks();
+}
+
+// The window changes engine (local <-> server): the figures' history and the
+// block map's replay start again, so no step of one sits before the other's.
+// Compare A/B's side A shows only the local engine: it keeps its steps.
+void MainWindow::forgetShownEngine() {
+    history_->clear();
+    pool_->clear();
 }
 
 // Chat, workloads, engine settings and Compare A/B run on the local engine:

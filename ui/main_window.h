@@ -146,6 +146,7 @@ private:
     void chooseServer();
     void enterConnectedView();
     void leaveConnectedView();
+    void forgetShownEngine();
     void enableLocalEngine(bool enabled);
     void showLocalStatus();
     void showServerStatus(const attach::RemoteSample& sample);

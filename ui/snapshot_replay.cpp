@@ -66,6 +66,11 @@ void SnapshotReplay::add(const SnapshotBatch& batch) {
         add(snapshot);
 }
 
+void SnapshotReplay::clear() {
+    ring_.clear();
+    picked_.reset();
+}
+
 std::size_t SnapshotReplay::position() const {
     if (ring_.empty())
         return 0;

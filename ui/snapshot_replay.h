@@ -66,6 +66,8 @@ public:
 
     void add(std::shared_ptr<const EngineSnapshot> snapshot);
     void add(const SnapshotBatch& batch);
+    // Forgets every snapshot and goes live: the window shows another engine.
+    void clear();
 
     std::size_t size() const { return ring_.size(); }
     bool live() const { return !picked_; }

@@ -14,6 +14,7 @@
 #include "tests/ui/remote_samples.h"
 #include "ui/block_map_widget.h"
 #include "ui/chat_tabs.h"
+#include "ui/compare_panel.h"
 #include "ui/connect_dialog.h"
 #include "ui/dashboards/snapshot_history.h"
 #include "ui/dashboards/workload_dock.h"
@@ -107,6 +108,42 @@ private slots:
         QVERIFY(window.workload()->widget()->isEnabled());
         QVERIFY(!menuAction(window, QStringLiteral("&Disconnect"))->isEnabled());
         QVERIFY(window.history().entries().empty());
+    }
+
+    // The local engine's steps leave the replay slider when the server comes
+    // (steps 10..12 would otherwise sit before the server's 1200 until they
+    // aged out), and the server's leave it when the window disconnects.
+    // Compare A/B's side A never shows the server: it keeps the local steps.
+    void connectingAndDisconnectingStartTheReplayAgain() {
+        MainWindow window;
+        window.resize(1280, 800);
+        window.show();
+        const auto local = [](std::uint64_t step) {
+            auto s = std::make_shared<EngineSnapshot>(*test::kvscopeSample().engine);
+            s->step = step;
+            return std::shared_ptr<const EngineSnapshot>(std::move(s));
+        };
+        for (LivePoolPanel* map : {window.pool(), window.compare()->mapA()}) {
+            map->addSteps({local(10), local(11)});
+            map->setSnapshot(local(12), SequencePalette());
+        }
+        LivePoolPanel* pool = window.pool();
+        pool->pick(0); // replaying a local step
+        QCOMPARE(pool->replay().size(), std::size_t{3});
+        const auto sample = kvscopeLater(0);
+        window.showServerSample(sample);
+        QCOMPARE(pool->replay().size(), std::size_t{1});
+        QVERIFY(pool->replay().live());
+        QCOMPARE(pool->replay().at(0)->step, std::uint64_t{1200});
+        QCOMPARE(pool->map()->snapshot(), sample->engine->pool);
+        QVERIFY(pool->figures().contains(QStringLiteral("blocks used")));
+
+        window.disconnectFromServer();
+        QCOMPARE(pool->replay().size(), std::size_t{0});
+        QVERIFY(!pool->replay().shown());
+        QVERIFY(!pool->map()->snapshot()); // the server's pool is not painted as the local one
+        QVERIFY(!pool->figures().contains(QStringLiteral("blocks used")));
+        QCOMPARE(window.compare()->mapA()->replay().size(), std::size_t{3});
     }
 
     // llama.cpp has no block map: the map and dashboards go, the slot map shows.
