@@ -190,7 +190,8 @@ void TestCliTop::vllm_once_json_gives_ranks_and_prefix_caches() {
     QCOMPARE(j["link"], "live");
     QCOMPARE(j["total"]["kv_blocks_total"], 2048);
     QCOMPARE(j["total"]["block_size"], 16);
-    QCOMPARE(j["total"]["kv_dtype"], "auto");
+    QCOMPARE(j["total"]["kv_dtype"], "fp8"); // fake-vllm's default, as --kv-cache-dtype fp8
+    QCOMPARE(j["total"]["kv_bytes_per_token"], 32 * 8 * 128 * 2); // its Llama-3-8B's K and V, 1 byte each
     QCOMPARE(j["slots"], json::array());
     QCOMPARE(j["ranks"].size(), 2u);
     const QStringList endpoints = events[1].split(',');

@@ -7,6 +7,11 @@
 // and evicted.
 //
 //   fake-vllm [--port P] [--ranks N] [--seconds S] [--model NAME] [--topic T]
+//             [--cache-dtype DTYPE]
+//
+// --cache-dtype is what vLLM's --kv-cache-dtype would report in
+// cache_config_info (default fp8; auto, float16, bfloat16, fp8, fp8_e4m3 or
+// fp8_e5m2), with kv_cache_memory_bytes for a Llama-3-8B's KV (kKvValuesPerToken).
 //
 // Its first stdout line gives the URL, its second the KV-events and replay
 // endpoints (comma-separated, rank 0 first), in the options
@@ -46,12 +51,28 @@ constexpr std::uint32_t kGpuBlocks = 1024;
 constexpr std::size_t kMaxRequests = 16;  // running + waiting at the peak
 constexpr std::size_t kMaxCachedBlocks = 96; // the prefix cache at the peak
 
+// The model whose KV the pool holds, for kv_cache_memory_bytes: a
+// Llama-3-8B (32 layers, 8 KV heads of dimension 128, K and V).
+constexpr std::uint64_t kKvValuesPerToken = 32 * 8 * 128 * 2;
+
+// Bytes per K or V value for vLLM's --kv-cache-dtype choices this stand-in
+// knows; "auto" is the model's dtype, bf16 for a Llama-3-8B.
+std::uint64_t kv_value_bytes(const std::string& cache_dtype) {
+    if (cache_dtype == "fp8" || cache_dtype == "fp8_e4m3" || cache_dtype == "fp8_e5m2")
+        return 1;
+    if (cache_dtype == "auto" || cache_dtype == "float16" || cache_dtype == "bfloat16")
+        return 2;
+    throw std::runtime_error("--cache-dtype " + cache_dtype +
+                             ": use auto, float16, bfloat16, fp8, fp8_e4m3 or fp8_e5m2");
+}
+
 struct Options {
     int port = 0;
     int ranks = 2;
     double seconds = 0; // 0: until killed
     std::string model = "fake-vllm-model";
     std::string topic = "kv-events";
+    std::string cache_dtype = "fp8"; // as vLLM run with --kv-cache-dtype fp8 reports it
 };
 
 Options read_options(int argc, char** argv) {
@@ -71,11 +92,14 @@ Options read_options(int argc, char** argv) {
             o.model = value;
         else if (name == "--topic")
             o.topic = value;
+        else if (name == "--cache-dtype")
+            o.cache_dtype = value;
         else
             throw std::runtime_error("unknown option " + name);
     }
     if (o.ranks < 1 || o.ranks > 64)
         throw std::runtime_error("--ranks must be 1 to 64");
+    kv_value_bytes(o.cache_dtype); // refused now, not after the first line is printed
     return o;
 }
 
@@ -90,9 +114,13 @@ BlockHash next_hash(BlockHash& state) {
 // One rank: its /metrics state and its prefix cache, as chains of blocks.
 class RankLoad {
 public:
-    explicit RankLoad(int rank) : rank_(rank), hash_state_(0x5eed0000ULL + static_cast<BlockHash>(rank)) {
+    RankLoad(int rank, const std::string& cache_dtype)
+        : rank_(rank), hash_state_(0x5eed0000ULL + static_cast<BlockHash>(rank)) {
         metrics_.num_gpu_blocks = kGpuBlocks;
         metrics_.block_size = kBlockSize;
+        metrics_.cache_dtype = cache_dtype;
+        metrics_.kv_cache_memory_bytes =
+            std::uint64_t{kGpuBlocks} * kBlockSize * kKvValuesPerToken * kv_value_bytes(cache_dtype);
     }
 
     // Advances to `t` seconds; the batch of KV events this tick made.
@@ -174,7 +202,7 @@ int run(const Options& o) {
     std::vector<RankLoad> loads;
     for (int rank = 0; rank < o.ranks; ++rank) {
         publishers.push_back(std::make_unique<FakeVllmPublisher>(o.topic));
-        loads.emplace_back(rank);
+        loads.emplace_back(rank, o.cache_dtype);
     }
     std::printf("fake-vllm: listening on %s (model %s, %d ranks)\n", server.url().c_str(), o.model.c_str(), o.ranks);
     std::printf("fake-vllm: --kv-events %s --kv-replay %s --kv-topic %s\n", joined(publishers, false).c_str(),

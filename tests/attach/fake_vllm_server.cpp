@@ -59,14 +59,18 @@ void histogram(std::string& out, const char* name, const std::string& model, con
 void cache_config_info(std::string& out, const std::vector<FakeVllmRank>& ranks) {
     out += "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n"
            "# TYPE vllm:cache_config_info gauge\n";
-    for (std::size_t i = 0; i < ranks.size(); ++i)
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+        const FakeVllmRank& r = ranks[i];
+        const std::string memory =
+            r.kv_cache_memory_bytes ? fmt::format(R"(kv_cache_memory_bytes="{}",)", *r.kv_cache_memory_bytes) : "";
         out += fmt::format(R"(vllm:cache_config_info{{block_size="{}",cache_dtype="{}",calculate_kv_scales="False",)"
                            R"(enable_prefix_caching="True",engine="{}",gpu_memory_utilization="0.9",)"
-                           R"(is_attention_free="False",num_cpu_blocks="None",num_gpu_blocks="{}",)"
+                           R"(is_attention_free="False",{}num_cpu_blocks="None",num_gpu_blocks="{}",)"
                            R"(num_gpu_blocks_override="None",prefix_caching_hash_algo="sha256",)"
                            R"(sliding_window="None",swap_space="4"}} 1.0)"
                            "\n",
-                           ranks[i].block_size, ranks[i].cache_dtype, i, ranks[i].num_gpu_blocks);
+                           r.block_size, r.cache_dtype, i, memory, r.num_gpu_blocks);
+    }
 }
 
 } // namespace

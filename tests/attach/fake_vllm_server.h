@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct FakeVllmRank {
     std::uint32_t num_gpu_blocks = 1024;
     std::uint32_t block_size = 16;
     std::string cache_dtype = "auto";
+    // The KV pool's bytes, as recent vLLM reports them; unset: the label is
+    // left out, as older versions do.
+    std::optional<std::uint64_t> kv_cache_memory_bytes;
 };
 
 // vLLM's /metrics for these ranks (rank i has engine="i").

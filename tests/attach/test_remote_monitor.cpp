@@ -136,7 +136,10 @@ void TestRemoteMonitor::options_that_cannot_work_are_refused() {
 
 void TestRemoteMonitor::detects_vllm_and_reads_each_rank() {
     FakeVllmServer server("served-llama");
-    server.set_metrics(vllm_metrics_text(server.model(), two_ranks()));
+    std::vector<FakeVllmRank> ranks = two_ranks();
+    ranks[0].cache_dtype = "fp8";
+    ranks[0].kv_cache_memory_bytes = 1024 * 16 * 65536; // 1024 blocks of 16 tokens of 64 KiB
+    server.set_metrics(vllm_metrics_text(server.model(), ranks));
     const RemoteMonitor monitor(options_for(server.url()));
     QCOMPARE(monitor.latest()->link, LinkState::Connecting);
     const Sample s = wait_for(monitor, [](const RemoteSample& x) { return is_live(x) && x.ranks.size() == 2; });
@@ -150,6 +153,10 @@ void TestRemoteMonitor::detects_vllm_and_reads_each_rank() {
     QCOMPARE(s->ranks[1].figures.kv_usage, std::optional<double>(0.75));
     QCOMPARE(s->ranks[1].figures.running, std::optional<double>(5));
     QCOMPARE(s->ranks[1].figures.block_size, std::optional<std::uint32_t>(16));
+    QCOMPARE(s->ranks[0].figures.kv_dtype, std::optional<std::string>("fp8"));
+    QCOMPARE(s->ranks[0].figures.kv_bytes_per_token, std::optional<std::uint64_t>(65536));
+    QCOMPARE(s->ranks[1].figures.kv_dtype, std::optional<std::string>("auto"));
+    QVERIFY(!s->ranks[1].figures.kv_bytes_per_token); // no kv_cache_memory_bytes label: not guessed
     QCOMPARE(s->total.running, std::optional<double>(8));
     QCOMPARE(s->total.waiting, std::optional<double>(3));
     QCOMPARE(s->total.kv_usage, std::optional<double>(0.5)); // equal block counts: the mean
