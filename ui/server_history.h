@@ -55,6 +55,9 @@ public:
 
     const std::vector<ServerHistoryPoint>& points() const { return points_; }
     bool empty() const { return points_.empty(); }
+    // The newest sample's time, added or not: while the server is away the
+    // plots' time axis goes on to it.
+    double lastSampleTime() const { return last_sample_s_; }
     // The ranks any point holds, ascending.
     std::vector<int> ranks() const;
 

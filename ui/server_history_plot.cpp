@@ -16,6 +16,9 @@ namespace {
 constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN(); // QCustomPlot breaks a line at NaN
 constexpr double kMinSpanS = 60; // a young history still reads as a minute of time
 constexpr int kRankGraphsFrom = 1; // usage plot: the server's line, then one per rank
+// Side margins both plots share, so that their time axes line up (the load
+// plot's right one holds the tokens/s axis).
+const QMargins kSideMargins(60, 0, 70, 0);
 
 const QColor kRankColours[] = {QColor(0xff, 0x7f, 0x0e), QColor(0x2c, 0xa0, 0x2c), QColor(0xd6, 0x27, 0x28),
                                QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b), QColor(0xe3, 0x77, 0xc2)};
@@ -69,6 +72,8 @@ ServerHistoryPlot::ServerHistoryPlot(QWidget* parent)
     for (QCustomPlot* plot : {usagePlot_, loadPlot_}) {
         plot->xAxis->setTicker(clock);
         plot->setMinimumHeight(150);
+        plot->axisRect()->setAutoMargins(QCP::msTop | QCP::msBottom);
+        plot->axisRect()->setMargins(kSideMargins);
     }
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -106,7 +111,7 @@ void ServerHistoryPlot::setHistory(const ServerHistory& history, double clock_at
     loadPlot_->yAxis2->setRange(0, top(loadPlot_, loadPlot_->yAxis2));
     if (history.empty())
         return;
-    const double last = clock_at_zero_s + history.points().back().time_s;
+    const double last = clock_at_zero_s + std::max(history.points().back().time_s, history.lastSampleTime());
     const double first = std::min(clock_at_zero_s + history.points().front().time_s, last - kMinSpanS);
     auto* clock = static_cast<QCPAxisTickerDateTime*>(usagePlot_->xAxis->ticker().data());
     clock->setDateTimeFormat(last - first > 3600 ? QStringLiteral("hh:mm") : QStringLiteral("hh:mm:ss"));

@@ -13,7 +13,8 @@ namespace kvscope::ui {
 // Two small plots of a llama.cpp or vLLM server's ServerHistory, against
 // the clock: KV usage % (the server's, and one dashed line per vLLM rank),
 // and requests running and waiting with generation tokens/s on the right
-// axis. The time the server was away is drawn as a break in the lines.
+// axis. The time the server was away is drawn as a break in the lines, and
+// the time axis runs on to the newest sample while it is away.
 // Replots at most every kMinReplotIntervalMs (dashboard_plot.h).
 class ServerHistoryPlot : public QWidget {
     Q_OBJECT

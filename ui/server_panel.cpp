@@ -85,7 +85,7 @@ QLabel* ServerPanel::addLabel(const char* name) {
 void ServerPanel::showSample(const attach::RemoteSample& sample) {
     if (sample.kind == attach::ServerKind::Kvscope || sample.link == attach::LinkState::Connecting) {
         history_.clear(); // a new connection starts with nothing; a kvscope server's history is its snapshots'
-    } else if (history_.add(sample)) {
+    } else if (history_.add(sample) || !history_.empty()) { // away, the time axis still moves on
         const double now_s = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
         historyPlot_->setHistory(history_, now_s - sample.time_s);
     }

@@ -71,6 +71,8 @@ private slots:
             away.data_age_s = t - 5;
             QVERIFY(!h.add(away));
         }
+        QCOMPARE(h.lastSampleTime(), 30.0);
+        QCOMPARE(h.points().back().time_s, 5.0);
         attach::RemoteSample back = at(test::vllmSample(), 31);
         back.reconnects = 1;
         QVERIFY(h.add(back));
