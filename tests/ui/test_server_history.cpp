@@ -27,6 +27,14 @@ int pointsOf(const ServerHistoryPlot& plot, const QString& name) {
     return -1;
 }
 
+// Shown offscreen as a window: whether it painted.
+bool paints(ServerHistoryPlot& plot, const ServerHistory& history) {
+    plot.resize(400, 320);
+    plot.setHistory(history, 1.7e9); // a clock time in 2023
+    plot.show();
+    return QTest::qWaitForWindowExposed(&plot) && !plot.grab().isNull();
+}
+
 } // namespace
 
 class TestServerHistory : public QObject {
@@ -166,11 +174,7 @@ private slots:
         for (double t = 1; t <= 10; ++t)
             h.add(at(test::llamaCppSample(), t));
         ServerHistoryPlot plot;
-        plot.resize(400, 320);
-        plot.setHistory(h, 1.7e9);
-        plot.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&plot));
-        QVERIFY(!plot.grab().isNull());
+        QVERIFY(paints(plot, h));
         QCOMPARE(plot.graphs().size(), std::size_t(4)); // usage; running, waiting, tokens/s
         QCOMPARE(pointsOf(plot, "KV usage"), 10);
         QCOMPARE(pointsOf(plot, "generation tokens/s"), 10);
@@ -185,11 +189,7 @@ private slots:
         h.add(away);
         h.add(at(test::vllmSample(), 9));
         ServerHistoryPlot plot;
-        plot.resize(400, 320);
-        plot.setHistory(h, 1.7e9);
-        plot.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&plot));
-        QVERIFY(!plot.grab().isNull());
+        QVERIFY(paints(plot, h));
         QCOMPARE(plot.graphs().size(), std::size_t(6)); // usage and two ranks; running, waiting, tokens/s
         QCOMPARE(pointsOf(plot, "rank 0"), 4);          // three points and the break before the third
         QCOMPARE(pointsOf(plot, "rank 1"), 4);
