@@ -595,7 +595,7 @@ void MainWindow::showServerSample(std::shared_ptr<const attach::RemoteSample> sa
         pool_->setVisible(engine); // other kinds have no block map: the panel says why
         showEngineDocks();
     }
-    serverPanel_->setView(server_view(*sample));
+    serverPanel_->showSample(*sample);
     showServerStatus(*sample);
     if (engine)
         showSnapshot(sample->engine);

@@ -1,10 +1,12 @@
 #include "ui/server_panel.h"
 
+#include <QDateTime>
 #include <QGridLayout>
 #include <QLabel>
 #include <QVBoxLayout>
 
 #include "ui/prefix_cache_widget.h"
+#include "ui/server_history_plot.h"
 #include "ui/slot_map_widget.h"
 
 namespace kvscope::ui {
@@ -44,13 +46,16 @@ QString linkColour(attach::LinkState link) {
 } // namespace
 
 ServerPanel::ServerPanel(QWidget* parent)
-    : QWidget(parent), layout_(new QVBoxLayout(this)), slotMap_(new SlotMapWidget), ranks_(new QWidget) {
+    : QWidget(parent), layout_(new QVBoxLayout(this)), historyPlot_(new ServerHistoryPlot),
+      slotMap_(new SlotMapWidget), ranks_(new QWidget) {
     setObjectName(QStringLiteral("serverPanel"));
     title_ = addLabel("serverTitle");
     title_->setStyleSheet(QStringLiteral("font-weight: bold; font-size: 14pt"));
     model_ = addLabel("serverModel");
     freshness_ = addLabel("serverFreshness");
     figures_ = addLabel("serverFigures");
+    layout_->addWidget(historyPlot_);
+    historyPlot_->hide();
     slotSummary_ = addLabel("slotSummary");
     layout_->addWidget(slotMap_);
     ranks_->setObjectName(QStringLiteral("serverRanks"));
@@ -75,6 +80,17 @@ QLabel* ServerPanel::addLabel(const char* name) {
     label->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout_->addWidget(label);
     return label;
+}
+
+void ServerPanel::showSample(const attach::RemoteSample& sample) {
+    if (sample.kind == attach::ServerKind::Kvscope || sample.link == attach::LinkState::Connecting) {
+        history_.clear(); // a new connection starts with nothing; a kvscope server's history is its snapshots'
+    } else if (history_.add(sample) || !history_.empty()) { // away, the time axis still moves on
+        const double now_s = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
+        historyPlot_->setHistory(history_, now_s - sample.time_s);
+    }
+    historyPlot_->setVisible(!history_.empty());
+    setView(server_view(sample));
 }
 
 void ServerPanel::setView(ServerView view) {
