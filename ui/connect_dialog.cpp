@@ -57,13 +57,15 @@ attach::ConnectOptions connectOptions(const ConnectText& text) {
     options.kv_topic = text.kvTopic.trimmed().toStdString();
     if (!text.kvDtype.trimmed().isEmpty())
         options.kv_dtype = text.kvDtype.trimmed().toStdString();
+    options.kv_unified = attach::parse_kv_unified(text.kvUnified.trimmed().toStdString());
     attach::validate(options);
     return options;
 }
 
 ConnectDialog::ConnectDialog(QWidget* parent)
     : QDialog(parent), url_(new QLineEdit), apiKey_(new QLineEdit), kind_(new QComboBox), kvEvents_(new QLineEdit),
-      kvReplay_(new QLineEdit), kvTopic_(new QLineEdit), kvDtype_(new QComboBox), error_(new QLabel) {
+      kvReplay_(new QLineEdit), kvTopic_(new QLineEdit), kvDtype_(new QComboBox),
+      kvUnified_(new QComboBox), error_(new QLabel) {
     setWindowTitle(tr("Connect to Server"));
     setObjectName(QStringLiteral("connectDialog"));
     url_->setObjectName(QStringLiteral("connectUrl"));
@@ -90,6 +92,12 @@ ConnectDialog::ConnectDialog(QWidget* parent)
     kvDtype_->setObjectName(QStringLiteral("connectKvDtype"));
     kvDtype_->addItems(llamaCppKvDtypes());
     kvDtype_->setToolTip(tr("llama.cpp does not report its KV cache type: give its -ctk so that bytes are right."));
+    kvUnified_->setObjectName(QStringLiteral("connectKvUnified"));
+    kvUnified_->addItem(tr("Guess (shared with 4 slots, -np auto)"), QStringLiteral("auto"));
+    kvUnified_->addItem(tr("Shared (-kvu)"), QStringLiteral("yes"));
+    kvUnified_->addItem(tr("One per slot"), QStringLiteral("no"));
+    kvUnified_->setToolTip(tr("llama.cpp does not report whether its slots share one KV buffer: it decides "
+                              "the KV capacity."));
     error_->setObjectName(QStringLiteral("connectError"));
     error_->setWordWrap(true);
     error_->setStyleSheet(QStringLiteral("color: #c0392b"));
@@ -103,6 +111,7 @@ ConnectDialog::ConnectDialog(QWidget* parent)
     form->addRow(tr("KV &replay (vLLM):"), kvReplay_);
     form->addRow(tr("KV &topic (vLLM):"), kvTopic_);
     form->addRow(tr("KV &dtype (llama.cpp):"), kvDtype_);
+    form->addRow(tr("KV &shared by slots (llama.cpp):"), kvUnified_);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
     buttons->button(QDialogButtonBox::Ok)->setText(tr("Connect"));
     connect(buttons, &QDialogButtonBox::accepted, this, &ConnectDialog::accept);
@@ -122,11 +131,12 @@ void ConnectDialog::setText(const ConnectText& text) {
     kvReplay_->setText(text.kvReplay);
     kvTopic_->setText(text.kvTopic);
     kvDtype_->setCurrentIndex(std::max(0, kvDtype_->findText(text.kvDtype)));
+    kvUnified_->setCurrentIndex(std::max(0, kvUnified_->findData(text.kvUnified)));
 }
 
 ConnectText ConnectDialog::text() const {
     return {url_->text(),      apiKey_->text(),   kind_->currentData().toString(), kvEvents_->text(),
-            kvReplay_->text(), kvTopic_->text(), kvDtype_->currentText()};
+            kvReplay_->text(), kvTopic_->text(), kvDtype_->currentText(), kvUnified_->currentData().toString()};
 }
 
 QString ConnectDialog::errorText() const { return error_->isHidden() ? QString() : error_->text(); }

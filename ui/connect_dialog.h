@@ -25,6 +25,7 @@ struct ConnectText {
     QString kvReplay{}; // comma-separated, in the same order
     QString kvTopic{};  // the publishers' topic; empty: every topic
     QString kvDtype{};  // llama.cpp's -ctk; empty: f16
+    QString kvUnified{}; // llama.cpp's slots share one KV buffer (-kvu): "yes", "no", "auto" or empty: guess
 };
 
 // The options the text asks for. Throws kvscope::Error, with a message
@@ -65,6 +66,7 @@ private:
     QLineEdit* kvReplay_;
     QLineEdit* kvTopic_;
     QComboBox* kvDtype_;
+    QComboBox* kvUnified_;
     QLabel* error_;
     attach::ConnectOptions options_;
 };

@@ -14,12 +14,14 @@ QVariantMap toVariant(const ConnectText& t) {
             {QStringLiteral("kvEvents"), t.kvEvents},
             {QStringLiteral("kvReplay"), t.kvReplay},
             {QStringLiteral("kvTopic"), t.kvTopic},
-            {QStringLiteral("kvDtype"), t.kvDtype}};
+            {QStringLiteral("kvDtype"), t.kvDtype},
+            {QStringLiteral("kvUnified"), t.kvUnified}};
 }
 
 ConnectText fromVariant(const QVariantMap& m) {
     const auto text = [&m](const char* key) { return m.value(QString::fromLatin1(key)).toString(); };
-    return {text("url"), QString(), text("kind"), text("kvEvents"), text("kvReplay"), text("kvTopic"), text("kvDtype")};
+    return {text("url"), QString(), text("kind"), text("kvEvents"), text("kvReplay"), text("kvTopic"), text("kvDtype"),
+            text("kvUnified")};
 }
 
 } // namespace

@@ -166,6 +166,17 @@ std::optional<ServerKind> kind_from_metrics(const std::string& text) {
 
 } // namespace
 
+std::optional<bool> parse_kv_unified(std::string_view text) {
+    if (text.empty() || text == "auto")
+        return std::nullopt;
+    if (text == "yes")
+        return true;
+    if (text == "no")
+        return false;
+    throw ConnectOptionsError("--kv-unified takes yes (the slots share one KV buffer: -kvu), no (each slot owns "
+                              "its own) or auto (guess); got '" + std::string(text) + "'");
+}
+
 void validate(const ConnectOptions& options) {
     if (options.url.starts_with("https://"))
         throw ConnectOptionsError("'" + options.url + "': HTTPS is not supported; give the server's plain "
@@ -346,7 +357,9 @@ struct RemoteMonitor::Impl {
                 streamer_done = true;
             });
             break;
-        case ServerKind::LlamaCpp: llamacpp_reader = std::make_unique<LlamaCppReader>(options.kv_dtype); break;
+        case ServerKind::LlamaCpp:
+            llamacpp_reader = std::make_unique<LlamaCppReader>(options.kv_dtype, options.kv_unified);
+            break;
         case ServerKind::Vllm:
             vllm_reader = std::make_unique<VllmReader>();
             start_subscribers();

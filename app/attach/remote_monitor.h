@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "app/attach/remote_sample.h"
@@ -42,6 +43,11 @@ struct ConnectOptions {
     std::string kv_topic;            // the publisher's topic ("" subscribes to all)
     // llama.cpp does not report its KV cache type: the user says it (-ctk).
     std::string kv_dtype = "f16";
+    // Nor whether its slots share one KV buffer (-kvu, the default with
+    // -np auto) or own one each: yes, no, or nullopt to guess (shared with
+    // 4 slots, -np auto's count; separate otherwise; separate whenever the
+    // slots hold more together than one slot's context).
+    std::optional<bool> kv_unified;
     std::chrono::milliseconds interval{1000}; // between polls
     std::chrono::milliseconds timeout{3000};  // one HTTP request's limit
 };
@@ -51,6 +57,10 @@ struct ConnectOptions {
 // tcp://HOST:PORT, more replay endpoints than event endpoints, a KV dtype
 // llama.cpp does not have.
 void validate(const ConnectOptions& options);
+
+// "yes" / "no" as --kv-unified takes them; "auto" or "" is nullopt (guess).
+// Throws ConnectOptionsError for anything else.
+std::optional<bool> parse_kv_unified(std::string_view text);
 
 class RemoteMonitor {
 public:

@@ -39,6 +39,9 @@ std::vector<std::string> server_cannot_tell(const RemoteSample& sample) {
                              "reports tokens per slot, not blocks.");
         unknown.emplace_back("No KV cache type: the server does not report it; bytes assume the type "
                              "given when connecting (" + sample.total.kv_dtype.value_or("f16") + ").");
+        unknown.emplace_back("Whether the slots share one KV buffer (-kvu) is not reported: the KV capacity "
+                             "takes --kv-unified's answer, or guesses shared for 4 slots (-np auto) and "
+                             "separate otherwise.");
         if (!sample.total.kv_bytes_per_token)
             unknown.emplace_back("No KV bytes: the model file named by /props is not readable here, "
                                  "so its layers and heads are unknown.");

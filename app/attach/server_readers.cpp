@@ -328,6 +328,7 @@ bool is_llama_cache_type(std::string_view name) { return cache_type(name).has_va
 
 struct LlamaCppReader::Impl {
     std::string kv_dtype;
+    std::optional<bool> kv_unified; // the user's answer; nullopt: guess (capacity())
     Faults faults;
     std::optional<std::string> model;
     std::optional<std::string> model_path;
@@ -363,14 +364,12 @@ void LlamaCppReader::Impl::read_model_file(const std::string& path) {
 //  - one slot: both read the same;
 //  - slots holding more tokens together than one slot's n_ctx: split
 //    (a shared buffer cannot hold that);
-//  - four slots, each with n_ctx at least the model's training context:
-//    unified (llama-server's default, -np auto = 4 slots + -kvu with
-//    n_ctx = n_ctx_train; -kvu is on by default with -np auto only);
-//  - otherwise split. Two misreadings remain, as the server cannot tell:
-//    a unified server started with -np other than 4, or with a -c below
-//    the training context, reads as split until its slots prove
-//    otherwise; a split server with exactly 4 slots and -c at least 4
-//    training contexts reads as unified.
+//  - what the user said (--kv-unified yes|no), when they said it;
+//  - four slots: unified (llama-server's default, -np auto = 4 slots +
+//    -kvu; -kvu is on by default with -np auto only);
+//  - otherwise split. The guess misreads a server started with -np 4
+//    (split) or with -kvu and another -np, until its slots prove it
+//    split: the user's answer is the way out (server_cannot_tell says so).
 std::optional<std::uint64_t> LlamaCppReader::Impl::capacity() const {
     if (slots.empty())
         return std::nullopt;
@@ -384,13 +383,15 @@ std::optional<std::uint64_t> LlamaCppReader::Impl::capacity() const {
     if (slots.size() == 1 || held > min_ctx)
         return sum_ctx;
     constexpr std::size_t kAutoSlots = 4; // -np auto
-    if (slots.size() == kAutoSlots && n_ctx_train && min_ctx >= *n_ctx_train)
+    if (kv_unified.value_or(slots.size() == kAutoSlots))
         return std::ranges::max(slots, {}, &SlotSample::n_ctx).n_ctx;
     return sum_ctx;
 }
 
-LlamaCppReader::LlamaCppReader(std::string kv_dtype) : impl_(std::make_unique<Impl>()) {
+LlamaCppReader::LlamaCppReader(std::string kv_dtype, std::optional<bool> kv_unified)
+    : impl_(std::make_unique<Impl>()) {
     impl_->kv_dtype = std::move(kv_dtype);
+    impl_->kv_unified = kv_unified;
 }
 LlamaCppReader::~LlamaCppReader() = default;
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,7 +55,9 @@ class LlamaCppReader {
 public:
     // kv_dtype: the server's -ctk/-ctv type ("f16", "q8_0", ...), which it
     // does not report.
-    explicit LlamaCppReader(std::string kv_dtype = "f16");
+    // kv_unified: whether its slots share one KV buffer (-kvu), which it
+    // does not report either; nullopt: guessed (server_readers.cpp).
+    explicit LlamaCppReader(std::string kv_dtype = "f16", std::optional<bool> kv_unified = std::nullopt);
     ~LlamaCppReader();
     void read_props(std::string_view json);
     void read_slots(std::string_view json, double t);

@@ -51,7 +51,8 @@ commands:
                in place on a terminal, one block (or JSON line) per interval otherwise
                --url URL [--server-kind kvscope|llama.cpp|vllm] [--api-key KEY]
                [--kv-events tcp://HOST:PORT[,...]] [--kv-replay tcp://HOST:PORT[,...]]
-               [--kv-topic T] [--kv-dtype f16] [--interval S] [--once] [--json]
+               [--kv-topic T] [--kv-dtype f16] [--kv-unified yes|no|auto]
+               [--interval S] [--once] [--json]
   tokenize     token ids and pieces of a text; works on vocabulary-only GGUFs
                --model FILE --text TEXT|- [--json] [--no-bos] [--parse-special]
                (--text - reads stdin byte for byte; BOS as the file asks; special-

@@ -54,6 +54,7 @@ attach::ConnectOptions read_options(Args& args) {
     o.kv_replay = split_commas(args.value_or("--kv-replay", ""));
     o.kv_topic = args.value_or("--kv-topic", "");
     o.kv_dtype = args.value_or("--kv-dtype", o.kv_dtype);
+    o.kv_unified = attach::parse_kv_unified(args.value_or("--kv-unified", "auto"));
     o.interval = std::chrono::milliseconds(static_cast<std::int64_t>(1000 * args.number_or("--interval", 1, 0.1, 3600)));
     attach::validate(o);
     return o;

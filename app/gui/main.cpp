@@ -365,6 +365,11 @@ int main(int argc, char** argv) {
                                                     "does not report: %1 (default f16).")
                                          .arg(kvscope::ui::llamaCppKvDtypes().join(QStringLiteral(", "))),
                                      QStringLiteral("TYPE"));
+    const QCommandLineOption kvUnified(QStringLiteral("kv-unified"),
+                                       QStringLiteral("With --connect to llama.cpp: whether its slots share one KV "
+                                                      "buffer (-kvu), which it does not report: yes, no or auto "
+                                                      "(default: guess, shared with 4 slots)."),
+                                       QStringLiteral("yes|no|auto"));
     const QCommandLineOption logLevel(QStringLiteral("log-level"),
                                       QStringLiteral("trace, debug, info, warn, error, critical or off."),
                                       QStringLiteral("LEVEL"), QStringLiteral("info"));
@@ -378,8 +383,8 @@ int main(int argc, char** argv) {
     const QCommandLineOption height = benchPaintNumber("height", "the block map's height", "H", paint.height);
     const QCommandLineOption json(QStringLiteral("json"), QStringLiteral("With --bench-paint: print one JSON object."));
     parser.addOptions({model, synthetic, prompt, workload, screenshot, afterMs, compare, size, theme, tab, show,
-                       scenario, connectUrl, kvEvents, kvReplay, kvTopic, apiKey, serverKind, kvDtype, logLevel, benchPaint,
-                       blocks, frames, width, height, json});
+                       scenario, connectUrl, kvEvents, kvReplay, kvTopic, apiKey, serverKind, kvDtype, kvUnified,
+                       logLevel, benchPaint, blocks, frames, width, height, json});
     parser.process(app);
 
     try {
@@ -461,12 +466,12 @@ int main(int argc, char** argv) {
     const bool connecting = parser.isSet(connectUrl);
     if (connecting && source)
         return fail(QStringLiteral("--connect watches a server; --model and --synthetic run a local engine: give one"));
-    for (const QCommandLineOption* option : {&kvEvents, &kvReplay, &kvTopic, &apiKey, &serverKind, &kvDtype})
+    for (const QCommandLineOption* option : {&kvEvents, &kvReplay, &kvTopic, &apiKey, &serverKind, &kvDtype, &kvUnified})
         if (parser.isSet(*option) && !connecting)
             return fail(QStringLiteral("--%1 needs --connect").arg(option->names().first()));
     const kvscope::ui::ConnectText server{parser.value(connectUrl), parser.value(apiKey),  parser.value(serverKind),
                                           parser.value(kvEvents),   parser.value(kvReplay), parser.value(kvTopic),
-                                          parser.value(kvDtype)};
+                                          parser.value(kvDtype),    parser.value(kvUnified)};
     if (connecting) {
         try {
             kvscope::ui::connectOptions(server); // says what is wrong before any window shows

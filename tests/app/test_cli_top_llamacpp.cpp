@@ -155,6 +155,10 @@ void TestCliTopLlamaCpp::once_json_gives_slots_and_kv_tokens() {
     // -np 2 -c 1024: two split slots of 512 tokens each (stories260K's
     // training context is 512 too, so only the slot count tells split from unified).
     QCOMPARE(j["total"]["kv_tokens_capacity"], 1024);
+    // Told the slots share one buffer, the capacity is one slot's context.
+    const auto shared = run_cli({"top", "--url", url_, "--once", "--json", "--kv-unified", "yes"});
+    QVERIFY2(shared.exit_code == 0, shared.err.constData());
+    QCOMPARE(json_of(shared.out)["total"]["kv_tokens_capacity"], 512);
     QVERIFY(j["total"]["kv_blocks_total"].is_null()); // no blocks: one contiguous context per slot
     QVERIFY(j["cannot_tell"].size() >= 2);
     QCOMPARE(j["engine_step"], nullptr);

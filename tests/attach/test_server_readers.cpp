@@ -96,8 +96,9 @@ const char* kSlotsReadme = R"([
 const char* kSlotsFork = R"([{"id":0,"n_ctx":2048,"is_processing":true,"n_past":77}])";
 
 // The total a reader gives for these slots of a model trained on n_ctx_train.
-ServerFigures llama_figures(std::uint32_t n_ctx_train, std::string_view slots_json) {
-    LlamaCppReader reader;
+ServerFigures llama_figures(std::uint32_t n_ctx_train, std::string_view slots_json,
+                            std::optional<bool> kv_unified = std::nullopt) {
+    LlamaCppReader reader("f16", kv_unified);
     reader.read_models(R"({"data":[{"id":"tiny","meta":{"n_ctx_train":)" + std::to_string(n_ctx_train) + "}}]}");
     reader.read_slots(slots_json, 0);
     RemoteSample sample;
@@ -320,6 +321,14 @@ private slots:
             {"id":3,"n_ctx":4096,"is_processing":false}])");
         QCOMPARE(unified.kv_tokens_capacity, std::optional<std::uint64_t>(4096));
         QVERIFY(near(unified.kv_usage, 430.0 / 4096));
+        // The user's answer wins over the guess: -np 4 without -kvu, -np 2 with it.
+        const ServerFigures four_split = llama_figures(4096, R"([
+            {"id":0,"n_ctx":1024,"is_processing":true,"n_prompt_tokens":300},
+            {"id":1,"n_ctx":1024,"is_processing":false},
+            {"id":2,"n_ctx":1024,"is_processing":false},
+            {"id":3,"n_ctx":1024,"is_processing":false}])", false);
+        QCOMPARE(four_split.kv_tokens_capacity, std::optional<std::uint64_t>(4096));
+        QCOMPARE(llama_figures(4096, kSlotsNew, true).kv_tokens_capacity, std::optional<std::uint64_t>(4096));
         // Slots holding more than one slot's n_ctx together cannot share it.
         const ServerFigures full = llama_figures(4096, R"([
             {"id":0,"n_ctx":4096,"is_processing":true,"n_prompt_tokens":3000},

@@ -146,6 +146,12 @@ private slots:
         const ConnectText llama{
             .url = QStringLiteral("http://h:1"), .kind = QStringLiteral("llama.cpp"), .kvDtype = QStringLiteral("q4_0")};
         QCOMPARE(connectOptions(llama).kind, std::optional(attach::ServerKind::LlamaCpp));
+        QVERIFY(!connectOptions(llama).kv_unified); // not said: guessed
+        ConnectText shared = llama;
+        shared.kvUnified = QStringLiteral("yes");
+        QCOMPARE(connectOptions(shared).kv_unified, std::optional(true));
+        shared.kvUnified = QStringLiteral("sometimes");
+        QVERIFY_THROWS_EXCEPTION(Error, connectOptions(shared));
     }
 
     void recentServersNewestFirstWithoutTheKey() {
@@ -158,7 +164,10 @@ private slots:
                                .kvTopic = QStringLiteral("kv")};
         };
         RecentServers::add(a("tcp://a:5557"));
-        RecentServers::add({.url = QStringLiteral("http://b:2"), .kind = QStringLiteral("auto"), .kvDtype = QStringLiteral("q8_0")});
+        RecentServers::add({.url = QStringLiteral("http://b:2"),
+                            .kind = QStringLiteral("auto"),
+                            .kvDtype = QStringLiteral("q8_0"),
+                            .kvUnified = QStringLiteral("no")});
         RecentServers::add(a("tcp://a:5557,tcp://a:5558"));
         const auto servers = RecentServers::list();
         QCOMPARE(servers.size(), std::size_t{2});
@@ -167,6 +176,7 @@ private slots:
         QCOMPARE(servers[0].kvEvents, QStringLiteral("tcp://a:5557,tcp://a:5558"));
         QCOMPARE(servers[0].kvTopic, QStringLiteral("kv"));
         QCOMPARE(servers[1].kvDtype, QStringLiteral("q8_0"));
+        QCOMPARE(servers[1].kvUnified, QStringLiteral("no"));
         QCOMPARE(RecentServers::label(servers[0]), QStringLiteral("http://a:1 (vllm, 2 KV-event endpoints)"));
         for (int i = 0; i < 2 * RecentServers::kMaximum; ++i)
             RecentServers::add({.url = QStringLiteral("http://h:%1").arg(i + 10)});
