@@ -156,7 +156,9 @@ FakeVllmServer::FakeVllmServer(std::string model, int port, std::uint32_t max_mo
     : impl_(std::make_unique<Impl>()) {
     impl_->model = std::move(model);
     impl_->max_model_len = max_model_len;
-    impl_->metrics = vllm_metrics_text(impl_->model, {FakeVllmRank{}});
+    // A vector of one default rank, not {FakeVllmRank{}}: that one-element
+    // list threw length_error in clang 14's ASan build.
+    impl_->metrics = vllm_metrics_text(impl_->model, std::vector<FakeVllmRank>(1));
     impl_->routes();
     impl_->port = port == 0 ? impl_->http.bind_to_any_port("127.0.0.1") : port;
     if (impl_->port <= 0 || (port != 0 && !impl_->http.bind_to_port("127.0.0.1", port)))
