@@ -117,12 +117,13 @@ Buckets merged_buckets(const PromText& text, std::string_view histogram, const P
     return {by_le.begin(), by_le.end()};
 }
 
-// Feeds a counter's value to its window; true on a reset.
-bool feed(CounterWindow& w, std::optional<double> value, double t) {
-    return value && w.add(t, *value) == WindowAdd::Reset;
+// Feeds a series' value to its window; 1 on a reset, else 0. An int, not
+// a bool: callers '|' several feeds, and every one of them must run.
+int feed(CounterWindow& w, std::optional<double> value, double t) {
+    return value && w.add(t, *value) == WindowAdd::Reset ? 1 : 0;
 }
-bool feed(HistogramWindow& w, Buckets buckets, double t) {
-    return !buckets.empty() && w.add(t, std::move(buckets)) == WindowAdd::Reset;
+int feed(HistogramWindow& w, Buckets buckets, double t) {
+    return !buckets.empty() && w.add(t, std::move(buckets)) == WindowAdd::Reset ? 1 : 0;
 }
 
 // Hits over queries between the windows' ends; nullopt without queries.
@@ -162,7 +163,7 @@ void KvscopeReader::read_snapshot(std::string_view json, double t) {
         impl_->faults.add(std::string("kvscope snapshot: ") + e.what());
         return;
     }
-    const bool reset = feed(impl_->prompt_tokens, double(impl_->engine->prompt_tokens), t) |
+    const int reset = feed(impl_->prompt_tokens, double(impl_->engine->prompt_tokens), t) |
                        feed(impl_->generated_tokens, double(impl_->engine->generated_tokens), t);
     if (reset)
         impl_->faults.add(std::string(kCountersReset));
@@ -172,7 +173,7 @@ void KvscopeReader::read_metrics(std::string_view text, double t) {
     const PromText m = read_metrics_text(text, "kvscope /metrics", impl_->faults);
     Impl& i = *impl_;
     // Names as app/serve/metrics_registry.cpp registers them.
-    const bool reset = feed(i.prefix_hits, sum_of(m, "kvscope:prefix_cache_hits_total"), t) |
+    const int reset = feed(i.prefix_hits, sum_of(m, "kvscope:prefix_cache_hits_total"), t) |
                        feed(i.prefix_queries, sum_of(m, "kvscope:prefix_cache_queries_total"), t) |
                        feed(i.ttft, merged_buckets(m, "kvscope:time_to_first_token_seconds"), t) |
                        feed(i.itl, merged_buckets(m, "kvscope:inter_token_latency_seconds"), t);
@@ -438,7 +439,7 @@ void LlamaCppReader::read_metrics(std::string_view text, double t) {
     Impl& i = *impl_;
     i.processing = sum_of(m, "llamacpp:requests_processing");
     i.deferred = sum_of(m, "llamacpp:requests_deferred");
-    const bool reset = feed(i.prompt_tokens, sum_of(m, "llamacpp:prompt_tokens_total"), t) |
+    const int reset = feed(i.prompt_tokens, sum_of(m, "llamacpp:prompt_tokens_total"), t) |
                        feed(i.predicted_tokens, sum_of(m, "llamacpp:tokens_predicted_total"), t);
     if (reset)
         i.faults.add(std::string(kCountersReset));
@@ -585,7 +586,7 @@ struct VllmReader::Impl {
     }
     // The ranks the text names, by any series' engine label.
     std::vector<int> ranks_in(const PromText& m);
-    bool read_rank(const PromText& m, const Names& n, int rank, double t);
+    int read_rank(const PromText& m, const Names& n, int rank, double t); // 1: its counters reset
 };
 
 std::vector<int> VllmReader::Impl::ranks_in(const PromText& m) {
@@ -601,7 +602,7 @@ std::vector<int> VllmReader::Impl::ranks_in(const PromText& m) {
 }
 
 // Reads one rank's series; true when one of its counters reset.
-bool VllmReader::Impl::read_rank(const PromText& m, const Names& n, int rank, double t) {
+int VllmReader::Impl::read_rank(const PromText& m, const Names& n, int rank, double t) {
     VllmRank& r = ranks[rank];
     // Series of this rank: engine="N", or (rank 0) no engine label at all.
     const auto of_rank = [&](std::string_view name) {
@@ -640,7 +641,7 @@ void VllmReader::read_metrics(std::string_view text, double t) {
     const PromText m = read_metrics_text(text, "vllm /metrics", impl_->faults);
     Impl& i = *impl_;
     const Impl::Names n = Impl::names_in(m);
-    bool reset = false;
+    int reset = 0;
     for (int rank : i.ranks_in(m))
         reset |= i.read_rank(m, n, rank, t);
     reset |= feed(i.prefix_hits, sum_of(m, n.hits), t) | feed(i.prefix_queries, sum_of(m, n.queries), t) |
