@@ -8,6 +8,7 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
+#include "app/attach/server_readers.h"
 #include "engine/core/error.h"
 
 namespace kvscope::ui {
@@ -26,9 +27,10 @@ std::vector<std::string> splitList(const QString& text) {
 } // namespace
 
 QStringList llamaCppKvDtypes() {
-    return {QStringLiteral("f16"),  QStringLiteral("bf16"), QStringLiteral("f32"),
-            QStringLiteral("q8_0"), QStringLiteral("q5_1"), QStringLiteral("q5_0"),
-            QStringLiteral("q4_1"), QStringLiteral("q4_0"), QStringLiteral("iq4_nl")};
+    QStringList names;
+    for (std::string_view name : attach::llama_cache_types())
+        names << QString::fromLatin1(name.data(), static_cast<qsizetype>(name.size()));
+    return names;
 }
 
 QStringList serverKindNames() {

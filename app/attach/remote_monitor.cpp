@@ -200,9 +200,12 @@ void validate(const ConnectOptions& options) {
     if (!options.kv_events.empty() && options.kind && *options.kind != ServerKind::Vllm)
         throw ConnectOptionsError("KV-events endpoints are vLLM's; a " +
                                   std::string(server_kind_name(*options.kind)) + " server has none");
-    if (!is_llama_cache_type(options.kv_dtype))
-        throw ConnectOptionsError("'" + options.kv_dtype + "' is not a KV cache type llama.cpp has: f32, f16, "
-                                  "bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl");
+    if (!is_llama_cache_type(options.kv_dtype)) {
+        std::string known;
+        for (std::string_view name : llama_cache_types())
+            known += (known.empty() ? "" : ", ") + std::string(name);
+        throw ConnectOptionsError("'" + options.kv_dtype + "' is not a KV cache type llama.cpp has: " + known);
+    }
     if (options.interval <= 0ms || options.timeout <= 0ms)
         throw ConnectOptionsError("the poll interval and the request timeout must be positive");
 }

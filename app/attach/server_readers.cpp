@@ -226,12 +226,12 @@ std::vector<std::string> KvscopeReader::take_faults() { return impl_->faults.tak
 namespace {
 
 // llama.cpp's -ctk/-ctv names and their ggml types (common/arg.cpp's
-// kv_cache_types). Bytes per element come from the engine's ggml block
+// kv_cache_types), f16 (its default) first. Bytes per element come from the engine's ggml block
 // table (engine/model/ggml_type.h): f32 4, f16/bf16 2, q8_0 34/32, q5_1
 // 24/32, q5_0 22/32, q4_1 20/32, q4_0 and iq4_nl 18/32.
 constexpr std::array<std::pair<std::string_view, GgmlType>, 9> kCacheTypes{{
-    {"f32", GgmlType::F32},
     {"f16", GgmlType::F16},
+    {"f32", GgmlType::F32},
     {"bf16", GgmlType::BF16},
     {"q8_0", GgmlType::Q8_0},
     {"q4_0", GgmlType::Q4_0},
@@ -326,6 +326,13 @@ SlotSample slot_of(const Json& j) {
 } // namespace
 
 bool is_llama_cache_type(std::string_view name) { return cache_type(name).has_value(); }
+
+std::vector<std::string_view> llama_cache_types() {
+    std::vector<std::string_view> names;
+    for (const auto& entry : kCacheTypes)
+        names.push_back(entry.first);
+    return names;
+}
 
 struct LlamaCppReader::Impl {
     std::string kv_dtype;
