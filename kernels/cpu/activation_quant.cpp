@@ -57,6 +57,16 @@ void quantize_act32(const float* x, std::size_t n, ActBlock32* out, SimdPath pat
         out[b].d = quantize_block(x, kActBlockValues, out[b].qs, nullptr, path);
 }
 
+void quantize_act32_sum(const float* x, std::size_t n, ActBlock32Sum* out, SimdPath path) {
+    for (std::size_t b = 0; b < n / kActBlockValues; ++b, x += kActBlockValues) {
+        out[b].d = quantize_block(x, kActBlockValues, out[b].qs, nullptr, path);
+        std::int32_t sum = 0;
+        for (const std::int8_t q : out[b].qs)
+            sum += q;
+        out[b].sum = sum;
+    }
+}
+
 void pair_act32(const ActBlock32* in, std::size_t blocks, ActPair64* out) {
     for (std::size_t b = 0; b < (blocks + 1) / 2 * 2; ++b) {
         ActPair64& pair = out[b / 2];

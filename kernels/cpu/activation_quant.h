@@ -21,6 +21,15 @@ struct ActBlock32 {
     std::int8_t qs[kActBlockValues];
 };
 
+// Paired with packed Q8_0, Q4_0 and Q5_0 tiles (packed_kernel.h), whose
+// codes are stored unsigned with an offset (q + 128, q + 8, q + 16): sum
+// is the sum of qs, which removes the offset times the activations' sum.
+struct ActBlock32Sum {
+    float d;
+    std::int32_t sum;
+    std::int8_t qs[kActBlockValues];
+};
+
 // Paired with the K-quants (super-blocks of 256). bsums[j] is the sum of
 // qs[16j .. 16j+15], for the weights' per-sub-block offsets (mins, -32).
 struct ActBlock256 {
@@ -39,6 +48,10 @@ struct ActPair64 {
     float d[16];
     std::uint8_t u[2 * kActBlockValues];
 };
+
+// Blocks of 32 with the sum of their codes: the same d and qs as
+// quantize_act32 gives.
+void quantize_act32_sum(const float* x, std::size_t n, ActBlock32Sum* out, SimdPath path);
 
 // The `blocks` ActBlock32 at `in` as (blocks + 1) / 2 pairs.
 void pair_act32(const ActBlock32* in, std::size_t blocks, ActPair64* out);

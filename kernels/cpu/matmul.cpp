@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/cpu/activation_quant.h"
+#include "kernels/cpu/packed_kernel.h"
 #include "kernels/cpu/parallel_for.h"
 #include "kernels/cpu/row_dot.h"
 
@@ -37,10 +38,11 @@ ActFormat act_format(WeightType type, SimdPath path) {
     }
 }
 
-std::size_t act_row_bytes(WeightType type, SimdPath path, std::size_t cols) {
-    switch (act_format(type, path)) {
+std::size_t act_row_bytes(ActFormat format, std::size_t cols) {
+    switch (format) {
     case ActFormat::Q8x32: return cols / kActBlockValues * sizeof(ActBlock32);
     case ActFormat::Q8x32Pairs: return (cols / kActBlockValues + 1) / 2 * sizeof(ActPair64);
+    case ActFormat::Q8x32Sums: return cols / kActBlockValues * sizeof(ActBlock32Sum);
     case ActFormat::Q8x256: return cols / kActSuperValues * sizeof(ActBlock256);
     case ActFormat::F32: break;
     }
@@ -103,15 +105,13 @@ void check_args(const void* W, const float* X, const float* Y) {
         throw std::invalid_argument("matmul: null weight, input or output pointer");
 }
 
-// The activations in the form the weight type's dot product reads. For
-// float formats that is X itself; quantized rows go into `storage`.
-const std::byte* prepare_activations(WeightType type, const float* X, std::size_t n,
-                                     std::size_t cols, SimdPath path, int threads,
-                                     std::vector<std::byte>& storage) {
-    const ActFormat format = detail::act_format(type, path);
+// The activations in the form a job's kernel reads. For float formats that
+// is X itself; quantized rows go into `storage`.
+const std::byte* prepare_activations(ActFormat format, const float* X, std::size_t n, std::size_t cols,
+                                     SimdPath path, int threads, std::vector<std::byte>& storage) {
     if (format == ActFormat::F32)
         return reinterpret_cast<const std::byte*>(X);
-    const std::size_t row_bytes = detail::act_row_bytes(type, path, cols);
+    const std::size_t row_bytes = detail::act_row_bytes(format, cols);
     storage.resize(n * row_bytes);
     std::byte* out = storage.data();
     const int used = n * cols >= kParallelMinActivations ? threads : 1;
@@ -127,6 +127,8 @@ const std::byte* prepare_activations(WeightType type, const float* X, std::size_
             detail::quantize_act32(X + i * cols, cols, blocks.data(), path);
             return detail::pair_act32(blocks.data(), blocks.size(), reinterpret_cast<detail::ActPair64*>(row));
         }
+        case ActFormat::Q8x32Sums:
+            return detail::quantize_act32_sum(X + i * cols, cols, reinterpret_cast<detail::ActBlock32Sum*>(row), path);
         case ActFormat::Q8x256:
             return detail::quantize_act256(X + i * cols, cols, reinterpret_cast<detail::ActBlock256*>(row), path);
         case ActFormat::F32: break;
@@ -144,11 +146,30 @@ struct PreparedJob {
     std::size_t w_row_bytes, a_row_bytes;
     std::size_t tile_rows;
     std::size_t first_tile;
+    detail::PackedGemmFn gemm; // set when the job runs on packed tiles
 };
+
+// Rows r0..r1 (whole packed tiles, the matrix's last one aside) times
+// inputs i0..i1: each weight tile is reused for every group of inputs
+// while it sits in L1.
+void run_packed_tile(const MatmulJob& job, const PreparedJob& p, std::size_t cols, std::size_t r0,
+                     std::size_t r1, std::size_t i0, std::size_t i1) {
+    for (std::size_t r = r0; r < r1; r += detail::kPackedRows) {
+        const std::byte* tile = job.packed->tile(r / detail::kPackedRows);
+        const std::size_t rows = std::min(detail::kPackedRows, r1 - r);
+        for (std::size_t i = i0; i < i1; i += p.gemm.max_inputs) {
+            const std::size_t count = std::min(p.gemm.max_inputs, i1 - i);
+            p.gemm.fn(tile, p.act + i * p.a_row_bytes, p.a_row_bytes, count, cols, job.Y + i * job.rows + r,
+                      job.rows, rows);
+        }
+    }
+}
 
 // Rows r0..r1 of a job times inputs i0..i1.
 void run_tile(const MatmulJob& job, const PreparedJob& p, std::size_t cols, std::size_t r0, std::size_t r1,
               std::size_t i0, std::size_t i1) {
+    if (p.gemm.fn != nullptr)
+        return run_packed_tile(job, p, cols, r0, r1, i0, i1);
     const auto* w = static_cast<const std::byte*>(job.W);
     float* Y = job.Y;
     const std::size_t rows = job.rows;
@@ -171,6 +192,28 @@ void run_tile(const MatmulJob& job, const PreparedJob& p, std::size_t cols, std:
         }
 }
 
+// The job's packed layout when its tile kernels run on this call's path,
+// else null (the job reads W).
+const detail::PackedLayout* packed_job_layout(const MatmulJob& job, std::size_t cols, SimdPath path) {
+    if (job.packed == nullptr || !*job.packed || path != SimdPath::Avx2)
+        return nullptr;
+    if (job.packed->type() != job.type || job.packed->rows() != job.rows || job.packed->cols() != cols)
+        throw std::invalid_argument("matmul: packed weights of another shape or type than the job's");
+    return detail::packed_layout(job.type);
+}
+
+// Rows per work item. A decode step (n = 1) streams its weights from
+// memory: one row (one packed tile) per item, split evenly. With more
+// inputs, about kTileBytes of weights per item stay in L2 while the rows
+// are reused across the inputs; packed items are whole tiles.
+std::size_t tile_rows(const PreparedJob& p, std::size_t rows, std::size_t n) {
+    const std::size_t unit = p.gemm.fn != nullptr ? detail::kPackedRows : 1;
+    if (n == 1)
+        return unit;
+    const std::size_t fit = std::max<std::size_t>(kTileBytes / (p.w_row_bytes * unit), 1) * unit;
+    return std::min(fit, (rows + unit - 1) / unit * unit);
+}
+
 } // namespace
 
 void matmuls(std::span<const MatmulJob> jobs, std::size_t cols, const float* X, std::size_t n, int threads) {
@@ -183,29 +226,33 @@ void matmuls(std::span<const MatmulJob> jobs, std::size_t cols, const float* X, 
     std::vector<PreparedJob>& prepared = reused; // prepared[j] is jobs[j]'s
     prepared.clear();
     const std::byte* by_format[detail::kActFormats] = {};
-    // A decode step (n = 1) streams its weights from memory: tiles of one
-    // row, split evenly, each thread one contiguous range that may cross
-    // from one matrix into the next. With more inputs, tiles of about
-    // kTileBytes of weights and of activations keep both in L2 while the
-    // rows are reused across the inputs.
+    // Work items are (row tile, input tile) pairs over all jobs' rows (see
+    // tile_rows); a thread's contiguous range of them may cross from one
+    // matrix into the next.
     std::size_t tile_inputs = std::max<std::size_t>(n, 1), tiles = 0, total_bytes = 0;
     for (const MatmulJob& job : jobs) {
         const std::size_t w_row_bytes = weight_row_bytes(job.type, cols); // throws for a bad cols
-        const std::size_t tile_rows = n == 1 ? 1 : std::clamp<std::size_t>(kTileBytes / w_row_bytes, 1, job.rows);
-        prepared.push_back({nullptr, nullptr, {}, w_row_bytes, 0, tile_rows, tiles});
+        prepared.push_back({nullptr, nullptr, {}, w_row_bytes, 0, 0, tiles, {}});
         if (job.rows == 0 || cols == 0 || n == 0)
             continue;
         check_args(job.W, X, job.Y);
         PreparedJob& p = prepared.back();
-        const auto format = static_cast<std::size_t>(detail::act_format(job.type, path));
-        if (by_format[format] == nullptr)
-            by_format[format] = prepare_activations(job.type, X, n, cols, path, threads, storage[format]);
-        p.act = by_format[format];
-        p.dot = detail::row_dot(job.type, path);
-        p.multi = detail::row_dot_multi(job.type, path);
-        p.a_row_bytes = detail::act_row_bytes(job.type, path, cols);
+        const detail::PackedLayout* layout = packed_job_layout(job, cols, path);
+        if (layout != nullptr)
+            p.gemm = detail::best_packed_gemm(job.type);
+        const ActFormat format = layout != nullptr ? layout->act : detail::act_format(job.type, path);
+        const auto f = static_cast<std::size_t>(format);
+        if (by_format[f] == nullptr)
+            by_format[f] = prepare_activations(format, X, n, cols, path, threads, storage[f]);
+        p.act = by_format[f];
+        p.a_row_bytes = detail::act_row_bytes(format, cols);
+        if (layout == nullptr) {
+            p.dot = detail::row_dot(job.type, path);
+            p.multi = detail::row_dot_multi(job.type, path);
+        }
+        p.tile_rows = tile_rows(p, job.rows, n);
         tile_inputs = std::min(tile_inputs, std::clamp<std::size_t>(kTileBytes / p.a_row_bytes, 1, n));
-        tiles += (job.rows + tile_rows - 1) / tile_rows;
+        tiles += (job.rows + p.tile_rows - 1) / p.tile_rows;
         total_bytes += job.rows * w_row_bytes;
     }
     if (tiles == 0)

@@ -17,11 +17,14 @@
 // Threads: rows are split across the call's `threads` (at least 1; the
 // caller's own count, see parallel.h). SIMD: the
 // AVX2 path when simd_path() says so (simd_path.h), else portable code.
+// On the AVX2 path a job with packed weights (MatmulJob::packed) runs on
+// the tile kernels (packed_kernel.h).
 #pragma once
 
 #include <cstddef>
 #include <span>
 
+#include "kernels/cpu/packed_weights.h"
 #include "kernels/cpu/weight_type.h"
 
 namespace kvscope::kernels::cpu {
@@ -46,6 +49,11 @@ struct MatmulJob {
     const void* W;
     std::size_t rows;
     float* Y; // n x rows values
+    // W packed into tiles (packed_weights.h), or null. On the AVX2 path the
+    // tile kernels read it instead of W; their sums run in another order,
+    // so results differ from W's in the last bits, but every output stays
+    // independent of the other inputs in the call.
+    const PackedWeights* packed = nullptr;
 };
 
 // Y = X W^T for every job, all matrices having `cols` columns: a layer's Q,

@@ -15,13 +15,14 @@ enum class ActFormat {
     Q8x32,      // ActBlock32[cols / 32]   (Q8_0, Q4_0, Q5_0)
     Q8x256,     // ActBlock256[cols / 256] (Q4_K, Q5_K, Q6_K)
     Q8x32Pairs, // ActPair64[(cols / 32 + 1) / 2] (Q8_0, Q4_0, Q5_0 on AVX-512 VNNI)
+    Q8x32Sums,  // ActBlock32Sum[cols / 32] (packed Q8_0, Q4_0, Q5_0 tiles)
 };
-inline constexpr std::size_t kActFormats = static_cast<std::size_t>(ActFormat::Q8x32Pairs) + 1;
+inline constexpr std::size_t kActFormats = static_cast<std::size_t>(ActFormat::Q8x32Sums) + 1;
 
 ActFormat act_format(WeightType type, SimdPath path);
 
 // Bytes of one prepared activation row of `cols` values.
-std::size_t act_row_bytes(WeightType type, SimdPath path, std::size_t cols);
+std::size_t act_row_bytes(ActFormat format, std::size_t cols);
 
 // w: one row of `cols` values in the weight format (no alignment needed);
 // x: the prepared activation row. cols is a whole number of blocks.

@@ -1,0 +1,82 @@
+#include "kernels/cpu/packed_weights.h"
+
+#include <cstdlib>
+#include <new>
+#include <stdexcept>
+
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/packed_kernel.h"
+#include "kernels/cpu/parallel_for.h"
+#include "kernels/cpu/simd_path.h"
+
+namespace kvscope::kernels::cpu {
+namespace detail {
+
+bool packed_isa_available(PackedIsa isa) {
+    if (best_simd_path() != SimdPath::Avx2)
+        return false;
+    const CpuFeatures& cpu = cpu_features();
+    switch (isa) {
+    case PackedIsa::Avx2: return true;
+    case PackedIsa::AvxVnni: return cpu.avx_vnni;
+    case PackedIsa::Avx512Vnni: return cpu.avx512_vnni;
+    }
+    return false;
+}
+
+const PackedLayout* packed_layout(WeightType type) {
+    for (const auto family : {blocks32_packed_layout, q4k_q5k_packed_layout, q6k_packed_layout, float_packed_layout})
+        if (const PackedLayout* layout = family(type))
+            return layout;
+    return nullptr;
+}
+
+PackedGemmFn packed_gemm(WeightType type, PackedIsa isa) {
+    if (!packed_isa_available(isa))
+        return {};
+    for (const auto family : {blocks32_packed_gemm, q4k_q5k_packed_gemm, q6k_packed_gemm, float_packed_gemm})
+        if (const PackedGemmFn gemm = family(type, isa); gemm.fn != nullptr)
+            return gemm;
+    return {};
+}
+
+PackedGemmFn best_packed_gemm(WeightType type) {
+    // Checked once per type and call; cheap next to the call itself.
+    for (const PackedIsa isa : {PackedIsa::Avx512Vnni, PackedIsa::AvxVnni, PackedIsa::Avx2})
+        if (const PackedGemmFn gemm = packed_gemm(type, isa); gemm.fn != nullptr)
+            return gemm;
+    return {};
+}
+
+} // namespace detail
+
+void PackedWeights::FreeAligned::operator()(std::byte* p) const { std::free(p); }
+
+PackedWeights PackedWeights::pack(WeightType type, const void* W, std::size_t rows, std::size_t cols,
+                                  int threads) {
+    const std::size_t row_bytes = weight_row_bytes(type, cols); // throws for a bad cols
+    if (W == nullptr)
+        throw std::invalid_argument("PackedWeights::pack: null weights");
+    const detail::PackedLayout* layout = detail::packed_layout(type);
+    if (layout == nullptr || detail::best_packed_gemm(type).fn == nullptr || rows == 0 || cols == 0)
+        return {};
+    PackedWeights packed;
+    packed.type_ = type;
+    packed.rows_ = rows;
+    packed.cols_ = cols;
+    packed.tiles_ = (rows + detail::kPackedRows - 1) / detail::kPackedRows;
+    packed.tile_bytes_ = layout->tile_bytes(cols);
+    auto* data = static_cast<std::byte*>(std::aligned_alloc(detail::kPackedAlign, packed.bytes()));
+    if (data == nullptr)
+        throw std::bad_alloc();
+    packed.data_.reset(data);
+    const auto* w = static_cast<const std::byte*>(W);
+    detail::parallel_for(packed.tiles_, threads, detail::Schedule::Even, [&](std::size_t t, int) {
+        const std::size_t first = t * detail::kPackedRows;
+        const std::size_t count = std::min(detail::kPackedRows, rows - first);
+        layout->pack_tile(w + first * row_bytes, row_bytes, count, cols, data + t * packed.tile_bytes_);
+    });
+    return packed;
+}
+
+} // namespace kvscope::kernels::cpu
