@@ -101,7 +101,7 @@ int run_bench_decode(Args& args) {
         print_rates(path, "cuda", kv_dtype, prefill, decode, json);
         return 0;
     }
-    const double weight_bytes = static_cast<double>(model->weights().bytes_read_per_token());
+    const double weight_bytes = static_cast<double>(model->cpu_weights().bytes_read_per_token());
     const int threads = engine.threads();
     const double copy_gb_s = measure_copy_bandwidth_gb_per_s(threads);
     const double decode_gb_s = weight_bytes * decode / 1e9;

@@ -1,5 +1,8 @@
 #pragma once
 
+#include <deque>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "engine/model/gguf_file.h"
@@ -20,12 +23,28 @@ public:
 
     const GgufFile& file() const { return file_; }
     const ModelConfig& config() const { return config_; }
+    // The weights as the file holds them (the CUDA runner uploads these).
     const ModelWeights& weights() const { return weights_; }
+    // The same weights for the CPU forward pass: each matrix the CPU has
+    // tile kernels for also carries its packed copy (WeightMatrix::packed).
+    // Packed on the first call, on one thread per core, once per Model
+    // whichever thread calls: every engine sharing this Model shares the
+    // copy. Throws std::bad_alloc when memory runs out.
+    const ModelWeights& cpu_weights() const;
 
 private:
+    // cpu_weights' result: the packed copies (a deque: the matrices point
+    // at them) and the weights pointing at them.
+    struct CpuWeights {
+        std::deque<kernels::cpu::PackedWeights> packed;
+        ModelWeights weights;
+    };
+
     GgufFile file_;
     ModelConfig config_;
     ModelWeights weights_;
+    mutable std::once_flag pack_once_;
+    mutable std::unique_ptr<const CpuWeights> cpu_;
 };
 
 } // namespace kvscope

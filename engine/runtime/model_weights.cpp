@@ -65,7 +65,7 @@ ModelWeights::ModelWeights(const GgufFile& file, const ModelConfig& config)
 }
 
 std::size_t ModelWeights::bytes_read_per_token() const {
-    auto bytes = [](const WeightMatrix& m) { return m.rows * m.row_bytes; };
+    auto bytes = [](const WeightMatrix& m) { return m.packed != nullptr ? m.packed->bytes() : m.rows * m.row_bytes; };
     std::size_t total = bytes(output);
     for (const LayerWeights& w : layers)
         total += bytes(w.q) + bytes(w.k) + bytes(w.v) + bytes(w.o) + bytes(w.gate) + bytes(w.up) + bytes(w.down);

@@ -5,18 +5,22 @@
 
 #include "engine/model/gguf_file.h"
 #include "engine/model/model_config.h"
+#include "kernels/cpu/packed_weights.h"
 #include "kernels/cpu/weight_type.h"
 
 namespace kvscope {
 
 // A weight matrix as it lies in the mapped GGUF file: `rows` rows of `cols`
-// values in a ggml block format. Never copied, never expanded.
+// values in a ggml block format. Never expanded; the CPU forward pass reads
+// it repacked into tiles (`packed`, see Model::cpu_weights) when the CPU
+// has tile kernels for its type.
 struct WeightMatrix {
     kernels::cpu::WeightType type = kernels::cpu::WeightType::F32;
     const void* data = nullptr;
     std::size_t rows = 0;
     std::size_t cols = 0;
     std::size_t row_bytes = 0;
+    const kernels::cpu::PackedWeights* packed = nullptr; // null: read `data`
 };
 
 struct LayerWeights {
@@ -39,8 +43,9 @@ struct ModelWeights {
     std::vector<LayerWeights> layers;
 
     ModelWeights(const GgufFile& file, const ModelConfig& config);
-    // Bytes of all weights a decode step reads (every matrix once, the
-    // embedding row aside): the memory-bandwidth cost of one token.
+    // Bytes of all weights a decode step reads (every matrix once, packed
+    // where it is, the embedding row aside): the memory-bandwidth cost of
+    // one token.
     std::size_t bytes_read_per_token() const;
 };
 

@@ -22,7 +22,8 @@ namespace {
 void matmul(const WeightMatrix& w, const std::vector<float>& in, std::size_t n, std::vector<float>& out,
             int threads) {
     out.resize(n * w.rows);
-    cpu::matmul(w.type, w.data, w.rows, w.cols, in.data(), n, out.data(), threads);
+    const cpu::MatmulJob job{w.type, w.data, w.rows, out.data(), w.packed};
+    cpu::matmuls({&job, 1}, w.cols, in.data(), n, threads);
 }
 
 struct Projection {
@@ -38,7 +39,7 @@ void project(const std::vector<float>& in, std::size_t n, int threads,
     std::vector<cpu::MatmulJob> jobs;
     for (const Projection& p : projections) {
         p.out.resize(n * p.w.rows);
-        jobs.push_back({p.w.type, p.w.data, p.w.rows, p.out.data()});
+        jobs.push_back({p.w.type, p.w.data, p.w.rows, p.out.data(), p.w.packed});
     }
     cpu::matmuls(jobs, projections.begin()->w.cols, in.data(), n, threads);
 }

@@ -1,0 +1,93 @@
+// Model::cpu_weights: every matrix the CPU has tile kernels for is packed
+// once per Model, whichever threads ask at once (two engines side by side
+// share one copy), and the forward pass over the packed copy gives the
+// logits of the file's layout up to float summation order.
+#include <QtTest>
+
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "engine/runtime/model.h"
+#include "engine/runtime/runner.h"
+#include "kernels/cpu/packed_kernel.h"
+#include "support/test_models.h"
+
+using namespace kvscope;
+
+namespace {
+
+std::vector<const WeightMatrix*> matrices(const ModelWeights& w) {
+    std::vector<const WeightMatrix*> all{&w.output};
+    for (const LayerWeights& l : w.layers)
+        for (const WeightMatrix* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down})
+            all.push_back(m);
+    return all;
+}
+
+std::vector<float> prompt_logits(const Model& model, const ModelWeights& weights) {
+    const ModelConfig& c = model.config();
+    KvCacheManager kv({KvLayout({c.n_layers, c.n_kv_heads, c.head_dim}, KvDtype::F32, 4), 64, AllocationMode::Paged,
+                       false, 0, 0.0});
+    const std::vector<TokenId> prompt{1, 403, 407, 261, 378, 320, 411};
+    kv.allocate(1, prompt, 8);
+    Runner runner(c, weights, kv.layout());
+    const SeqChunk chunk{1, prompt, 0, true};
+    return runner.forward({&chunk, 1}, kv);
+}
+
+} // namespace
+
+class TestCpuWeights : public QObject {
+    Q_OBJECT
+private slots:
+    void packed_once_for_every_caller();
+    void packed_logits_match_the_file_layout();
+};
+
+void TestCpuWeights::packed_once_for_every_caller() {
+    KVSCOPE_REQUIRE_MODEL(path, "stories260K-q8_0.gguf");
+    const Model model(path.toStdString());
+    std::vector<const ModelWeights*> seen(4);
+    std::vector<std::thread> callers;
+    for (std::size_t t = 0; t < seen.size(); ++t)
+        callers.emplace_back([&, t] { seen[t] = &model.cpu_weights(); });
+    for (std::thread& c : callers)
+        c.join();
+    for (const ModelWeights* w : seen)
+        QCOMPARE(w, seen[0]);
+    const std::vector<const WeightMatrix*> packed = matrices(*seen[0]), file = matrices(model.weights());
+    for (std::size_t i = 0; i < packed.size(); ++i) {
+        QVERIFY(file[i]->packed == nullptr); // the file's view stays as it was
+        const bool has_kernel = kernels::cpu::detail::best_packed_gemm(packed[i]->type).fn != nullptr;
+        QCOMPARE(packed[i]->packed != nullptr, has_kernel);
+        if (packed[i]->packed != nullptr) {
+            QCOMPARE(packed[i]->packed->rows(), packed[i]->rows);
+            QCOMPARE(packed[i]->packed->cols(), packed[i]->cols);
+            QCOMPARE(packed[i]->packed->type(), packed[i]->type);
+        }
+    }
+}
+
+void TestCpuWeights::packed_logits_match_the_file_layout() {
+    // The same quantized integers either way; only the float sums run in
+    // another order. Relative to the logits' spread, a difference of 1e-4
+    // would already be a bug in a scale or an offset.
+    for (const char* name : {"stories260K-q8_0.gguf", "stories260K-q4_0.gguf", "stories260K-q4_k_m.gguf",
+                             "stories260K-q6_k.gguf", "stories260K-f16.gguf"}) {
+        KVSCOPE_REQUIRE_MODEL(path, "stories260K-f32.gguf");
+        const Model model(test::test_model_path(QString::fromLatin1(name)).toStdString());
+        const std::vector<float> file = prompt_logits(model, model.weights());
+        const std::vector<float> packed = prompt_logits(model, model.cpu_weights());
+        QCOMPARE(packed.size(), file.size());
+        double spread = 0, diff = 0;
+        for (std::size_t i = 0; i < file.size(); ++i) {
+            spread = std::max(spread, std::fabs(static_cast<double>(file[i])));
+            diff = std::max(diff, std::fabs(static_cast<double>(packed[i]) - file[i]));
+        }
+        QVERIFY2(diff <= 1e-4 * spread, qPrintable(QStringLiteral("%1: max difference %2 of %3").arg(name).arg(diff).arg(spread)));
+    }
+}
+
+QTEST_APPLESS_MAIN(TestCpuWeights)
+#include "test_cpu_weights.moc"
