@@ -20,6 +20,10 @@ namespace {
 using Shape = BatchedBenchShape;
 using Row = BatchedBenchRow;
 
+// The largest -npl: four times llama.cpp's LLAMA_MAX_SEQ (256), and small
+// enough that B * PP and the pool's blocks stay far from 32-bit limits.
+constexpr std::uint32_t kMaxSequences = 1024;
+
 // llama-batched-bench's warm-up decodes 16 tokens of one sequence; this one
 // also runs the largest B, so the first row does not pay for first calls
 // on a batch that size either. Small enough to fit wherever the rows do.
@@ -34,14 +38,15 @@ Shape warm_up_shape(const std::vector<Shape>& shapes) {
 }
 
 // -npp etc. (llama-batched-bench's spelling) or --npp; one of them required.
-std::vector<std::uint32_t> required_counts(Args& args, const std::string& name, const char* meaning) {
+std::vector<std::uint32_t> required_counts(Args& args, const std::string& name, std::uint32_t max,
+                                           const char* meaning) {
     const auto single = args.value(name);
     const auto dashed = args.value("-" + name);
     if (single && dashed)
         throw Error(name + " and -" + name + " both given: use one");
     if (!single && !dashed)
         throw Error(name + " N[,N...] is required: " + meaning);
-    return parse_count_list(name, single ? *single : *dashed, 1, 1 << 20);
+    return parse_count_list(name, single ? *single : *dashed, 1, max);
 }
 
 nlohmann::ordered_json row_json(const Row& r) {
@@ -108,9 +113,9 @@ void print_decode_steps(const std::vector<Row>& rows) {
 
 int run_bench_batch(Args& args) {
     const std::string path = required_model_path(args);
-    const auto pp = required_counts(args, "-npp", "prompt tokens per sequence");
-    const auto tg = required_counts(args, "-ntg", "tokens each sequence generates");
-    const auto pl = required_counts(args, "-npl", "sequences decoding together (B)");
+    const auto pp = required_counts(args, "-npp", 1 << 20, "prompt tokens per sequence");
+    const auto tg = required_counts(args, "-ntg", 1 << 20, "tokens each sequence generates");
+    const auto pl = required_counts(args, "-npl", kMaxSequences, "sequences decoding together (B)");
     EngineConfig config;
     config.backend = read_backend(args);
     config.threads = read_threads(args);

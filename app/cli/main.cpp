@@ -76,7 +76,7 @@ commands:
                T_PP s, S_PP t/s, T_TG s, S_TG t/s, T s, S t/s): B sequences, each with its
                own PP-token prompt, prefilled together, then TG decode steps of all B
                (EOS ignored); one row per PP x TG x B, after an untimed warm-up
-               --model FILE -npp P[,P...] -ntg T[,T...] -npl B[,B...] (or --npp --ntg --npl)
+               --model FILE -npp P[,P...] -ntg T[,T...] -npl N[,N...] (or --npp --ntg --npl)
                [--threads N] [--kv-dtype D] [--backend B] [--block-size N]
                [--kv-budget-mib M] [--max-batched-tokens N] [--json]
                set: prefix caching off, no admission watermark, max seqs = largest B,
