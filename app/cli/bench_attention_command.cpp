@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "app/cli/count_list.h"
 #include "app/cli/kv_dtype_list.h"
 #include "app/cli/model_options.h"
 #include "engine/bench/attention_bench.h"
@@ -21,27 +22,6 @@ namespace {
 
 using Shape = AttentionBenchShape;
 using Row = AttentionBenchRow;
-
-std::vector<std::uint32_t> parse_contexts(const std::string& text) {
-    std::vector<std::uint32_t> contexts;
-    for (std::size_t start = 0;;) {
-        const std::size_t comma = text.find(',', start);
-        const std::string word = text.substr(start, comma - start);
-        std::size_t used = 0;
-        long long n = 0;
-        try {
-            n = std::stoll(word, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (used != word.size() || word.empty() || n < 1 || n > (1 << 20))
-            throw Error("--context takes token counts 1..1048576 separated by commas, got '" + word + "'");
-        contexts.push_back(static_cast<std::uint32_t>(n));
-        if (comma == std::string::npos)
-            return contexts;
-        start = comma + 1;
-    }
-}
 
 Shape read_shape(Args& args) {
     Shape s{};
@@ -98,7 +78,8 @@ void print_json(const std::vector<Row>& rows, const Shape& s, int threads) {
 
 int run_bench_attention(Args& args) {
     const int threads = kernels::cpu::resolve_threads(read_threads(args));
-    const std::vector<std::uint32_t> contexts = parse_contexts(args.value_or("--context", "512,2048,8192"));
+    const std::vector<std::uint32_t> contexts =
+        parse_count_list("--context", args.value_or("--context", "512,2048,8192"), 1, 1 << 20);
     const std::vector<KvDtype> dtypes = parse_kv_dtype_list(args.value_or("--kv-dtype", "f16,int8,int4,int4-kivi"));
     const Shape s = read_shape(args);
     const Backend backend = resolve_backend(read_backend(args), detect_device());

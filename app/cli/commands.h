@@ -14,6 +14,7 @@ int run_make_model(Args& args);  // make_model_command.cpp
 int run_bench_decode(Args& args); // bench_decode_command.cpp: tok/s and bandwidth
 int run_bench_serve(Args& args);  // bench_serve_command.cpp: paged vs contiguous serving
 int run_bench_attention(Args& args); // bench_attention_command.cpp: the attention kernel, paged vs contiguous
+int run_bench_batch(Args& args);     // bench_batch_command.cpp: llama-batched-bench's table
 int run_bench_client(Args& args);    // bench_client_command.cpp: load on an OpenAI-compatible server
 int run_tokenize(Args& args);        // tokenize_command.cpp: ids and pieces of a text
 int run_chat(Args& args);            // chat_command.cpp: terminal chat via the chat template

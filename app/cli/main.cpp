@@ -72,6 +72,18 @@ commands:
                [--context N[,N...]] [--kv-dtype D[,D...]] [--heads H] [--kv-heads K]
                [--head-dim D] [--block-size B] [--batch B] [--repeats R] [--threads N]
                [--backend B] [--json]
+  bench batch  llama.cpp's llama-batched-bench experiment and table (PP, TG, B, N_KV,
+               T_PP s, S_PP t/s, T_TG s, S_TG t/s, T s, S t/s): B sequences, each with its
+               own PP-token prompt, prefilled together, then TG decode steps of all B
+               (EOS ignored); one row per PP x TG x B, after an untimed warm-up
+               --model FILE -npp P[,P...] -ntg T[,T...] -npl N[,N...] (or --npp --ntg --npl)
+               [--threads N] [--kv-dtype D] [--backend B] [--block-size N]
+               [--kv-budget-mib M] [--max-batched-tokens N] [--json]
+               set: prefix caching off, no admission watermark, max seqs = largest B,
+               KV pool = exactly the largest row's blocks (unless --kv-budget-mib),
+               tokens per step = largest B*PP (unless --max-batched-tokens), so every
+               row's prompts run in one step and nothing is preempted (a row that
+               would be is an error)
   bench client  load on any OpenAI-compatible server (kvscope-cli serve, llama.cpp's
                llama-server, vLLM): streamed requests, TTFT, inter-token and end-to-end
                latency, tokens/s; prompts as token ids, so every server gets the same
@@ -121,7 +133,9 @@ int dispatch(const std::string& command, kvscope::cli::Args& args) {
             return run_bench_attention(args);
         if (which == "client")
             return run_bench_client(args);
-        throw kvscope::Error("bench needs a benchmark name: decode, serve, attention, tokenizer or client");
+        if (which == "batch")
+            return run_bench_batch(args);
+        throw kvscope::Error("bench needs a benchmark name: decode, serve, attention, batch, tokenizer or client");
     }
     throw kvscope::Error("unknown command '" + command + "'");
 }
