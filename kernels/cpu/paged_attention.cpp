@@ -13,15 +13,12 @@
 namespace kvscope::kernels::cpu {
 namespace {
 
-// Each thread's scratch starts on its own cache line (16 floats).
-std::size_t round_to_line(std::size_t floats) { return (floats + 15) / 16 * 16; }
-
 // Decode: a score row and an accumulator for each head sharing a KV row;
 // a prompt chunk: a tile's buffers (prompt_attention.h). A call is either,
 // and the caller sizes scratch without saying which.
 std::size_t per_thread_floats(std::uint32_t ctx_len, std::uint32_t head_dim) {
-    return std::max(detail::kSharedHeads * (round_to_line(ctx_len) + round_to_line(head_dim)),
-                    round_to_line(detail::prompt_attention_floats(head_dim)));
+    return std::max(detail::kSharedHeads * (detail::round_to_line(ctx_len) + detail::round_to_line(head_dim)),
+                    detail::prompt_attention_floats(head_dim));
 }
 
 // Below this many multiply-adds a call is over before threads would pay off.
@@ -214,7 +211,7 @@ void decode(const Source<Blocks>& src, std::uint32_t ctx_len, const float* q, st
     const std::size_t parts = (group + detail::kSharedHeads - 1) / detail::kSharedHeads; // per KV head
     const std::size_t dim = kv.head_dim;
     const std::size_t per_thread = per_thread_floats(ctx_len, kv.head_dim);
-    const std::size_t stride = round_to_line(ctx_len);
+    const std::size_t stride = detail::round_to_line(ctx_len);
     const int used = threads_for(std::size_t{n_heads} * ctx_len * dim, threads);
     detail::parallel_for(kv.n_kv_heads * parts, used, detail::Schedule::Dynamic, [&](std::size_t item, int thread) {
         float* scores = scratch.data() + thread * per_thread;

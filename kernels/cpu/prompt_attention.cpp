@@ -15,10 +15,8 @@ namespace {
 
 constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 
-// Vector loads and stores need whole 8-float rows; each region starts on
-// its own cache line (16 floats).
+// Vector loads and stores need whole 8-float rows.
 std::size_t round_to_8(std::size_t n) { return (n + 7) / 8 * 8; }
-std::size_t round_to_line(std::size_t floats) { return (floats + 15) / 16 * 16; }
 
 void portable_product(const float* a, std::size_t a_row, std::size_t a_depth, const float* b, std::size_t ldb,
                       float* c, std::size_t ldc, std::size_t rows, std::size_t cols, std::size_t depth, bool add) {
@@ -164,6 +162,11 @@ void run_tile(const PromptRows& rows, const PromptShape& s, const PromptOps& ops
     load_queries(s, tile, q, cols, w.queries);
     std::fill(w.max, w.max + cols, kNegativeInfinity);
     std::fill(w.sum, w.sum + cols, 0.0f);
+    // The rows' padding values [dim, padded), which the decoders never
+    // write, reach only the accumulators' padding, which is never read;
+    // zeros keep garbage (a subnormal's slow arithmetic) out even there.
+    for (std::size_t r = 0; r < kPromptChunk; ++r)
+        std::fill(w.rows + r * padded + dim, w.rows + (r + 1) * padded, 0.0f);
     const std::size_t first_position = s.ctx_len - s.n_q + tile.first_query;
     const std::size_t end = first_position + tile.queries; // the last query sees keys up to its own position
     for (std::size_t first = 0; first < end; first += kPromptChunk) {
@@ -177,8 +180,6 @@ void run_tile(const PromptRows& rows, const PromptShape& s, const PromptOps& ops
         const bool add = first > 0; // the first chunk's product starts the accumulators
         if (add)
             rescale(w.acc, padded, n, w.alpha);
-        // V rows' padding values [dim, padded) are never written: they
-        // reach only the accumulators' padding, which is never read.
         rows.decode(false, tile.kv_head, at, count, w.rows, padded);
         ops.product(w.scores, 1, cols, w.rows, padded, w.acc, padded, n, padded, keys, add);
     }

@@ -11,9 +11,9 @@
 // decode step re-reads and re-decodes every K/V row per query; a tile does
 // so once per kTileRows rows.
 //
-// Depends on kv_row_ops.h (row decoding, through PromptRows), parallel_for.h
-// and simd_path.h only; where the rows live (block table, KIVI tail) is
-// paged_attention.cpp's business.
+// Depends on parallel_for.h and simd_path.h only: rows arrive decoded
+// through PromptRows, which paged_attention.cpp implements with
+// kv_row_ops.h's decoders over the block table and the KIVI tail.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +28,10 @@ namespace kvscope::kernels::cpu::detail {
 // L1/L2 caches (29 KiB at head_dim 64, 53 KiB at 128).
 constexpr std::size_t kTileRows = 32;
 constexpr std::size_t kPromptChunk = 32;
+
+// Floats rounded up to whole 64-byte cache lines: each thread's scratch,
+// and each region of it, starts on its own line.
+constexpr std::size_t round_to_line(std::size_t floats) { return (floats + 15) / 16 * 16; }
 
 // A sequence's K and V rows of one layer, decoded on demand.
 class PromptRows {
