@@ -1,6 +1,7 @@
 // kvscope-cli bench attention: option parsing and printing around
-// engine/bench/attention_bench.h, which runs and times the decode attention
-// kernel (paged against contiguous, per KV dtype and context length).
+// engine/bench/attention_bench.h, which runs and times the attention kernel
+// (paged against contiguous, per KV dtype and context length; decode, or a
+// prompt chunk with --queries).
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@ Shape read_shape(Args& args) {
     s.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
     s.batch = static_cast<std::uint32_t>(args.int_or("--batch", 1, 1, 1024));
     s.repeats = static_cast<std::uint32_t>(args.int_or("--repeats", 7, 1, 1000));
+    s.queries = static_cast<std::uint32_t>(args.int_or("--queries", 1, 1, 1 << 20));
     if (s.heads % s.kv_heads != 0)
         throw Error("--heads " + std::to_string(s.heads) + " is not a multiple of --kv-heads " +
                     std::to_string(s.kv_heads));
@@ -38,8 +40,11 @@ Shape read_shape(Args& args) {
 }
 
 void print_table(const std::vector<Row>& rows, const Shape& s, int threads) {
-    std::printf("decode attention, one layer: %u heads, %u KV heads, head_dim %u, block %u, batch %u, %d threads, "
-                "median of %u\n",
+    if (s.queries == 1)
+        std::printf("decode attention");
+    else
+        std::printf("prompt attention, the last %u tokens of each context", s.queries);
+    std::printf(", one layer: %u heads, %u KV heads, head_dim %u, block %u, batch %u, %d threads, median of %u\n",
                 s.heads, s.kv_heads, s.head_dim, s.block_size, s.batch, threads, s.repeats);
     std::printf("%-10s %8s %-11s %12s %12s %10s %8s %14s\n", "kv_dtype", "context", "layout", "us/call", "tokens/s",
                 "MB/call", "GB/s", "paged/contig");
@@ -49,14 +54,14 @@ void print_table(const std::vector<Row>& rows, const Shape& s, int threads) {
         if (!r.paged) // rows come in (paged, contiguous) pairs
             ratio = std::to_string(rows[i - 1].seconds / r.seconds).substr(0, 5);
         std::printf("%-10s %8u %-11s %12.1f %12.0f %10.2f %8.2f %14s\n", std::string(to_string(r.dtype)).c_str(),
-                    r.context, r.paged ? "paged" : "contiguous", r.seconds * 1e6, s.batch / r.seconds, r.bytes / 1e6,
+                    r.context, r.paged ? "paged" : "contiguous", r.seconds * 1e6, s.batch * s.queries / r.seconds, r.bytes / 1e6,
                     r.bytes / r.seconds / 1e9, ratio.c_str());
     }
 }
 
 void print_json(const std::vector<Row>& rows, const Shape& s, int threads) {
     nlohmann::ordered_json j{{"heads", s.heads},       {"kv_heads", s.kv_heads}, {"head_dim", s.head_dim},
-                             {"block_size", s.block_size}, {"batch", s.batch},  {"threads", threads},
+                             {"block_size", s.block_size}, {"batch", s.batch},  {"queries", s.queries}, {"threads", threads},
                              {"repeats", s.repeats},   {"rows", nlohmann::ordered_json::array()}};
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const Row& r = rows[i];
@@ -65,7 +70,7 @@ void print_json(const std::vector<Row>& rows, const Shape& s, int threads) {
                                    {"layout", r.paged ? "paged" : "contiguous"},
                                    {"seconds_per_call", r.seconds},
                                    {"gb_per_s", r.bytes / r.seconds / 1e9},
-                                   {"tokens_per_s", s.batch / r.seconds},
+                                   {"tokens_per_s", s.batch * s.queries / r.seconds},
                                    {"bytes_per_call", r.bytes}};
         if (!r.paged)
             row["paged_over_contiguous"] = rows[i - 1].seconds / r.seconds;

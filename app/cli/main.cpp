@@ -67,11 +67,11 @@ commands:
                [--output-len N] [--max-total N] [--oracle-lengths] [--rate R]
                [--shared-prefix K] [--n N] [--seed S] [--max-seqs N] [--max-batched-tokens N]
                [--preemption swap|recompute] [--threads N] [--backend B] [--json]
-  bench attention  the decode attention kernel alone per KV dtype and context, paged
+  bench attention  the attention kernel alone per KV dtype and context, paged
                (shuffled blocks, block table) and contiguous (same data, no table)
                [--context N[,N...]] [--kv-dtype D[,D...]] [--heads H] [--kv-heads K]
-               [--head-dim D] [--block-size B] [--batch B] [--repeats R] [--threads N]
-               [--backend B] [--json]
+               [--head-dim D] [--block-size B] [--batch B] [--queries N] [--repeats R]
+               [--threads N] [--backend B] [--json]
   bench batch  llama.cpp's llama-batched-bench experiment and table (PP, TG, B, N_KV,
                T_PP s, S_PP t/s, T_TG s, S_TG t/s, T s, S t/s): B sequences, each with its
                own PP-token prompt, prefilled together, then TG decode steps of all B

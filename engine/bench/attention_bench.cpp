@@ -72,7 +72,6 @@ void fill(Caches& c, const Shape& s, std::uint32_t context) {
     }
 }
 
-// One decode step of one layer for the whole batch.
 // What each timed call needs besides the caches.
 struct Buffers {
     const std::vector<float>& q;
@@ -81,20 +80,21 @@ struct Buffers {
     int threads;
 };
 
+// One step of one layer for the whole batch.
 void step(const Caches& c, const Shape& s, std::uint32_t context, bool paged, Buffers& b) {
-    const std::size_t q_row = std::size_t{s.heads} * s.head_dim;
+    const std::size_t q_row = std::size_t{s.queries} * s.heads * s.head_dim;
     for (std::uint32_t i = 0; i < s.batch; ++i) {
         const float* qi = b.q.data() + i * q_row;
         float* oi = b.out.data() + i * q_row;
         const std::byte* tail = c.tails[i].empty() ? nullptr : c.tails[i].data();
         if (paged) {
-            cpu::paged_attention(c.kv, c.tables[i], context, qi, 1, s.heads, oi, b.scratch, b.threads, tail);
+            cpu::paged_attention(c.kv, c.tables[i], context, qi, s.queries, s.heads, oi, b.scratch, b.threads, tail);
         } else {
             // This sequence's consecutive blocks, from its first one on.
             cpu::PagedKv own = c.kv;
             own.pool += std::size_t{c.tables[i].front()} * c.layout.bytes_per_block();
             own.n_blocks = c.tables[i].size();
-            cpu::contiguous_attention(own, context, qi, 1, s.heads, oi, b.scratch, b.threads, tail);
+            cpu::contiguous_attention(own, context, qi, s.queries, s.heads, oi, b.scratch, b.threads, tail);
         }
     }
 }
@@ -130,9 +130,13 @@ double bytes_read(const KvLayout& layout, std::uint32_t context) {
 
 std::vector<Row> bench_cpu_attention(const Shape& s, const std::vector<KvDtype>& dtypes,
                                      const std::vector<std::uint32_t>& contexts, int threads) {
+    for (const std::uint32_t context : contexts)
+        if (context < s.queries)
+            throw Error("bench attention: a context of " + std::to_string(context) + " tokens cannot hold " +
+                        std::to_string(s.queries) + " queries; lower --queries or raise --context");
     std::vector<Row> rows;
     std::mt19937 rng(7);
-    const std::size_t q_floats = std::size_t{s.batch} * s.heads * s.head_dim;
+    const std::size_t q_floats = std::size_t{s.batch} * s.queries * s.heads * s.head_dim;
     std::vector<float> q(q_floats), out(q_floats);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     for (float& x : q)
@@ -163,6 +167,8 @@ std::vector<Row> bench_cuda_attention(const Shape& s, const std::vector<KvDtype>
                                       const std::vector<std::uint32_t>& contexts, double& copy_gb_s) {
 #ifdef KVSCOPE_HAVE_CUDA
     namespace cuda = kernels::cuda;
+    if (s.queries != 1)
+        throw Error("bench attention --backend cuda times decode only; drop --queries");
     std::vector<Row> rows;
     try {
         copy_gb_s = cuda::copy_bandwidth(std::size_t{1} << 30, 10) / 1e9;

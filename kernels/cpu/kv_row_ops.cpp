@@ -30,9 +30,19 @@ void axpy(const float* w, std::size_t w_stride, const KvRows& rows, float* acc, 
     axpy_values<Code, H>(w, w_stride, rows, 0, acc, n);
 }
 
+template <RowCode Code>
+void decode(const KvRows& rows, std::size_t n, float* out, std::size_t out_stride) {
+    for (std::size_t r = 0; r < rows.count; ++r) {
+        const std::byte* row = rows.first + r * rows.stride;
+        const std::byte* scales = rows.scales + r * rows.scale_stride;
+        for (std::size_t i = 0; i < n; ++i)
+            out[r * out_stride + i] = decode_value<Code>(row, scales, i, n);
+    }
+}
+
 template <RowCode Code, std::size_t... H>
 constexpr KvRowOps ops(std::index_sequence<H...>) {
-    return {{dot<Code, H + 1>...}, {axpy<Code, H + 1>...}};
+    return {{dot<Code, H + 1>...}, {axpy<Code, H + 1>...}, decode<Code>};
 }
 
 template <RowCode Code>

@@ -40,10 +40,15 @@ struct KvRows {
 // has in the run: a score does not depend on where a block ends.
 using KvDotFn = void (*)(const float* q, const KvRows& rows, std::size_t n, float* out, std::size_t out_stride);
 using KvAxpyFn = void (*)(const float* w, std::size_t w_stride, const KvRows& rows, float* acc, std::size_t n);
+// decode: out[r * out_stride + i] = value i of row r, i < n: the rows as
+// floats, for the prompt kernel, which decodes a row once for a tile of
+// queries rather than once per query.
+using KvDecodeFn = void (*)(const KvRows& rows, std::size_t n, float* out, std::size_t out_stride);
 
 struct KvRowOps {
     KvDotFn dot[kSharedHeads];
     KvAxpyFn axpy[kSharedHeads];
+    KvDecodeFn decode;
 };
 
 KvRowOps scalar_kv_row_ops(RowCode code);

@@ -262,9 +262,27 @@ void axpy(const float* w, std::size_t w_stride, const KvRows& rows, float* acc, 
     axpy_values<Code, H>(w, w_stride, rows, whole, acc, n);
 }
 
+template <RowCode Code>
+void decode(const KvRows& rows, std::size_t n, float* out, std::size_t out_stride) {
+    const std::size_t whole = n / 8 * 8;
+    for (std::size_t r = 0; r < rows.count; ++r) {
+        const std::byte* row = rows.first + r * rows.stride;
+        const std::byte* scales = rows.scales + r * rows.scale_stride;
+        float* values = out + r * out_stride;
+        Affine shared{};
+        for (std::size_t i = 0; i < whole; i += 8) {
+            if (i % kKvGroup == 0)
+                shared = affine<Code>(scales, i / kKvGroup);
+            _mm256_storeu_ps(values + i, decode8<Code>(row, scales, i, n, shared));
+        }
+        for (std::size_t i = whole; i < n; ++i)
+            values[i] = decode_value<Code>(row, scales, i, n);
+    }
+}
+
 template <RowCode Code, std::size_t... H>
 constexpr KvRowOps ops(std::index_sequence<H...>) {
-    return {{dot<Code, H + 1>...}, {axpy<Code, H + 1>...}};
+    return {{dot<Code, H + 1>...}, {axpy<Code, H + 1>...}, decode<Code>};
 }
 
 template <RowCode Code>

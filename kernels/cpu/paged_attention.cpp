@@ -8,16 +8,17 @@
 
 #include "kernels/cpu/kv_row_ops.h"
 #include "kernels/cpu/parallel_for.h"
+#include "kernels/cpu/prompt_attention.h"
 
 namespace kvscope::kernels::cpu {
 namespace {
 
-// Each thread's scratch starts on its own cache line (16 floats).
-std::size_t round_to_line(std::size_t floats) { return (floats + 15) / 16 * 16; }
-
-// A score row and an accumulator for each head sharing a KV row.
+// Decode: a score row and an accumulator for each head sharing a KV row;
+// a prompt chunk: a tile's buffers (prompt_attention.h). A call is either,
+// and the caller sizes scratch without saying which.
 std::size_t per_thread_floats(std::uint32_t ctx_len, std::uint32_t head_dim) {
-    return detail::kSharedHeads * (round_to_line(ctx_len) + round_to_line(head_dim));
+    return std::max(detail::kSharedHeads * (detail::round_to_line(ctx_len) + detail::round_to_line(head_dim)),
+                    detail::prompt_attention_floats(head_dim));
 }
 
 // Below this many multiply-adds a call is over before threads would pay off.
@@ -101,34 +102,60 @@ void prefetch(const std::byte* p, std::size_t bytes) {
         __builtin_prefetch(p + line);
 }
 
-// Calls f(first position, rows, ops) for positions [0, count) of one KV
-// head, once per run of consecutive rows: each block of the pool up to
-// `sealed`, then the tail.
+// Calls f(first position, rows, ops) for positions [from, to) of one KV
+// head, once per run of consecutive rows: each block of the pool (or the
+// part of it in range) up to `sealed`, then the tail.
 template <typename Blocks, typename F>
-void for_each_run(const Source<Blocks>& src, const KvPart& part, std::uint32_t kv_head, std::uint32_t count, F&& f) {
+void for_each_run(const Source<Blocks>& src, const KvPart& part, std::uint32_t kv_head, std::uint32_t from,
+                  std::uint32_t to, F&& f) {
     const PagedKv& kv = src.kv;
     const std::size_t head = part.offset + kv_head * kv.head_stride;
     const std::byte* fixed = part.fixed_scales ? reinterpret_cast<const std::byte*>(part.fixed_scales + kv_head) : nullptr;
     const std::size_t scale_head = part.scale.offset + kv_head * part.scale.head_stride;
     const std::size_t scale_step = fixed ? 0 : part.scale.slot_stride;
-    const std::uint32_t pooled = std::min(count, src.sealed);
-    for (std::uint32_t first = 0, b = 0; first < pooled; first += kv.block_size, ++b) {
+    const std::uint32_t pooled = std::min(to, src.sealed);
+    for (std::uint32_t first = from; first < pooled;) {
+        const std::uint32_t b = first / kv.block_size, slot = first % kv.block_size;
         const std::byte* block = kv.pool + src.blocks(b) * kv.bytes_per_block;
-        const std::uint32_t slots = std::min(kv.block_size, pooled - first);
-        if (first + kv.block_size < pooled) { // the next block's rows and scales while this one is worked on
+        const std::uint32_t slots = std::min(kv.block_size - slot, pooled - first);
+        const std::uint32_t next_first = first + slots;
+        if (next_first < pooled) { // the next block's rows and scales while this one is worked on
             const std::byte* next = kv.pool + src.blocks(b + 1) * kv.bytes_per_block;
-            prefetch(next + head, std::min(kv.block_size, pooled - first - kv.block_size) * kv.slot_stride);
+            prefetch(next + head, std::min(kv.block_size, pooled - next_first) * kv.slot_stride);
             if (!fixed)
                 prefetch(next + scale_head, part.scale.head_stride);
         }
-        f(first, detail::KvRows{block + head, kv.slot_stride, fixed ? fixed : block + scale_head, scale_step, slots},
+        f(first,
+          detail::KvRows{block + head + slot * kv.slot_stride, kv.slot_stride,
+                         fixed ? fixed : block + scale_head + slot * scale_step, scale_step, slots},
           part.ops);
+        first = next_first;
     }
-    if (pooled == count)
+    const std::uint32_t tailed = std::max(from, pooled);
+    if (tailed >= to)
         return;
     const std::byte* tail_rows = src.tail + part.tail_offset + kv_head * kv.tail.head_stride;
-    f(pooled, detail::KvRows{tail_rows, kv.tail.slot_stride, nullptr, 0, count - pooled}, src.tail_ops);
+    f(tailed, detail::KvRows{tail_rows + (tailed - src.sealed) * kv.tail.slot_stride, kv.tail.slot_stride, nullptr, 0,
+                             to - tailed},
+      src.tail_ops);
 }
+
+// The prompt kernel's view of the same rows.
+template <typename Blocks>
+class SourceRows final : public detail::PromptRows {
+public:
+    explicit SourceRows(const Source<Blocks>& src) : src_(src) {}
+    void decode(bool keys, std::uint32_t kv_head, std::uint32_t first, std::uint32_t count, float* out,
+                std::size_t stride) const override {
+        for_each_run(src_, keys ? src_.k : src_.v, kv_head, first, first + count,
+                     [&](std::uint32_t p, const detail::KvRows& rows, const detail::KvRowOps& ops) {
+                         ops.decode(rows, src_.kv.head_dim, out + (p - first) * stride, stride);
+                     });
+    }
+
+private:
+    const Source<Blocks>& src_;
+};
 
 // `heads` (<= kSharedHeads) query heads of one KV head over positions
 // [0, count): scores, softmax, weighted sum of V, each K and V row decoded
@@ -142,7 +169,7 @@ void attend(const Source<Blocks>& src, std::uint32_t kv_head, std::uint32_t coun
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
     float max[detail::kSharedHeads];
     std::fill(max, max + heads, -std::numeric_limits<float>::infinity());
-    for_each_run(src, src.k, kv_head, count,
+    for_each_run(src, src.k, kv_head, 0, count,
                  [&](std::uint32_t p, const detail::KvRows& k, const detail::KvRowOps& ops) {
                      ops.dot[heads - 1](q, k, dim, scores + p, stride);
                      for (std::size_t h = 0; h < heads; ++h)
@@ -160,7 +187,7 @@ void attend(const Source<Blocks>& src, std::uint32_t kv_head, std::uint32_t coun
             sum[h] += score;
         }
     std::fill(acc, acc + heads * dim, 0.0f);
-    for_each_run(src, src.v, kv_head, count,
+    for_each_run(src, src.v, kv_head, 0, count,
                  [&](std::uint32_t p, const detail::KvRows& v, const detail::KvRowOps& ops) {
                      ops.axpy[heads - 1](scores + p, stride, v, acc, dim);
                  });
@@ -169,6 +196,32 @@ void attend(const Source<Blocks>& src, std::uint32_t kv_head, std::uint32_t coun
         for (std::size_t d = 0; d < dim; ++d)
             out[h * dim + d] = acc[h * dim + d] * inverse;
     }
+}
+
+// Threads worth using for `work` multiply-adds.
+int threads_for(std::size_t work, int threads) { return work >= kParallelMinWork ? threads : 1; }
+
+// A decode step: one item per (KV head, up to kSharedHeads of its query
+// heads).
+template <typename Blocks>
+void decode(const Source<Blocks>& src, std::uint32_t ctx_len, const float* q, std::uint32_t n_heads, float* out,
+            std::span<float> scratch, int threads) {
+    const PagedKv& kv = src.kv;
+    const std::size_t group = n_heads / kv.n_kv_heads;
+    const std::size_t parts = (group + detail::kSharedHeads - 1) / detail::kSharedHeads; // per KV head
+    const std::size_t dim = kv.head_dim;
+    const std::size_t per_thread = per_thread_floats(ctx_len, kv.head_dim);
+    const std::size_t stride = detail::round_to_line(ctx_len);
+    const int used = threads_for(std::size_t{n_heads} * ctx_len * dim, threads);
+    detail::parallel_for(kv.n_kv_heads * parts, used, detail::Schedule::Dynamic, [&](std::size_t item, int thread) {
+        float* scores = scratch.data() + thread * per_thread;
+        float* acc = scores + detail::kSharedHeads * stride;
+        const auto kv_head = static_cast<std::uint32_t>(item / parts);
+        const std::size_t first = item % parts * detail::kSharedHeads; // within the group
+        const std::size_t heads = std::min(detail::kSharedHeads, group - first);
+        const std::size_t row = (kv_head * group + first) * dim;
+        attend(src, kv_head, ctx_len, heads, q + row, scores, stride, acc, out + row);
+    });
 }
 
 template <typename Blocks>
@@ -189,27 +242,14 @@ void run(const PagedKv& kv, Blocks blocks, std::uint32_t ctx_len, const float* q
         detail::kv_row_ops(detail::RowCode::F16, path),
         kv_elem_seals_blocks(kv.elem) ? ctx_len / kv.block_size * kv.block_size : ctx_len,
     };
-    const std::size_t group = n_heads / kv.n_kv_heads;
-    const std::size_t parts = (group + detail::kSharedHeads - 1) / detail::kSharedHeads; // per KV head
-    const std::size_t dim = kv.head_dim;
-    const std::size_t per_thread = per_thread_floats(ctx_len, kv.head_dim);
-    const std::size_t stride = round_to_line(ctx_len);
-    const std::size_t items = std::size_t{n_q} * kv.n_kv_heads * parts;
-    const int used = std::size_t{n_q} * n_heads * ctx_len * dim >= kParallelMinWork ? threads : 1;
-    // Items are (query, KV head, up to kSharedHeads of its query heads),
-    // query-major; later queries of a prefill chunk see more context, which
-    // parallel_for's chunked hand-out evens out.
-    detail::parallel_for(items, used, detail::Schedule::Dynamic, [&](std::size_t item, int thread) {
-        float* scores = scratch.data() + thread * per_thread;
-        float* acc = scores + detail::kSharedHeads * stride;
-        const auto i = static_cast<std::uint32_t>(item / (kv.n_kv_heads * parts));
-        const auto kv_head = static_cast<std::uint32_t>(item / parts % kv.n_kv_heads);
-        const std::size_t first = item % parts * detail::kSharedHeads; // within the group
-        const std::size_t heads = std::min(detail::kSharedHeads, group - first);
-        const std::uint32_t count = ctx_len - n_q + i + 1; // causal: up to its own position
-        const std::size_t row = (std::size_t{i} * n_heads + kv_head * group + first) * dim;
-        attend(src, kv_head, count, heads, q + row, scores, stride, acc, out + row);
-    });
+    if (n_q == 1) {
+        decode(src, ctx_len, q, n_heads, out, scratch, threads);
+        return;
+    }
+    const detail::PromptShape shape{kv.n_kv_heads, n_heads, kv.head_dim, ctx_len, n_q};
+    const int used = threads_for(std::size_t{n_q} * n_heads * ctx_len * kv.head_dim, threads);
+    detail::prompt_attention(SourceRows<Blocks>(src), shape, q, out, scratch.data(),
+                             per_thread_floats(ctx_len, kv.head_dim), used);
 }
 
 } // namespace

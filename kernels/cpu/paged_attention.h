@@ -1,7 +1,8 @@
 // Attention that reads K and V through a sequence's block table, as vLLM's
 // paged attention does: no contiguous copy of the cache is ever made, and
-// quantized rows are decoded inside the dot products (fused dequantization:
-// no dequantized copy either).
+// quantized rows are decoded on the fly (inside a decode step's dot
+// products; a prompt chunk's tiles decode 32 positions at a time into
+// their scratch, once for up to 32 query rows).
 #pragma once
 
 #include <cstddef>
@@ -13,9 +14,12 @@
 namespace kvscope::kernels::cpu {
 
 // Floats of scratch paged_attention needs for a context of ctx_len tokens
-// on `threads` threads (the count the call will be given): per thread, a
-// score row and an accumulator for each of up to 4 query heads that share a
-// KV head's decoded rows.
+// on `threads` threads (the count the call will be given), decode step or
+// prompt chunk: per thread the larger of a decode step's score row and
+// accumulator for each of up to 4 query heads that share a KV head's
+// decoded rows, and a prompt tile's buffers (prompt_attention.h: its
+// queries, a chunk of decoded rows, scores and accumulators for 32 query
+// rows; 29 KiB at head_dim 64, 53 KiB at 128).
 std::size_t paged_attention_scratch_floats(std::uint32_t ctx_len, std::uint32_t head_dim, int threads);
 
 // Causal attention of one sequence, one layer.
@@ -32,9 +36,16 @@ std::size_t paged_attention_scratch_floats(std::uint32_t ctx_len, std::uint32_t 
 // q). Query head h reads KV head h / (n_heads / n_kv_heads) (grouped-query
 // attention). Scores are scaled by 1 / sqrt(head_dim).
 //
-// Work is split across `threads` threads (at least 1; the caller's own
-// count, see parallel.h) over (query, KV head, up to 4 of its query heads):
-// grouped-query heads read and decode each K/V row once between them.
+// A decode step (n_q = 1) is split across `threads` threads (at least 1;
+// the caller's own count, see parallel.h) over (KV head, up to 4 of its
+// query heads): grouped-query heads read and decode each K/V row once
+// between them. A prompt chunk (n_q > 1) is computed in tiles of up to 32
+// query rows (consecutive queries x the query heads of a KV head) that
+// decode each K/V row once per tile (prompt_attention.h), split over
+// (KV head, query tile). Either way each output row is computed whole by
+// one thread: results do not depend on `threads`. A prompt chunk's
+// outputs are not bit-identical to per-token decode steps (its softmax
+// adds in another order), only as close to exact.
 // Throws std::invalid_argument for a bad description, n_heads not a
 // multiple of n_kv_heads, n_q > ctx_len, a block table shorter than
 // ctx_len needs or naming a block outside the pool, scratch smaller

@@ -14,6 +14,7 @@ class TestCliBenchAttention : public QObject {
 private slots:
     void paged_and_contiguous_rows();
     void rejects_bad_contexts_and_heads();
+    void times_prompt_chunks();
 };
 
 void TestCliBenchAttention::paged_and_contiguous_rows() {
@@ -48,6 +49,20 @@ void TestCliBenchAttention::rejects_bad_contexts_and_heads() {
     const auto bad_heads = run_cli({"bench", "attention", "--heads", "6", "--kv-heads", "4"});
     QCOMPARE(bad_heads.exit_code, 1);
     QVERIFY(bad_heads.err.contains("multiple"));
+}
+
+// --queries: a prompt chunk of the context's last tokens; tokens/s counts
+// the queries; a context shorter than the chunk is refused.
+void TestCliBenchAttention::times_prompt_chunks() {
+    const auto r = run_cli({"bench", "attention", "--context", "48", "--queries", "40", "--kv-dtype", "int8", "--heads",
+                            "4", "--kv-heads", "2", "--head-dim", "64", "--repeats", "1", "--threads", "1", "--json"});
+    QCOMPARE(r.exit_code, 0);
+    QCOMPARE(r.json()["queries"].toInt(), 40);
+    const QJsonObject row = r.json()["rows"].toArray()[0].toObject();
+    QVERIFY(qAbs(row["tokens_per_s"].toDouble() * row["seconds_per_call"].toDouble() - 40) < 1e-6);
+    const auto too_short = run_cli({"bench", "attention", "--context", "48", "--queries", "49"});
+    QCOMPARE(too_short.exit_code, 1);
+    QVERIFY(too_short.err.contains("--queries"));
 }
 
 QTEST_APPLESS_MAIN(TestCliBenchAttention)

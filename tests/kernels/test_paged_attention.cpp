@@ -10,7 +10,14 @@
 // Error measure: per (query, head) output row, max |out - ref| / max |ref|.
 // With f32 KV the only error is float arithmetic: < 1e-5. With f16 KV the
 // reference uses the f16-rounded K/V (rounded by kernel_test::f16_round),
-// so the same bound holds.
+// and for the quantized formats the K/V the portable decoder reads back
+// from the pool and tail, so the same bound holds.
+//
+// Prompt chunks (n_q > 1) go through the tiled prompt kernel, decode steps
+// through the decode kernel; both against the same reference. The prompt
+// kernel's online softmax adds the exponentials in another order than a
+// decode step does, so a prompt's outputs are not bit-identical to those
+// of per-token decode steps, only within the bound.
 #include <QTest>
 
 #include <algorithm>
@@ -71,29 +78,38 @@ std::vector<float> random_vector(std::size_t n, float scale, std::mt19937& rng) 
 using Shape = kernel_test::AttentionShape;
 using kernel_test::reference_attention;
 
-// A pool holding K/V for positions [0, ctx_len) of one sequence.
+// A pool holding K/V for positions [0, ctx_len) of one sequence, with the
+// fp8 head scales and the KIVI tail where the format has them.
 struct Cache {
     KvLayout layout;
     std::vector<std::byte> pool;
     std::vector<std::uint32_t> table;
+    std::vector<float> fixed_scales;
+    std::vector<std::byte> tail;
     PagedKv kv;
 };
 
 Cache make_cache(const Shape& s, KvDtype dtype, std::uint32_t block_size, std::mt19937& rng) {
-    Cache c{KvLayout({kLayers, s.n_kv_heads, s.head_dim}, dtype, block_size), {}, {}, {}};
+    Cache c{KvLayout({kLayers, s.n_kv_heads, s.head_dim}, dtype, block_size), {}, {}, {}, {}, {}};
     const std::size_t blocks = c.layout.blocks_for_tokens(s.ctx_len);
     const std::size_t n_blocks = 2 * blocks + 3;
     c.pool.assign(n_blocks * c.layout.bytes_per_block(), std::byte{0xFF}); // NaN in f32 and f16
     c.table = random_table(blocks, n_blocks, rng);
-    c.kv = kvscope::paged_kv_view(c.layout, kLayer, c.pool.data(), n_blocks, nullptr);
+    c.fixed_scales.assign(c.layout.fixed_bytes() / sizeof(float), 0.25f);
+    c.tail.assign(c.layout.tail_bytes(), std::byte{0xFF});
+    c.kv = kvscope::paged_kv_view(c.layout, kLayer, c.pool.data(), n_blocks,
+                                  c.fixed_scales.empty() ? nullptr : c.fixed_scales.data());
     return c;
 }
 
-void write_all(const Cache& c, const Shape& s, const std::vector<float>& k, const std::vector<float>& v) {
+const std::byte* tail_of(const Cache& c) { return c.tail.empty() ? nullptr : c.tail.data(); }
+
+void write_all(Cache& c, const Shape& s, const std::vector<float>& k, const std::vector<float>& v) {
     const std::size_t row = std::size_t{s.n_kv_heads} * s.head_dim;
     const std::uint32_t bs = c.layout.block_size();
     for (std::uint32_t p = 0; p < s.ctx_len; ++p)
-        write_kv(c.kv, c.table[p / bs], p % bs, k.data() + p * row, v.data() + p * row);
+        write_kv(c.kv, c.table[p / bs], p % bs, k.data() + p * row, v.data() + p * row,
+                 c.tail.empty() ? nullptr : c.tail.data());
 }
 
 // Worst (query, head) row of max |out - ref| / max |ref|.
@@ -116,7 +132,7 @@ double worst_relative_error(const std::vector<float>& out, const std::vector<dou
 std::vector<float> run_attention(const Cache& c, const Shape& s, const std::vector<float>& q, int threads) {
     std::vector<float> out(q.size(), std::nanf(""));
     std::vector<float> scratch(paged_attention_scratch_floats(s.ctx_len, s.head_dim, threads));
-    paged_attention(c.kv, c.table, s.ctx_len, q.data(), s.n_q, s.n_heads, out.data(), scratch, threads);
+    paged_attention(c.kv, c.table, s.ctx_len, q.data(), s.n_q, s.n_heads, out.data(), scratch, threads, tail_of(c));
     return out;
 }
 
@@ -171,6 +187,43 @@ BlockPart block_part(const PagedKv& kv, bool keys) {
 }
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// The K (or V) values the cache holds, [position][kv_head][dim], read back
+// with the portable decoder at the addresses paged_kv.h documents: pool
+// rows through the table, KIVI positions past the last full block from
+// the f16 tail.
+std::vector<float> stored_values(const Cache& c, const Shape& s, bool keys) {
+    const PagedKv& kv = c.kv;
+    const RowCode code = keys ? detail::k_row_code(kv.elem) : detail::v_row_code(kv.elem);
+    const KvScaleRegion& scale = keys ? kv.k_scale : kv.v_scale;
+    const std::uint32_t bs = kv.block_size;
+    const std::uint32_t sealed = kv_elem_seals_blocks(kv.elem) ? s.ctx_len / bs * bs : s.ctx_len;
+    std::vector<float> x(std::size_t{s.ctx_len} * s.n_kv_heads * s.head_dim);
+    for (std::uint32_t p = 0; p < s.ctx_len; ++p)
+        for (std::uint32_t h = 0; h < s.n_kv_heads; ++h) {
+            float* values = x.data() + (std::size_t{p} * s.n_kv_heads + h) * s.head_dim;
+            if (p >= sealed) {
+                const std::byte* row = c.tail.data() + (keys ? kv.tail.k_offset : kv.tail.v_offset) +
+                                       h * kv.tail.head_stride + (p - sealed) * kv.tail.slot_stride;
+                for (std::uint32_t d = 0; d < s.head_dim; ++d)
+                    values[d] = static_cast<float>(decoded_value(RowCode::F16, row, nullptr, d, s.head_dim));
+                continue;
+            }
+            const std::byte* block = kv.pool + std::size_t{c.table[p / bs]} * kv.bytes_per_block;
+            const std::byte* row = block + (keys ? kv.k_offset : kv.v_offset) + h * kv.head_stride + p % bs * kv.slot_stride;
+            const std::byte* scales =
+                kv.elem == KvElem::Fp8E4M3
+                    ? reinterpret_cast<const std::byte*>(kv.fixed_scales + (keys ? 0 : kv.n_kv_heads) + h)
+                    : block + scale.offset + h * scale.head_stride + p % bs * scale.slot_stride;
+            for (std::uint32_t d = 0; d < s.head_dim; ++d)
+                values[d] = static_cast<float>(decoded_value(code, row, scales, d, s.head_dim));
+        }
+    return x;
+}
 } // namespace
 
 class TestPagedAttention : public QObject {
@@ -178,6 +231,8 @@ class TestPagedAttention : public QObject {
 private slots:
     void matches_double_reference_data();
     void matches_double_reference();
+    void prompt_tiles_match_double_reference_data();
+    void prompt_tiles_match_double_reference();
     void row_runs_match_single_rows_data();
     void row_runs_match_single_rows();
     void writes_where_kv_layout_says();
@@ -258,6 +313,53 @@ void TestPagedAttention::matches_double_reference() {
     }
 }
 
+// The prompt kernel (n_q > 1) for every KV format: chunks of 2, 17, 64 and
+// 200 queries after 21 cached tokens (contexts ending mid-block, so KIVI
+// reads its tail), grouped-query ratios 1 and 4, blocks of 16 and 32, head
+// dims 64 and (for 17 queries) 36, on 1 and 2 threads, bit-identical
+// between them. Tiles hold up to 32 query rows and chunks 32 keys, so 200
+// queries span many tiles and chunks, 2 and 17 part of one.
+void TestPagedAttention::prompt_tiles_match_double_reference_data() {
+    QTest::addColumn<KvDtype>("dtype");
+    QTest::addColumn<int>("group");
+    QTest::addColumn<int>("block_size");
+    QTest::addColumn<int>("n_q");
+    for (const KvDtype dtype : kvscope::all_kv_dtypes())
+        for (const int n_q : {2, 17, 64, 200})
+            for (const int group : {1, 4})
+                for (const int block_size : {16, 32})
+                    QTest::addRow("%s q%d gqa%d b%d", to_string(dtype).data(), n_q, group, block_size)
+                        << dtype << group << block_size << n_q;
+}
+
+void TestPagedAttention::prompt_tiles_match_double_reference() {
+    QFETCH(KvDtype, dtype);
+    QFETCH(int, group);
+    QFETCH(int, block_size);
+    QFETCH(int, n_q);
+    constexpr std::uint32_t kCached = 21;
+    const std::uint32_t n_kv_heads = 2, head_dim = n_q == 17 ? 36 : 64;
+    const Shape s{n_kv_heads, n_kv_heads * static_cast<std::uint32_t>(group), head_dim,
+                  static_cast<std::uint32_t>(n_q) + kCached, static_cast<std::uint32_t>(n_q)};
+    std::mt19937 rng(static_cast<unsigned>(n_q * 7 + group * 3 + block_size) + static_cast<unsigned>(dtype));
+    Cache cache = make_cache(s, dtype, static_cast<std::uint32_t>(block_size), rng);
+    const std::size_t kv_values = std::size_t{s.ctx_len} * s.n_kv_heads * s.head_dim;
+    write_all(cache, s, random_vector(kv_values, 1.0f, rng), random_vector(kv_values, 1.0f, rng));
+    const std::vector<float> q = random_vector(std::size_t{s.n_q} * s.n_heads * s.head_dim, 3.0f, rng);
+    const std::vector<double> ref =
+        reference_attention(s, q, stored_values(cache, s, true), stored_values(cache, s, false));
+
+    for (const SimdPath path : kernel_test::available_paths()) {
+        kernel_test::PathScope scope(path);
+        const std::vector<float> one = run_attention(cache, s, q, 1);
+        const std::vector<float> two = run_attention(cache, s, q, 2);
+        const double error = worst_relative_error(two, ref, s.head_dim);
+        QVERIFY2(error < 1e-5, qPrintable(QStringLiteral("%1 path: relative error %2")
+                                              .arg(to_string(path)).arg(error, 0, 'g', 3)));
+        QVERIFY(same_bits(one, two));
+    }
+}
+
 // The block-wise row operations (kv_row_ops.h), for every KV format, 1..4
 // heads and every run length of a block, against the same rows taken one
 // at a time (bit-identical: a score may not depend on where a block ends
@@ -322,6 +424,16 @@ void TestPagedAttention::row_runs_match_single_rows() {
                     }
                     for (std::size_t h = 0; h < heads; ++h) // nothing written past the run
                         QVERIFY2(std::isnan(dots[h * kOutStride + count]), qPrintable(where));
+                    // decode: the portable decoder's values (AVX2 fuses an
+                    // affine decode's multiply and add: an ulp apart).
+                    std::vector<float> decoded(count * (n + 1), NAN);
+                    ops.decode(part.run(0, count), n, decoded.data(), n + 1);
+                    for (std::size_t r = 0; r < count; ++r) {
+                        for (std::size_t i = 0; i < n; ++i)
+                            QVERIFY2(std::fabs(decoded[r * (n + 1) + i] - x[r][i]) <= 1e-6 * (1.0 + std::fabs(x[r][i])),
+                                     qPrintable(where));
+                        QVERIFY2(std::isnan(decoded[r * (n + 1) + n]), qPrintable(where));
+                    }
                     for (std::size_t j = 0; j < acc.size(); ++j)
                         QVERIFY2(same_bits(acc[j], acc_by_row[j]), qPrintable(where));
                     for (std::size_t h = 0; h < heads; ++h)

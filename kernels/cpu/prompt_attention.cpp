@@ -1,0 +1,220 @@
+// The prompt kernel's tiles (prompt_attention.h) and its portable
+// arithmetic.
+#include "kernels/cpu/prompt_attention.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "kernels/cpu/parallel_for.h"
+
+namespace kvscope::kernels::cpu::detail {
+namespace {
+
+constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
+
+// Vector loads and stores need whole 8-float rows.
+std::size_t round_to_8(std::size_t n) { return (n + 7) / 8 * 8; }
+
+void portable_product(const float* a, std::size_t a_row, std::size_t a_depth, const float* b, std::size_t ldb,
+                      float* c, std::size_t ldc, std::size_t rows, std::size_t cols, std::size_t depth, bool add) {
+    for (std::size_t i = 0; i < rows; ++i) {
+        if (!add)
+            std::fill(c + i * ldc, c + i * ldc + cols, 0.0f);
+        for (std::size_t k = 0; k < depth; ++k) {
+            const float x = a[i * a_row + k * a_depth];
+            for (std::size_t j = 0; j < cols; ++j)
+                c[i * ldc + j] += x * b[k * ldb + j];
+        }
+    }
+}
+
+void portable_softmax_step(float* s, std::size_t ld, std::size_t keys, std::size_t cols, float* max, float* sum,
+                           float* alpha) {
+    for (std::size_t j = 0; j < cols; ++j) {
+        float new_max = max[j];
+        for (std::size_t k = 0; k < keys; ++k)
+            new_max = std::max(new_max, s[k * ld + j]);
+        float added = 0.0f;
+        for (std::size_t k = 0; k < keys; ++k) {
+            float& score = s[k * ld + j];
+            score = std::exp(score - new_max);
+            added += score;
+        }
+        alpha[j] = std::exp(max[j] - new_max);
+        sum[j] = sum[j] * alpha[j] + added;
+        max[j] = new_max;
+    }
+}
+
+// One thread's regions of scratch, in this order.
+struct TileScratch {
+    float* queries; // head_dim x kTileRows: the tile's queries, transposed and scaled
+    float* rows;    // kPromptChunk x padded head_dim: a chunk's decoded K, then V, rows
+    float* scores;  // kPromptChunk x kTileRows, key-major
+    float* acc;     // kTileRows x padded head_dim
+    float* max;     // kTileRows each: the online softmax's running max and sum,
+    float* sum;
+    float* alpha; // and the last step's rescaling
+};
+
+// The regions' sizes in floats, each rounded up to a cache line.
+std::array<std::size_t, 7> region_floats(std::size_t dim) {
+    const std::size_t padded = round_to_8(dim);
+    std::array<std::size_t, 7> floats{dim * kTileRows, kPromptChunk * padded, kPromptChunk * kTileRows,
+                                      kTileRows * padded, kTileRows, kTileRows, kTileRows};
+    for (std::size_t& f : floats)
+        f = round_to_line(f);
+    return floats;
+}
+
+TileScratch carve(float* p, std::size_t dim) {
+    TileScratch w{};
+    float** regions[] = {&w.queries, &w.rows, &w.scores, &w.acc, &w.max, &w.sum, &w.alpha};
+    const std::array<std::size_t, 7> floats = region_floats(dim);
+    for (std::size_t r = 0; r < floats.size(); ++r) {
+        *regions[r] = p;
+        p += floats[r];
+    }
+    return w;
+}
+
+// How a prompt chunk is cut: up to kTileRows rows per tile, the heads of a
+// group first (so that they share the decoded rows), then as many
+// consecutive queries as fit. A group larger than kTileRows is split into
+// parts of one query each.
+struct Tiling {
+    std::size_t group, heads, parts, queries, query_tiles;
+};
+
+Tiling tiling(const PromptShape& s) {
+    Tiling t{};
+    t.group = s.n_heads / s.n_kv_heads;
+    t.heads = std::min(t.group, kTileRows);
+    t.parts = (t.group + t.heads - 1) / t.heads;
+    t.queries = kTileRows / t.heads;
+    t.query_tiles = (s.n_q + t.queries - 1) / t.queries;
+    return t;
+}
+
+// One tile: query heads [first_head, first_head + heads) of KV head kv_head
+// (within its group), queries [first_query, first_query + queries) of the
+// chunk. Its rows are query-major: row j is query j / heads, head j % heads.
+struct Tile {
+    std::uint32_t kv_head;
+    std::size_t first_head, heads, first_query, queries;
+    std::size_t rows() const { return heads * queries; }
+};
+
+// Item i -> its tile, the tiles of the chunk's last queries (which see the
+// most keys) first, so that the cheap ones even out the threads' finish.
+Tile tile_of(std::size_t item, const PromptShape& s, const Tiling& t) {
+    const std::size_t per_query_tile = s.n_kv_heads * t.parts;
+    const std::size_t query_tile = t.query_tiles - 1 - item / per_query_tile;
+    const std::size_t part = item % per_query_tile % t.parts;
+    Tile tile{static_cast<std::uint32_t>(item % per_query_tile / t.parts), part * t.heads,
+              std::min(t.heads, t.group - part * t.heads), query_tile * t.queries, 0};
+    tile.queries = std::min<std::size_t>(t.queries, s.n_q - tile.first_query);
+    return tile;
+}
+
+// Query row j of the tile, in q or out.
+std::size_t row_offset(const PromptShape& s, const Tile& tile, std::size_t j) {
+    const std::size_t query = tile.first_query + j / tile.heads;
+    const std::size_t head = tile.kv_head * (s.n_heads / s.n_kv_heads) + tile.first_head + j % tile.heads;
+    return (query * s.n_heads + head) * s.head_dim;
+}
+
+// queries[d * cols + j] = q of row j, value d, times 1 / sqrt(head_dim);
+// the padding columns [rows, cols) are 0.
+void load_queries(const PromptShape& s, const Tile& tile, const float* q, std::size_t cols, float* queries) {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+    for (std::size_t j = 0; j < cols; ++j) {
+        const float* row = j < tile.rows() ? q + row_offset(s, tile, j) : nullptr;
+        for (std::size_t d = 0; d < s.head_dim; ++d)
+            queries[d * cols + j] = row ? row[d] * scale : 0.0f;
+    }
+}
+
+// Causal mask of a chunk of keys from position `first` on: row j's query
+// at position first_position + j / heads sees no key after it.
+void mask_future(float* scores, std::size_t cols, std::size_t first, std::size_t keys, std::size_t first_position,
+                 const Tile& tile) {
+    for (std::size_t k = 0; k < keys; ++k)
+        for (std::size_t j = 0; j < tile.rows(); ++j)
+            if (first + k > first_position + j / tile.heads)
+                scores[k * cols + j] = kNegativeInfinity;
+}
+
+void rescale(float* acc, std::size_t padded, std::size_t rows, const float* alpha) {
+    for (std::size_t j = 0; j < rows; ++j)
+        if (alpha[j] != 1.0f)
+            for (std::size_t d = 0; d < padded; ++d)
+                acc[j * padded + d] *= alpha[j];
+}
+
+void run_tile(const PromptRows& rows, const PromptShape& s, const PromptOps& ops, const Tile& tile, const float* q,
+              float* out, const TileScratch& w) {
+    const std::size_t dim = s.head_dim, padded = round_to_8(dim);
+    const std::size_t n = tile.rows(), cols = round_to_8(n);
+    load_queries(s, tile, q, cols, w.queries);
+    std::fill(w.max, w.max + cols, kNegativeInfinity);
+    std::fill(w.sum, w.sum + cols, 0.0f);
+    // The rows' padding values [dim, padded), which the decoders never
+    // write, reach only the accumulators' padding, which is never read;
+    // zeros keep garbage (a subnormal's slow arithmetic) out even there.
+    for (std::size_t r = 0; r < kPromptChunk; ++r)
+        std::fill(w.rows + r * padded + dim, w.rows + (r + 1) * padded, 0.0f);
+    const std::size_t first_position = s.ctx_len - s.n_q + tile.first_query;
+    const std::size_t end = first_position + tile.queries; // the last query sees keys up to its own position
+    for (std::size_t first = 0; first < end; first += kPromptChunk) {
+        const std::size_t keys = std::min(kPromptChunk, end - first);
+        const auto at = static_cast<std::uint32_t>(first), count = static_cast<std::uint32_t>(keys);
+        rows.decode(true, tile.kv_head, at, count, w.rows, padded);
+        ops.product(w.rows, padded, 1, w.queries, cols, w.scores, cols, keys, cols, dim, false);
+        if (first + keys - 1 > first_position)
+            mask_future(w.scores, cols, first, keys, first_position, tile);
+        ops.softmax_step(w.scores, cols, keys, cols, w.max, w.sum, w.alpha);
+        const bool add = first > 0; // the first chunk's product starts the accumulators
+        if (add)
+            rescale(w.acc, padded, n, w.alpha);
+        rows.decode(false, tile.kv_head, at, count, w.rows, padded);
+        ops.product(w.scores, 1, cols, w.rows, padded, w.acc, padded, n, padded, keys, add);
+    }
+    for (std::size_t j = 0; j < n; ++j) {
+        const float inverse = 1.0f / w.sum[j];
+        float* o = out + row_offset(s, tile, j);
+        for (std::size_t d = 0; d < dim; ++d)
+            o[d] = w.acc[j * padded + d] * inverse;
+    }
+}
+
+} // namespace
+
+std::size_t prompt_attention_floats(std::uint32_t head_dim) {
+    const std::array<std::size_t, 7> floats = region_floats(head_dim);
+    return std::accumulate(floats.begin(), floats.end(), std::size_t{0});
+}
+
+void prompt_attention(const PromptRows& rows, const PromptShape& s, const float* q, float* out, float* scratch,
+                      std::size_t per_thread, int threads) {
+    const PromptOps ops = prompt_ops(simd_path());
+    const Tiling t = tiling(s);
+    const std::size_t items = s.n_kv_heads * t.parts * t.query_tiles;
+    parallel_for(items, threads, Schedule::Dynamic, [&](std::size_t item, int thread) {
+        run_tile(rows, s, ops, tile_of(item, s, t), q, out, carve(scratch + thread * per_thread, s.head_dim));
+    });
+}
+
+PromptOps prompt_ops(SimdPath path) {
+#if defined(KVSCOPE_KERNELS_AVX2)
+    if (path == SimdPath::Avx2)
+        return avx2_prompt_ops();
+#endif
+    (void)path;
+    return {portable_product, portable_softmax_step};
+}
+
+} // namespace kvscope::kernels::cpu::detail

@@ -1,0 +1,103 @@
+// AVX2 + FMA arithmetic of the prompt kernel's tiles (prompt_attention.h),
+// compiled with those flags and called only after the run-time CPU check
+// in simd_path.cpp. The products keep a 4 x 16 block of results in 8
+// registers while the depth is walked: per step 2 loads of b and 4
+// broadcasts of a feed 8 FMAs. The softmax step works on 8 query rows at
+// once (the scores are key-major) with a polynomial exp.
+#include <immintrin.h>
+
+#include <cstddef>
+#include <initializer_list>
+
+#include "kernels/cpu/prompt_attention.h"
+
+namespace kvscope::kernels::cpu::detail {
+namespace {
+
+// c[i][j] (+)= a(i, k) * b[k][j] for I rows and J vectors of 8 columns.
+template <std::size_t I, std::size_t J>
+void product_block(const float* a, std::size_t a_row, std::size_t a_depth, const float* b, std::size_t ldb, float* c,
+                   std::size_t ldc, std::size_t depth, bool add) {
+    __m256 acc[I][J];
+    for (std::size_t i = 0; i < I; ++i)
+        for (std::size_t j = 0; j < J; ++j)
+            acc[i][j] = add ? _mm256_loadu_ps(c + i * ldc + 8 * j) : _mm256_setzero_ps();
+    for (std::size_t k = 0; k < depth; ++k) {
+        __m256 bk[J];
+        for (std::size_t j = 0; j < J; ++j)
+            bk[j] = _mm256_loadu_ps(b + k * ldb + 8 * j);
+        for (std::size_t i = 0; i < I; ++i) {
+            const __m256 x = _mm256_broadcast_ss(a + i * a_row + k * a_depth);
+            for (std::size_t j = 0; j < J; ++j)
+                acc[i][j] = _mm256_fmadd_ps(x, bk[j], acc[i][j]);
+        }
+    }
+    for (std::size_t i = 0; i < I; ++i)
+        for (std::size_t j = 0; j < J; ++j)
+            _mm256_storeu_ps(c + i * ldc + 8 * j, acc[i][j]);
+}
+
+// Rows [0, rows) of J vectors of columns, in blocks of I rows, then of I / 2, ... 1.
+template <std::size_t I, std::size_t J>
+void product_rows(const float* a, std::size_t a_row, std::size_t a_depth, const float* b, std::size_t ldb, float* c,
+                  std::size_t ldc, std::size_t rows, std::size_t depth, bool add) {
+    std::size_t i = 0;
+    for (; i + I <= rows; i += I)
+        product_block<I, J>(a + i * a_row, a_row, a_depth, b, ldb, c + i * ldc, ldc, depth, add);
+    if constexpr (I > 1)
+        product_rows<I / 2, J>(a + i * a_row, a_row, a_depth, b, ldb, c + i * ldc, ldc, rows - i, depth, add);
+}
+
+void product(const float* a, std::size_t a_row, std::size_t a_depth, const float* b, std::size_t ldb, float* c,
+             std::size_t ldc, std::size_t rows, std::size_t cols, std::size_t depth, bool add) {
+    std::size_t j = 0;
+    for (; j + 16 <= cols; j += 16)
+        product_rows<4, 2>(a, a_row, a_depth, b + j, ldb, c + j, ldc, rows, depth, add);
+    if (j < cols) // cols is a multiple of 8
+        product_rows<4, 1>(a, a_row, a_depth, b + j, ldb, c + j, ldc, rows, depth, add);
+}
+
+// e^x for x <= 0 (Cephes' expf: x = n ln 2 + r, |r| <= ln 2 / 2, a degree-7
+// polynomial for e^r, 2^n put into the exponent; within 2 ulp). Below
+// -87.3 (e^x under the smallest normal float), and for -inf, 0. NaN stays NaN.
+__m256 exp8(__m256 x) {
+    const __m256 lowest = _mm256_set1_ps(-87.33654f); // ln(2^-126)
+    const __m256 underflow = _mm256_cmp_ps(x, lowest, _CMP_LT_OQ);
+    x = _mm256_max_ps(lowest, x); // NaN: the second operand
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+    for (const float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
+        y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(c));
+    y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    const __m256i exponent = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_andnot_ps(underflow, _mm256_mul_ps(y, _mm256_castsi256_ps(exponent)));
+}
+
+void softmax_step(float* s, std::size_t ld, std::size_t keys, std::size_t cols, float* max, float* sum,
+                  float* alpha) {
+    for (std::size_t j = 0; j < cols; j += 8) {
+        const __m256 old_max = _mm256_loadu_ps(max + j);
+        __m256 new_max = old_max;
+        for (std::size_t k = 0; k < keys; ++k)
+            new_max = _mm256_max_ps(new_max, _mm256_loadu_ps(s + k * ld + j));
+        __m256 added = _mm256_setzero_ps();
+        for (std::size_t k = 0; k < keys; ++k) {
+            const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + k * ld + j), new_max));
+            _mm256_storeu_ps(s + k * ld + j, e);
+            added = _mm256_add_ps(added, e);
+        }
+        const __m256 a = exp8(_mm256_sub_ps(old_max, new_max));
+        _mm256_storeu_ps(alpha + j, a);
+        _mm256_storeu_ps(sum + j, _mm256_fmadd_ps(_mm256_loadu_ps(sum + j), a, added));
+        _mm256_storeu_ps(max + j, new_max);
+    }
+}
+
+} // namespace
+
+PromptOps avx2_prompt_ops() { return {product, softmax_step}; }
+
+} // namespace kvscope::kernels::cpu::detail
