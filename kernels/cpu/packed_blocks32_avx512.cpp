@@ -68,12 +68,15 @@ void gemm_n(const std::byte* tile, const std::byte* act, std::size_t act_stride,
         acc[j] = _mm512_setzero_ps();
     }
     for (std::size_t b = 0; b < blocks; ++b) {
+        prefetch_ahead<T>(tile, b);
         __m512i sums[N];
         for (std::size_t j = 0; j < N; ++j)
             sums[j] = _mm512_set1_epi32(-code_offset(T) * a[j][b].sum);
         for_each_group<T>(tile + b * code_bytes(T), [&](std::size_t g, __m512i w) {
-            for (std::size_t j = 0; j < N; ++j)
-                sums[j] = _mm512_dpbusd_epi32(sums[j], w, _mm512_set1_epi32(load_i32(a[j][b].qs + g * kGroupValues)));
+            for (std::size_t j = 0; j < N; ++j) {
+                const __m512i codes = _mm512_set1_epi32(load_i32(a[j][b].qs + g * kGroupValues));
+                sums[j] = _mm512_dpbusd_epi32(sums[j], w, codes);
+            }
         });
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kScaleBytes)));
         for (std::size_t j = 0; j < N; ++j)
