@@ -80,8 +80,6 @@ inline constexpr std::size_t kHalfRows = kPackedRows / 2;
 inline constexpr std::size_t kHalfBytes = kGroupBytes / 2;
 inline constexpr std::size_t kYmmMaxInputs = 4; // 2 x 4 accumulators + codes fit 16 ymm
 
-inline __m256i ymm_load(const std::byte* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-
 inline std::int32_t load_i32(const void* p) {
     std::int32_t v;
     std::memcpy(&v, p, sizeof v);
@@ -103,40 +101,46 @@ inline void prefetch_ahead(const std::byte* tile, std::size_t b) {
                      _MM_HINT_T0);
 }
 
-// Byte i of the result is 0x10 when bit i of the 32 bits at p is set: the
-// fifth bit of a Q5_0 code in place.
-inline __m256i fifth_bits(const std::byte* p) {
-    const __m256i spread = _mm256_shuffle_epi8(
-        _mm256_set1_epi32(load_i32(p)),
-        _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
-    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201));
-    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
-}
-
-// Calls f(g, codes) for the 8 groups of half h of the block at `block`
-// (its code bytes), each group's 32 unsigned codes decoded once.
-template <WeightType T, typename F>
-inline void for_each_group_ymm(const std::byte* block, std::size_t h, F f) {
-    const std::byte* half = block + h * kHalfBytes;
+// Calls f(g, codes) for the 8 groups of a block, each group's unsigned
+// codes decoded once into a register of Simd (Ymm below; Zmm in the
+// AVX-512 file). `codes`: the block's code bytes at the register's first
+// row (a ymm half: + 32 h); `fifth`: Q5_0's mask of group 0 at the same
+// row (+ 4 h), each next group's 8 bytes on.
+template <WeightType T, typename Simd, typename F>
+inline void for_each_group(const std::byte* codes, const std::byte* fifth, F f) {
+    using Reg = typename Simd::Reg;
     if constexpr (T == WeightType::Q8_0) {
         for (std::size_t g = 0; g < kGroups; ++g)
-            f(g, ymm_load(half + g * kGroupBytes));
+            f(g, Simd::load(codes + g * kGroupBytes));
     } else {
-        const __m256i low4 = _mm256_set1_epi8(0x0F);
         for (std::size_t k = 0; k < kGroups / 2; ++k) {
-            const __m256i v = ymm_load(half + k * kGroupBytes);
-            __m256i lo = _mm256_and_si256(v, low4);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+            const Reg v = Simd::load(codes + k * kGroupBytes);
+            Reg lo = Simd::low_nibbles(v), hi = Simd::high_nibbles(v);
             if constexpr (T == WeightType::Q5_0) {
-                const std::byte* masks = block + kNibbleBytes + h * sizeof(std::uint32_t);
-                lo = _mm256_or_si256(lo, fifth_bits(masks + k * sizeof(std::uint64_t)));
-                hi = _mm256_or_si256(hi, fifth_bits(masks + (k + kGroups / 2) * sizeof(std::uint64_t)));
+                lo = Simd::add_fifth_bits(lo, fifth + k * sizeof(std::uint64_t));
+                hi = Simd::add_fifth_bits(hi, fifth + (k + kGroups / 2) * sizeof(std::uint64_t));
             }
             f(k, lo);
             f(k + kGroups / 2, hi);
         }
     }
 }
+
+struct Ymm {
+    using Reg = __m256i;
+    static Reg load(const std::byte* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+    static Reg low_nibbles(Reg v) { return _mm256_and_si256(v, _mm256_set1_epi8(0x0F)); }
+    static Reg high_nibbles(Reg v) { return low_nibbles(_mm256_srli_epi16(v, 4)); }
+    // Sets bit 4 of byte i where bit i of the 32 bits at p is set.
+    static Reg add_fifth_bits(Reg nibbles, const std::byte* p) {
+        const __m256i spread = _mm256_shuffle_epi8(
+            _mm256_set1_epi32(load_i32(p)),
+            _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+        const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201));
+        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+        return _mm256_or_si256(nibbles, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+    }
+};
 
 // Inputs i < N against one half of a tile. IntDot::start<T>(sum) is the
 // int32 sums' start for an activation block with code sum `sum`;
@@ -160,7 +164,10 @@ void ymm_gemm_half(const std::byte* tile, const std::byte* act, std::size_t act_
         __m256i sums[N];
         for (std::size_t j = 0; j < N; ++j)
             sums[j] = IntDot::template start<T>(a[j][b].sum);
-        for_each_group_ymm<T>(tile + b * code_bytes(T), h, [&](std::size_t g, __m256i w) {
+        const std::byte* block = tile + b * code_bytes(T);
+        const std::byte* codes = block + h * kHalfBytes;
+        const std::byte* fifth = block + kNibbleBytes + h * sizeof(std::uint32_t);
+        for_each_group<T, Ymm>(codes, fifth, [&](std::size_t g, __m256i w) {
             for (std::size_t j = 0; j < N; ++j)
                 sums[j] = IntDot::template dot<T>(sums[j], w,
                                                   _mm256_set1_epi32(load_i32(a[j][b].qs + g * kGroupValues)));

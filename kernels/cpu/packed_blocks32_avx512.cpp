@@ -25,36 +25,19 @@ namespace {
 // 2 x 8 accumulators, the group's codes and the scales fit 32 zmm.
 constexpr std::size_t kMaxInputs = 8;
 
-__m512i zmm_load(const std::byte* p) { return _mm512_loadu_si512(p); }
-
-// Calls f(g, codes) for the 8 groups of the block at `block` (its code
-// bytes), each group's 64 unsigned codes decoded once.
-template <WeightType T, typename F>
-void for_each_group(const std::byte* block, F f) {
-    if constexpr (T == WeightType::Q8_0) {
-        for (std::size_t g = 0; g < kGroups; ++g)
-            f(g, zmm_load(block + g * kGroupBytes));
-    } else {
-        const __m512i low4 = _mm512_set1_epi8(0x0F);
-        for (std::size_t k = 0; k < kGroups / 2; ++k) {
-            const __m512i v = zmm_load(block + k * kGroupBytes);
-            __m512i lo = _mm512_and_si512(v, low4);
-            __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-            if constexpr (T == WeightType::Q5_0) {
-                const std::byte* masks = block + kNibbleBytes;
-                const __m512i fifth = _mm512_set1_epi8(0x10);
-                std::uint64_t m_lo, m_hi;
-                std::memcpy(&m_lo, masks + k * sizeof(std::uint64_t), sizeof m_lo);
-                std::memcpy(&m_hi, masks + (k + kGroups / 2) * sizeof(std::uint64_t), sizeof m_hi);
-                // the nibble's bit 4 is clear: adding 16 sets it
-                lo = _mm512_mask_add_epi8(lo, m_lo, lo, fifth);
-                hi = _mm512_mask_add_epi8(hi, m_hi, hi, fifth);
-            }
-            f(k, lo);
-            f(k + kGroups / 2, hi);
-        }
+struct Zmm {
+    using Reg = __m512i;
+    static Reg load(const std::byte* p) { return _mm512_loadu_si512(p); }
+    static Reg low_nibbles(Reg v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0F)); }
+    static Reg high_nibbles(Reg v) { return low_nibbles(_mm512_srli_epi16(v, 4)); }
+    // The 64 bits at p are a byte mask (the layout stores them so): adding
+    // 16 sets the nibbles' clear bit 4.
+    static Reg add_fifth_bits(Reg nibbles, const std::byte* p) {
+        std::uint64_t mask;
+        std::memcpy(&mask, p, sizeof mask);
+        return _mm512_mask_add_epi8(nibbles, mask, nibbles, _mm512_set1_epi8(0x10));
     }
-}
+};
 
 template <WeightType T, std::size_t N>
 void gemm_n(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols, float* y,
@@ -72,10 +55,11 @@ void gemm_n(const std::byte* tile, const std::byte* act, std::size_t act_stride,
         __m512i sums[N];
         for (std::size_t j = 0; j < N; ++j)
             sums[j] = _mm512_set1_epi32(-code_offset(T) * a[j][b].sum);
-        for_each_group<T>(tile + b * code_bytes(T), [&](std::size_t g, __m512i w) {
+        const std::byte* codes = tile + b * code_bytes(T);
+        for_each_group<T, Zmm>(codes, codes + kNibbleBytes, [&](std::size_t g, __m512i w) {
             for (std::size_t j = 0; j < N; ++j) {
-                const __m512i codes = _mm512_set1_epi32(load_i32(a[j][b].qs + g * kGroupValues));
-                sums[j] = _mm512_dpbusd_epi32(sums[j], w, codes);
+                const __m512i x = _mm512_set1_epi32(load_i32(a[j][b].qs + g * kGroupValues));
+                sums[j] = _mm512_dpbusd_epi32(sums[j], w, x);
             }
         });
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kScaleBytes)));
