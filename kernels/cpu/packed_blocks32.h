@@ -1,6 +1,7 @@
 // Internal to the blocks-of-32 tile kernels (packed_blocks32*.cpp): the
 // numbers of the tile layout drawn in packed_blocks32.cpp, the per-ISA
-// kernels, and the 256-bit kernel that the AVX2 and AVX-VNNI files both
+// kernels, what the kernels of both register widths share (group decoding,
+// prefetch), and the 256-bit kernel that the AVX2 and AVX-VNNI files both
 // compile (they differ only in how 4 byte products become an int32 sum).
 #pragma once
 
@@ -62,8 +63,9 @@ PackedGemmFn avx2_packed_gemm(WeightType type);
 
 } // namespace kvscope::kernels::cpu::detail::blocks32
 
-// The 256-bit kernel, seen only by files compiled with AVX2. Internal
-// linkage: each file gets its own copy with its own instruction set.
+// The shared pieces and the 256-bit kernel, seen only by files compiled
+// with AVX2 (the AVX-512 file too). Internal linkage: each file gets its
+// own copy with its own instruction set.
 #if defined(__AVX2__)
 #include <immintrin.h>
 
