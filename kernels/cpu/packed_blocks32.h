@@ -91,8 +91,9 @@ inline std::int32_t load_i32(const void* p) {
 // A decode step streams the tiles in order (codes, scales, the next tile)
 // and reads each byte once: while on block b, the lines kPrefetchBytes
 // ahead of the walk are requested, a block's share of lines per block.
-// From memory this measured 10-30% faster than the hardware prefetcher
-// alone (noisy, shared machine).
+// Through matmul at n = 1 on an 8192 x 2048 matrix (not in cache) this
+// measured 5-40% faster than the hardware prefetcher alone (noisy, shared
+// machine); putting the scales before the codes measured no different.
 inline constexpr std::size_t kPrefetchBytes = 4096;
 
 template <WeightType T>
