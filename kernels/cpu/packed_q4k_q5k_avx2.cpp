@@ -23,7 +23,7 @@ struct YmmAvx2 : q4k_q5k::YmmBase {
 
 } // namespace
 
-// 4 inputs, as the AVX-VNNI kernel.
-PackedGemmFn q4k_q5k_avx2_gemm(bool q5) { return q4k_q5k::gemm_fn<YmmAvx2, 4>(q5); }
+// 6 inputs, as the AVX-VNNI kernel, measured the same way.
+PackedGemmFn q4k_q5k_avx2_gemm(bool q5) { return q4k_q5k::gemm_fn<YmmAvx2, 6>(q5); }
 
 } // namespace kvscope::kernels::cpu::detail
