@@ -22,20 +22,25 @@ struct KCodes {
     std::uint8_t h[kSuperBlockValues];
 };
 
-// quant_blocks.h: value v is in chunk v / 64 of qs, low nibbles for the
-// chunk's first 32 values; its fifth bit is bit v / 32 of qh[v % 32].
+// quant_blocks.h: chunk c of qs holds values 64c + l in its low nibbles
+// and 64c + 32 + l in its high ones (l < 32); the fifth bit of value
+// 32j + l is bit j of qh[l].
 template <typename Block>
-KCodes unpack_codes(const std::byte* src) {
+void unpack_codes(const std::byte* src, KCodes& c) {
     Block block;
     std::memcpy(&block, src, sizeof block);
-    KCodes c{block.d, block.dmin, unpack_k_scales(block.scales), {}, {}};
-    for (std::size_t v = 0; v < kSuperBlockValues; ++v) {
-        const std::uint8_t byte = block.qs[v / 64 * 32 + v % 32];
-        c.q[v] = static_cast<std::uint8_t>(v % 64 < 32 ? byte & 0x0F : byte >> 4);
-        if constexpr (sizeof(Block) == sizeof(BlockQ5_K))
-            c.h[v] = static_cast<std::uint8_t>((block.qh[v % 32] >> (v / 32)) & 1);
-    }
-    return c;
+    c.d = block.d;
+    c.dmin = block.dmin;
+    c.scales = unpack_k_scales(block.scales);
+    for (std::size_t chunk = 0; chunk < 4; ++chunk)
+        for (std::size_t l = 0; l < 32; ++l) {
+            c.q[64 * chunk + l] = block.qs[32 * chunk + l] & 0x0F;
+            c.q[64 * chunk + 32 + l] = block.qs[32 * chunk + l] >> 4;
+        }
+    if constexpr (sizeof(Block) == sizeof(BlockQ5_K))
+        for (std::size_t j = 0; j < 8; ++j)
+            for (std::size_t l = 0; l < 32; ++l)
+                c.h[32 * j + l] = (block.qh[l] >> j) & 1;
 }
 
 // Row r's super-block into the tile's super-block at `t`.
@@ -67,10 +72,12 @@ template <typename Block>
 void pack_tile(const std::byte* w, std::size_t row_bytes, std::size_t rows, std::size_t cols, std::byte* tile) {
     constexpr bool q5 = sizeof(Block) == sizeof(BlockQ5_K);
     std::memset(tile, 0, tile_bytes<Block>(cols)); // zero rows, and the qh bits OR-ed in
+    KCodes codes{};
     for (std::size_t b = 0; b < cols / kSuperBlockValues; ++b)
-        for (std::size_t r = 0; r < rows; ++r)
-            place_row(unpack_codes<Block>(w + r * row_bytes + b * sizeof(Block)), r, q5,
-                      tile + b * L::super_block_bytes(q5));
+        for (std::size_t r = 0; r < rows; ++r) {
+            unpack_codes<Block>(w + r * row_bytes + b * sizeof(Block), codes);
+            place_row(codes, r, q5, tile + b * L::super_block_bytes(q5));
+        }
 }
 
 const PackedLayout kQ4K{tile_bytes<BlockQ4_K>, pack_tile<BlockQ4_K>, ActFormat::Q8x256};
