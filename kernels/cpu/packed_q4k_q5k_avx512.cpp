@@ -1,8 +1,8 @@
 // Q4_K/Q5_K tile kernel with AVX-512 VNNI: a whole 16-row tile per pass,
 // one row per 32-bit lane of a zmm. Per sub-block of 32 values and input:
 // 8 dpbusd (each with the input's 4 codes broadcast from memory), one
-// convert and one FMA; decoding the codes (4 loads, 4 and, 4 shift+and)
-// and the rows' d * sc are shared by the call's inputs.
+// convert and one FMA; decoding the codes (per group of 8 values: and,
+// shift, and) and the rows' d * sc are shared by the call's inputs.
 // GCC 12's AVX-512 headers trip its own uninitialized-value warnings
 // (their _mm512_undefined_* placeholders; GCC bug 105593, fixed in 13).
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
