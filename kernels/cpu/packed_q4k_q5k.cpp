@@ -49,8 +49,8 @@ void place_row(const KCodes& c, std::size_t r, bool q5, std::byte* t) {
     std::memcpy(t + L::kDmin + 2 * r, &c.dmin, 2);
     auto* u = reinterpret_cast<std::uint8_t*>(t);
     for (std::size_t j = 0; j < L::kSubBlocks; ++j) {
-        u[L::kScales + 16 * j + r] = c.scales.scale[j];
-        u[L::kMins + 16 * j + r] = c.scales.min[j];
+        u[L::kScales + kPackedRows * j + r] = c.scales.scale[j];
+        u[L::kMins + kPackedRows * j + r] = c.scales.min[j];
         for (std::size_t g = 0; g < L::kGroups; ++g)
             for (std::size_t i = 0; i < 4; ++i) {
                 const std::size_t v = 32 * j + 8 * g + i;

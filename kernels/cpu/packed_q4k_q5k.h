@@ -86,13 +86,6 @@ inline std::int32_t load_i32(const void* p) {
     return v;
 }
 
-// Rows row0 .. row0 + V::kRows of a tile (row0 = 0 or, for ymm, 8) times N
-// inputs, over all super-blocks. Per super-block, row and input:
-//   mins = sum_j m[j] * (bsums[2j] + bsums[2j+1])       (exact int32)
-//   acc  = float(mins) * -dmin
-//   acc  = fma(float(sum_j), d * sc[j], acc)  for j = 0..7, where sum_j is
-//          the exact int32 dot product of sub-block j's codes and the input's
-//   out  = fma(d_x, acc, out)
 // A decode step streams every tile from memory once: each sub-block asks
 // for kPrefetchLines lines of the super-block kPrefetchAhead on (the next
 // tile's, past the last one), 48 lines per super-block of 37 (Q4_K) or 45.
@@ -101,6 +94,13 @@ inline std::int32_t load_i32(const void* p) {
 inline constexpr std::size_t kPrefetchAhead = 2;
 inline constexpr std::size_t kPrefetchLines = 6;
 
+// Rows row0 .. row0 + V::kRows of a tile (row0 = 0 or, for ymm, 8) times N
+// inputs, over all super-blocks. Per super-block, row and input:
+//   mins = sum_j m[j] * (bsums[2j] + bsums[2j+1])       (exact int32)
+//   acc  = float(mins) * -dmin
+//   acc  = fma(float(sum_j), d * sc[j], acc)  for j = 0..7, where sum_j is
+//          the exact int32 dot product of sub-block j's codes and the input's
+//   out  = fma(d_x, acc, out)
 template <typename V, int N, bool Q5>
 void walk_rows(const std::byte* tile, std::size_t row0, const std::byte* act, std::size_t act_stride,
                std::size_t cols, float* y, std::size_t y_stride, std::size_t valid) {
@@ -126,7 +126,7 @@ void walk_rows(const std::byte* tile, std::size_t row0, const std::byte* act, st
             for (std::size_t j = 0; j < L::kSubBlocks; ++j) {
                 // m in both 16-bit halves of its row's lane: one dpwssd
                 // takes both bsums of the sub-block.
-                const I m = V::u8_to_i32(t + L::kMins + 16 * j + row0);
+                const I m = V::u8_to_i32(t + L::kMins + kPackedRows * j + row0);
                 const I m2 = V::or_(m, V::slli32_16(m));
                 for (int i = 0; i < N; ++i)
                     mins[i] = V::dpwssd(mins[i], m2, load_i32(a[i]->bsums + 2 * j));
@@ -139,7 +139,7 @@ void walk_rows(const std::byte* tile, std::size_t row0, const std::byte* act, st
             const std::byte* ahead = t + kPrefetchAhead * sb_bytes + j * kPrefetchLines * kPackedAlign;
             for (std::size_t k = 0; k < kPrefetchLines; ++k)
                 __builtin_prefetch(ahead + k * kPackedAlign);
-            const F dsc = V::mul(d, V::cvt(V::u8_to_i32(t + L::kScales + 16 * j + row0)));
+            const F dsc = V::mul(d, V::cvt(V::u8_to_i32(t + L::kScales + kPackedRows * j + row0)));
             const std::byte* qs = t + L::kQs + j * L::kQsSubBlock + 4 * row0;
             I h{};
             if constexpr (Q5)
