@@ -1,0 +1,232 @@
+// Internal to the Q4_K/Q5_K tile kernels (packed_q4k_q5k*.cpp): the tile
+// layout's offsets, shared by pack_tile and every kernel, the per-ISA
+// kernels, and the one tile walk they all instantiate.
+//
+// The walk is written once over a vector type `V` (V::kRows rows per
+// register: 16 in a zmm, 8 in a ymm, whose kernels take a tile as two
+// 8-row halves) so that every instruction set runs the same integer sums
+// and the same float operations in the same order, per row and input:
+// outputs are bit-identical across them by construction. V supplies the
+// loads, the nibble and bit operations, the two integer dot products
+// (dpbusd's 4 u8 x s8 products per int32 lane, dpwssd's 2 s16 x s16) and
+// the float ones. The walk uses no intrinsics itself, so this header may be
+// included by files compiled without SIMD flags; the 8-row ymm operations
+// that the AVX2 and AVX-VNNI kernels share (all but their dot products) are
+// compiled only where AVX2 code generation is on.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "kernels/cpu/activation_quant.h"
+#include "kernels/cpu/packed_kernel.h"
+
+namespace kvscope::kernels::cpu::detail {
+
+// One super-block (256 columns) of a tile; a tile is cols / 256 of them in
+// a row. Offsets in bytes, R = row 0..15, j = sub-block 0..7 (32 values),
+// g = group 0..3 of 8 values in a sub-block:
+//
+//   0     d[R]        f16 x 16      the rows' super-block scales
+//   32    dmin[R]     f16 x 16      their min scales
+//   64    sc[j][R]    u8 x 8 x 16   6-bit sub-block scales, unpacked
+//   192   m[j][R]     u8 x 8 x 16   6-bit sub-block mins, unpacked
+//   320   qs[j][g][R] u8 x 4, 8 x 4 x 16 x 4 = 2048: byte i of row R holds
+//                     value 32j + 8g + i in its low nibble and value
+//                     32j + 8g + 4 + i in its high nibble
+//   2368  Q5_K only: qh[j][R] 4 bytes: bit 2g of byte i is the fifth bit of
+//                     value 32j + 8g + i, bit 2g + 1 that of 32j + 8g + 4 + i
+//   2368 (Q4_K) / 2880 (Q5_K): the next super-block
+//
+// A 64-byte run qs[j][g] is one zmm: lane R (4 bytes) is row R, so the low
+// nibbles meet an input's 4 codes 32j + 8g .. + 3 in one dpbusd with them
+// broadcast, the high nibbles the next 4. Scales and mins are unpacked from
+// their 12-byte packing once here rather than for every input group, for 4
+// bytes per row per super-block (Q4_K: 2368 bytes for 16 x 144 in the
+// file, +2.8%); every super-block starts on a cache line.
+struct KTileLayout {
+    static constexpr std::size_t kD = 0;
+    static constexpr std::size_t kDmin = 32;
+    static constexpr std::size_t kScales = 64;
+    static constexpr std::size_t kMins = 192;
+    static constexpr std::size_t kQs = 320;
+    static constexpr std::size_t kQh = 2368;
+    static constexpr std::size_t kSubBlocks = 8;
+    static constexpr std::size_t kGroups = 4;
+    static constexpr std::size_t kQsSubBlock = kGroups * kPackedRows * 4; // 256
+    static constexpr std::size_t kQhSubBlock = kPackedRows * 4;           // 64
+
+    static constexpr std::size_t super_block_bytes(bool q5) { return q5 ? kQh + kSubBlocks * kQhSubBlock : kQh; }
+};
+
+#if defined(KVSCOPE_KERNELS_AVX512VNNI)
+PackedGemmFn q4k_q5k_avx512_gemm(bool q5);
+#endif
+#if defined(KVSCOPE_KERNELS_AVXVNNI)
+PackedGemmFn q4k_q5k_avxvnni_gemm(bool q5);
+#endif
+#if defined(KVSCOPE_KERNELS_AVX2)
+PackedGemmFn q4k_q5k_avx2_gemm(bool q5);
+#endif
+
+// Internal linkage: compiled into each instruction set's file (see the
+// README's SIMD dispatch).
+namespace q4k_q5k {
+namespace {
+
+using L = KTileLayout;
+
+inline std::int32_t load_i32(const void* p) {
+    std::int32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+// A decode step streams every tile from memory once: each sub-block asks
+// for kPrefetchLines lines of the super-block kPrefetchAhead on (the next
+// tile's, past the last one), 48 lines per super-block of 37 (Q4_K) or 45.
+// Measured on a 16384 x 4096 matrix, one input, one thread: Q4_K 21 -> 36
+// GB/s, Q5_K 16 -> 33 GB/s; 1 or 4 super-blocks ahead gained less.
+inline constexpr std::size_t kPrefetchAhead = 2;
+inline constexpr std::size_t kPrefetchLines = 6;
+
+// Rows row0 .. row0 + V::kRows of a tile (row0 = 0 or, for ymm, 8) times N
+// inputs, over all super-blocks. Per super-block, row and input:
+//   mins = sum_j m[j] * (bsums[2j] + bsums[2j+1])       (exact int32)
+//   acc  = float(mins) * -dmin
+//   acc  = fma(float(sum_j), d * sc[j], acc)  for j = 0..7, where sum_j is
+//          the exact int32 dot product of sub-block j's codes and the input's
+//   out  = fma(d_x, acc, out)
+template <typename V, int N, bool Q5>
+void walk_rows(const std::byte* tile, std::size_t row0, const std::byte* act, std::size_t act_stride,
+               std::size_t cols, float* y, std::size_t y_stride, std::size_t valid) {
+    using I = typename V::I;
+    using F = typename V::F;
+    const std::size_t supers = cols / kActSuperValues;
+    const std::size_t sb_bytes = L::super_block_bytes(Q5);
+    const I low4 = V::set1_i8(0x0F);
+    F out[N];
+    for (int i = 0; i < N; ++i)
+        out[i] = V::zero_f();
+    for (std::size_t b = 0; b < supers; ++b) {
+        const std::byte* t = tile + b * sb_bytes;
+        const ActBlock256* a[N];
+        for (int i = 0; i < N; ++i)
+            a[i] = reinterpret_cast<const ActBlock256*>(act + i * act_stride) + b;
+        const F d = V::load_f16(t + L::kD + 2 * row0);
+        F acc[N];
+        {
+            I mins[N];
+            for (int i = 0; i < N; ++i)
+                mins[i] = V::zero_i();
+            for (std::size_t j = 0; j < L::kSubBlocks; ++j) {
+                // m in both 16-bit halves of its row's lane: one dpwssd
+                // takes both bsums of the sub-block.
+                const I m = V::u8_to_i32(t + L::kMins + kPackedRows * j + row0);
+                const I m2 = V::or_(m, V::slli32_16(m));
+                for (int i = 0; i < N; ++i)
+                    mins[i] = V::dpwssd(mins[i], m2, load_i32(a[i]->bsums + 2 * j));
+            }
+            const F neg_dmin = V::neg(V::load_f16(t + L::kDmin + 2 * row0));
+            for (int i = 0; i < N; ++i)
+                acc[i] = V::mul(V::cvt(mins[i]), neg_dmin);
+        }
+        for (std::size_t j = 0; j < L::kSubBlocks; ++j) {
+            const std::byte* ahead = t + kPrefetchAhead * sb_bytes + j * kPrefetchLines * kPackedAlign;
+            for (std::size_t k = 0; k < kPrefetchLines; ++k)
+                __builtin_prefetch(ahead + k * kPackedAlign);
+            const F dsc = V::mul(d, V::cvt(V::u8_to_i32(t + L::kScales + kPackedRows * j + row0)));
+            const std::byte* qs = t + L::kQs + j * L::kQsSubBlock + 4 * row0;
+            I h{};
+            if constexpr (Q5)
+                h = V::load(t + L::kQh + j * L::kQhSubBlock + 4 * row0);
+            I sum[N];
+            for (int i = 0; i < N; ++i)
+                sum[i] = V::zero_i();
+            for (std::size_t g = 0; g < L::kGroups; ++g) {
+                const I q = V::load(qs + g * kPackedRows * 4);
+                I lo = V::and_(q, low4);
+                I hi = V::and_(V::srli16(q, 4), low4);
+                if constexpr (Q5) {
+                    lo = V::or_(lo, V::and_(V::slli16(h, 4), V::set1_i8(0x10)));
+                    hi = V::or_(hi, V::and_(V::slli16(h, 3), V::set1_i8(0x10)));
+                    h = V::srli16(h, 2);
+                }
+                const std::size_t k = 32 * j + 8 * g;
+                for (int i = 0; i < N; ++i)
+                    sum[i] = V::dot8(sum[i], lo, hi, a[i]->qs + k);
+            }
+            for (int i = 0; i < N; ++i)
+                acc[i] = V::fma(V::cvt(sum[i]), dsc, acc[i]);
+        }
+        for (int i = 0; i < N; ++i)
+            out[i] = V::fma(V::set1_f(a[i]->d), acc[i], out[i]);
+    }
+    for (int i = 0; i < N; ++i)
+        V::store(y + i * y_stride + row0, out[i], valid);
+}
+
+// One call of the PackedGemm contract: inputs in one group of count <= N,
+// the tile's rows in V::kRows-row passes (rows past `rows` are skipped).
+template <typename V, int N, bool Q5>
+void gemm(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t count,
+          std::size_t cols, float* y, std::size_t y_stride, std::size_t rows) {
+    if constexpr (N > 1)
+        if (count < N)
+            return gemm<V, N - 1, Q5>(tile, act, act_stride, count, cols, y, y_stride, rows);
+    for (std::size_t row0 = 0; row0 < rows; row0 += V::kRows) {
+        const std::size_t valid = rows - row0 < V::kRows ? rows - row0 : V::kRows;
+        walk_rows<V, N, Q5>(tile, row0, act, act_stride, cols, y, y_stride, valid);
+    }
+}
+
+template <typename V, int N>
+PackedGemmFn gemm_fn(bool q5) {
+    return {q5 ? gemm<V, N, true> : gemm<V, N, false>, N};
+}
+
+#if defined(__AVX2__)
+// 8 rows per ymm: a tile in two passes over the same bytes, each reading
+// the first (rows 0-7) or second half of every 64- or 16-byte row run.
+// The kernels derive from this and add dpwssd and dot8.
+struct YmmBase {
+    using I = __m256i;
+    using F = __m256;
+    static constexpr std::size_t kRows = 8;
+
+    static I zero_i() { return _mm256_setzero_si256(); }
+    static F zero_f() { return _mm256_setzero_ps(); }
+    static I set1_i8(char v) { return _mm256_set1_epi8(v); }
+    static F set1_f(float v) { return _mm256_set1_ps(v); }
+    static I load(const std::byte* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+    static F load_f16(const std::byte* p) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
+    static I u8_to_i32(const std::byte* p) {
+        return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    }
+    static I and_(I a, I b) { return _mm256_and_si256(a, b); }
+    static I or_(I a, I b) { return _mm256_or_si256(a, b); }
+    static I srli16(I a, int n) { return _mm256_srli_epi16(a, n); }
+    static I slli16(I a, int n) { return _mm256_slli_epi16(a, n); }
+    static I slli32_16(I a) { return _mm256_slli_epi32(a, 16); }
+    static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
+    static F neg(F a) { return _mm256_sub_ps(_mm256_setzero_ps(), a); }
+    static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+    static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+    static void store(float* y, F v, std::size_t valid) {
+        if (valid == kRows)
+            return _mm256_storeu_ps(y, v);
+        const I lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        _mm256_maskstore_ps(y, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)), lanes), v);
+    }
+};
+#endif
+
+} // namespace
+} // namespace q4k_q5k
+} // namespace kvscope::kernels::cpu::detail
