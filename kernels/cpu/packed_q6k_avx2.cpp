@@ -52,6 +52,8 @@ void gemm_half(const std::byte* tile, const std::byte* act, std::size_t act_stri
             total[i] = _mm256_setzero_si256();
         }
         for (std::size_t s = 0; s < 16; s += 2) {
+            q6k_prefetch(super + kQ6kCodes + s * kQ6kSubBytes);
+            q6k_prefetch(super + kQ6kCodes + (s + 1) * kQ6kSubBytes);
             const __m256i even = scale_words(super, s, half), odd = scale_words(super, s + 1, half);
             // Words (-32 sc[s], -32 sc[s + 1]) against the input's (bsums[s], bsums[s + 1]).
             const __m256i offset = _mm256_mullo_epi16(_mm256_blend_epi16(even, odd, 0xAA), _mm256_set1_epi16(-32));

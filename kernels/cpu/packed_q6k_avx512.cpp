@@ -66,6 +66,7 @@ void gemm(const std::byte* tile, const std::byte* act, std::size_t act_stride, s
             total[i] = _mm512_setzero_si512();
         }
         for (std::size_t s = 0; s < 16; ++s) {
+            q6k_prefetch(super + kQ6kCodes + s * kQ6kSubBytes);
             const Codes c = decode(super + kQ6kCodes + s * kQ6kSubBytes);
             const __m512i sc = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(super + kQ6kScales + 16 * s)));
             for (std::size_t i = 0; i < N; ++i) {

@@ -33,6 +33,7 @@ void gemm_half(const std::byte* tile, const std::byte* act, std::size_t act_stri
             total[i] = _mm256_setzero_si256();
         }
         for (std::size_t s = 0; s < 16; ++s) {
+            q6k_prefetch(super + kQ6kCodes + s * kQ6kSubBytes);
             const Q6kCodes256 c = q6k_decode256(super + kQ6kCodes + s * kQ6kSubBytes, half);
             const __m256i sc = _mm256_cvtepi8_epi32(
                 _mm_loadl_epi64(reinterpret_cast<const __m128i*>(super + kQ6kScales + 16 * s + 8 * half)));
