@@ -3,13 +3,17 @@
 // draws the layout and packs it; packed_kernel.h says what a tile is.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
+#include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/packed_kernel.h"
 
 namespace kvscope::kernels::cpu::detail {
@@ -44,6 +48,11 @@ inline constexpr std::size_t kQ6kMaxInputs256 = 4; // 4 x 2 of 16 ymm, per 8-row
 // one input. Out of cache (one input, a 64 MiB matrix) 8 KiB ahead was
 // 10-45% faster than none on the 2-core VM (noisy: other builds running).
 inline constexpr std::size_t kQ6kPrefetchAhead = 8192;
+
+// The kernels' shared pieces have internal linkage (the unnamed namespace):
+// each instruction set's file compiles its own copy, and the linker must
+// not hand one file's copy (AVX-512 code, say) to another's kernel.
+namespace {
 
 #if defined(__AVX2__)
 // Asks for the 3 lines of the sub-block kQ6kPrefetchAhead after `sub`.
@@ -83,7 +92,56 @@ inline void q6k_store_rows(float* y, __m256 v, std::size_t rows) {
     for (std::size_t r = 0; r < rows; ++r)
         y[r] = lanes[r];
 }
+
+// The walk of the ymm kernels: each 8-row half of the tile in turn, and
+// per super-block, add_super(super, half, a, total) sets the N inputs'
+// exact totals (a[i]: input i's block), turned into floats as
+// packed_q6k.h says.
+template <std::size_t N, class AddSuper>
+void q6k_gemm256(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols, float* y,
+                 std::size_t y_stride, std::size_t rows, const AddSuper& add_super) {
+    for (std::size_t half = 0; 8 * half < rows; ++half) {
+        __m256 acc[N];
+        for (std::size_t i = 0; i < N; ++i)
+            acc[i] = _mm256_setzero_ps();
+        for (std::size_t b = 0; b < cols / kActSuperValues; ++b) {
+            const auto* super = reinterpret_cast<const std::uint8_t*>(tile) + b * kQ6kSuperBytes;
+            const ActBlock256* a[N];
+            for (std::size_t i = 0; i < N; ++i)
+                a[i] = reinterpret_cast<const ActBlock256*>(act + i * act_stride) + b;
+            __m256i total[N];
+            add_super(super, half, a, total);
+            const __m256 d = _mm256_load_ps(reinterpret_cast<const float*>(super + kQ6kD) + 8 * half);
+            for (std::size_t i = 0; i < N; ++i)
+                acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[i]), _mm256_mul_ps(d, _mm256_set1_ps(a[i]->d)),
+                                         acc[i]);
+        }
+        for (std::size_t i = 0; i < N; ++i)
+            q6k_store_rows(y + i * y_stride + 8 * half, acc[i], std::min<std::size_t>(8, rows - 8 * half));
+    }
+}
 #endif
+
+// call(std::integral_constant<std::size_t, count>{}) for count in 1..Max:
+// the kernels hold each input's sums in registers, so they are compiled
+// for each count.
+template <std::size_t Max, class Call>
+void q6k_with_count(std::size_t count, const Call& call) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (void)((count == I + 1 && (call(std::integral_constant<std::size_t, I + 1>{}), true)) || ...);
+    }(std::make_index_sequence<Max>{});
+}
+
+// Each sub-block's sum of input i starts at offset[i][s] = -32 * bsums[s]
+// (Q6_K's offset of 32), broadcast from memory into the dpbusd chain.
+template <std::size_t N>
+void q6k_offsets(const ActBlock256* const (&a)[N], std::int32_t (&offset)[N][16]) {
+    for (std::size_t i = 0; i < N; ++i)
+        for (std::size_t s = 0; s < 16; ++s)
+            offset[i][s] = -32 * a[i]->bsums[s];
+}
+
+} // namespace
 
 #if defined(KVSCOPE_KERNELS_AVX512VNNI)
 void q6k_gemm_avx512(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t count,

@@ -10,8 +10,6 @@
 // alone is compiled with AVX2 code generation.
 #include <immintrin.h>
 
-#include <algorithm>
-
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/packed_q6k.h"
 
@@ -38,61 +36,34 @@ __m256i add_scaled(__m256i total, const Q6kCodes256& c, const std::int8_t* q, __
 }
 
 template <std::size_t N>
-void gemm_half(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols, float* y,
-               std::size_t y_stride, std::size_t half, std::size_t rows) {
-    __m256 acc[N];
+void add_super(const std::uint8_t* super, std::size_t half, const ActBlock256* const (&a)[N], __m256i (&total)[N]) {
     for (std::size_t i = 0; i < N; ++i)
-        acc[i] = _mm256_setzero_ps();
-    for (std::size_t b = 0; b < cols / kActSuperValues; ++b) {
-        const auto* super = reinterpret_cast<const std::uint8_t*>(tile) + b * kQ6kSuperBytes;
-        const ActBlock256* a[N];
-        __m256i total[N];
+        total[i] = _mm256_setzero_si256();
+    for (std::size_t s = 0; s < 16; s += 2) {
+        q6k_prefetch(super + kQ6kCodes + s * kQ6kSubBytes);
+        q6k_prefetch(super + kQ6kCodes + (s + 1) * kQ6kSubBytes);
+        const __m256i even = scale_words(super, s, half), odd = scale_words(super, s + 1, half);
+        // Words (-32 sc[s], -32 sc[s + 1]) against the input's (bsums[s], bsums[s + 1]).
+        const __m256i offset = _mm256_mullo_epi16(_mm256_blend_epi16(even, odd, 0xAA), _mm256_set1_epi16(-32));
+        const Q6kCodes256 c0 = q6k_decode256(super + kQ6kCodes + s * kQ6kSubBytes, half);
+        const Q6kCodes256 c1 = q6k_decode256(super + kQ6kCodes + (s + 1) * kQ6kSubBytes, half);
         for (std::size_t i = 0; i < N; ++i) {
-            a[i] = reinterpret_cast<const ActBlock256*>(act + i * act_stride) + b;
-            total[i] = _mm256_setzero_si256();
+            std::int32_t bsums;
+            std::memcpy(&bsums, a[i]->bsums + s, sizeof bsums);
+            total[i] = _mm256_add_epi32(total[i], _mm256_madd_epi16(offset, _mm256_set1_epi32(bsums)));
+            total[i] = add_scaled(total[i], c0, a[i]->qs + 16 * s, even);
+            total[i] = add_scaled(total[i], c1, a[i]->qs + 16 * (s + 1), odd);
         }
-        for (std::size_t s = 0; s < 16; s += 2) {
-            q6k_prefetch(super + kQ6kCodes + s * kQ6kSubBytes);
-            q6k_prefetch(super + kQ6kCodes + (s + 1) * kQ6kSubBytes);
-            const __m256i even = scale_words(super, s, half), odd = scale_words(super, s + 1, half);
-            // Words (-32 sc[s], -32 sc[s + 1]) against the input's (bsums[s], bsums[s + 1]).
-            const __m256i offset = _mm256_mullo_epi16(_mm256_blend_epi16(even, odd, 0xAA), _mm256_set1_epi16(-32));
-            const Q6kCodes256 c0 = q6k_decode256(super + kQ6kCodes + s * kQ6kSubBytes, half);
-            const Q6kCodes256 c1 = q6k_decode256(super + kQ6kCodes + (s + 1) * kQ6kSubBytes, half);
-            for (std::size_t i = 0; i < N; ++i) {
-                std::int32_t bsums;
-                std::memcpy(&bsums, a[i]->bsums + s, sizeof bsums);
-                total[i] = _mm256_add_epi32(total[i], _mm256_madd_epi16(offset, _mm256_set1_epi32(bsums)));
-                total[i] = add_scaled(total[i], c0, a[i]->qs + 16 * s, even);
-                total[i] = add_scaled(total[i], c1, a[i]->qs + 16 * (s + 1), odd);
-            }
-        }
-        const __m256 d = _mm256_load_ps(reinterpret_cast<const float*>(super + kQ6kD) + 8 * half);
-        for (std::size_t i = 0; i < N; ++i)
-            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[i]), _mm256_mul_ps(d, _mm256_set1_ps(a[i]->d)), acc[i]);
     }
-    for (std::size_t i = 0; i < N; ++i)
-        q6k_store_rows(y + i * y_stride + 8 * half, acc[i], rows);
-}
-
-template <std::size_t N>
-void gemm(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols, float* y,
-          std::size_t y_stride, std::size_t rows) {
-    for (std::size_t half = 0; 8 * half < rows; ++half)
-        gemm_half<N>(tile, act, act_stride, cols, y, y_stride, half, std::min<std::size_t>(8, rows - 8 * half));
 }
 
 } // namespace
 
 void q6k_gemm_avx2(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t count,
                    std::size_t cols, float* y, std::size_t y_stride, std::size_t rows) {
-    static_assert(kQ6kMaxInputs256 == 4);
-    switch (count) {
-    case 1: return gemm<1>(tile, act, act_stride, cols, y, y_stride, rows);
-    case 2: return gemm<2>(tile, act, act_stride, cols, y, y_stride, rows);
-    case 3: return gemm<3>(tile, act, act_stride, cols, y, y_stride, rows);
-    default: return gemm<4>(tile, act, act_stride, cols, y, y_stride, rows);
-    }
+    q6k_with_count<kQ6kMaxInputs256>(count, [&](auto n) {
+        q6k_gemm256<n()>(tile, act, act_stride, cols, y, y_stride, rows, add_super<n()>);
+    });
 }
 
 } // namespace kvscope::kernels::cpu::detail

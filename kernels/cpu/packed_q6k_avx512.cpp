@@ -57,18 +57,18 @@ void gemm(const std::byte* tile, const std::byte* act, std::size_t act_stride, s
     for (std::size_t b = 0; b < cols / kActSuperValues; ++b) {
         const auto* super = reinterpret_cast<const std::uint8_t*>(tile) + b * kQ6kSuperBytes;
         const ActBlock256* a[N];
-        alignas(64) std::int32_t offset[N][16]; // -32 * bsums, the start of each sub-block's sum
-        __m512i total[N];
-        for (std::size_t i = 0; i < N; ++i) {
+        for (std::size_t i = 0; i < N; ++i)
             a[i] = reinterpret_cast<const ActBlock256*>(act + i * act_stride) + b;
-            const __m512i bsums = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i]->bsums)));
-            _mm512_store_si512(offset[i], _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(bsums, 5)));
+        alignas(64) std::int32_t offset[N][16];
+        q6k_offsets(a, offset);
+        __m512i total[N];
+        for (std::size_t i = 0; i < N; ++i)
             total[i] = _mm512_setzero_si512();
-        }
         for (std::size_t s = 0; s < 16; ++s) {
             q6k_prefetch(super + kQ6kCodes + s * kQ6kSubBytes);
             const Codes c = decode(super + kQ6kCodes + s * kQ6kSubBytes);
-            const __m512i sc = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(super + kQ6kScales + 16 * s)));
+            const __m512i sc =
+                _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(super + kQ6kScales + 16 * s)));
             for (std::size_t i = 0; i < N; ++i) {
                 const std::int8_t* q = a[i]->qs + 16 * s;
                 __m512i sum = _mm512_set1_epi32(offset[i][s]);
@@ -90,17 +90,8 @@ void gemm(const std::byte* tile, const std::byte* act, std::size_t act_stride, s
 
 void q6k_gemm_avx512(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t count,
                      std::size_t cols, float* y, std::size_t y_stride, std::size_t rows) {
-    static_assert(kQ6kMaxInputs512 == 8);
-    switch (count) {
-    case 1: return gemm<1>(tile, act, act_stride, cols, y, y_stride, rows);
-    case 2: return gemm<2>(tile, act, act_stride, cols, y, y_stride, rows);
-    case 3: return gemm<3>(tile, act, act_stride, cols, y, y_stride, rows);
-    case 4: return gemm<4>(tile, act, act_stride, cols, y, y_stride, rows);
-    case 5: return gemm<5>(tile, act, act_stride, cols, y, y_stride, rows);
-    case 6: return gemm<6>(tile, act, act_stride, cols, y, y_stride, rows);
-    case 7: return gemm<7>(tile, act, act_stride, cols, y, y_stride, rows);
-    default: return gemm<8>(tile, act, act_stride, cols, y, y_stride, rows);
-    }
+    q6k_with_count<kQ6kMaxInputs512>(count,
+                                     [&](auto n) { gemm<n()>(tile, act, act_stride, cols, y, y_stride, rows); });
 }
 
 } // namespace kvscope::kernels::cpu::detail
