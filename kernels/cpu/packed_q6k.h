@@ -54,6 +54,13 @@ inline constexpr std::size_t kQ6kPrefetchAhead = 8192;
 // not hand one file's copy (AVX-512 code, say) to another's kernel.
 namespace {
 
+// a[i]: super-block b of input i (activation rows act_stride bytes apart).
+template <std::size_t N>
+void q6k_inputs_at(const std::byte* act, std::size_t act_stride, std::size_t b, const ActBlock256* (&a)[N]) {
+    for (std::size_t i = 0; i < N; ++i)
+        a[i] = reinterpret_cast<const ActBlock256*>(act + i * act_stride) + b;
+}
+
 #if defined(__AVX2__)
 // Asks for the 3 lines of the sub-block kQ6kPrefetchAhead after `sub`.
 inline void q6k_prefetch(const std::uint8_t* sub) {
@@ -107,8 +114,7 @@ void q6k_gemm256(const std::byte* tile, const std::byte* act, std::size_t act_st
         for (std::size_t b = 0; b < cols / kActSuperValues; ++b) {
             const auto* super = reinterpret_cast<const std::uint8_t*>(tile) + b * kQ6kSuperBytes;
             const ActBlock256* a[N];
-            for (std::size_t i = 0; i < N; ++i)
-                a[i] = reinterpret_cast<const ActBlock256*>(act + i * act_stride) + b;
+            q6k_inputs_at(act, act_stride, b, a);
             __m256i total[N];
             add_super(super, half, a, total);
             const __m256 d = _mm256_load_ps(reinterpret_cast<const float*>(super + kQ6kD) + 8 * half);

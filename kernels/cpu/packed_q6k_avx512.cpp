@@ -1,10 +1,14 @@
 // The Q6_K tile kernel with AVX-512 VNNI: a zmm holds 4 codes of each of
 // the tile's 16 rows (packed_q6k.cpp draws the tile). Per sub-block of 16
 // columns the 4 code vectors are decoded once (11 ALU ops), then each input
-// costs 4 dpbusd (its codes broadcast from memory, starting from its
-// -32 * bsums broadcast), one vpmulld by the 16 rows' scales and one add:
-// 6 instructions (7 uops) per 16 columns, 12 per 32. The integer total of
-// a super-block is exact; its float steps are those of packed_q6k.h.
+// costs 4 dpbusd (starting from its -32 * bsums), one vpmulld by the 16
+// rows' scales and one add: 6 arithmetic instructions per 16 columns, 12
+// per 32, plus the broadcasts of its codes, which GCC 12 loads with
+// vpbroadcastd rather than folding into dpbusd (forcing the folded form
+// with asm measured 5% slower). Combining sub-block pairs does not pay:
+// a sub-block's sum needs 18 bits, too many for pmaddwd's 16. The integer
+// total of a super-block is exact; its float steps are those of
+// packed_q6k.h.
 // This file alone is compiled with AVX-512 code generation.
 // GCC 12's AVX-512 headers trip its own uninitialized-value warnings
 // (their _mm512_undefined_* placeholders; GCC bug 105593, fixed in 13).
@@ -57,8 +61,7 @@ void gemm(const std::byte* tile, const std::byte* act, std::size_t act_stride, s
     for (std::size_t b = 0; b < cols / kActSuperValues; ++b) {
         const auto* super = reinterpret_cast<const std::uint8_t*>(tile) + b * kQ6kSuperBytes;
         const ActBlock256* a[N];
-        for (std::size_t i = 0; i < N; ++i)
-            a[i] = reinterpret_cast<const ActBlock256*>(act + i * act_stride) + b;
+        q6k_inputs_at(act, act_stride, b, a);
         alignas(64) std::int32_t offset[N][16];
         q6k_offsets(a, offset);
         __m512i total[N];
