@@ -1,0 +1,111 @@
+// F16 and BF16 tile kernels with AVX2 + FMA + F16C (packed_float.cpp draws
+// the tile). This file alone is compiled with those flags; the AVX-VNNI
+// instruction set runs these kernels too (float math has no use for VNNI).
+//
+// 16 ymm registers hold 8 rows, so a tile is walked twice, rows 0-7 then
+// 8-15 (the other half's bytes of a column are skipped; the tile stays in
+// cache between the walks). Per lane the operations are those of the zmm
+// kernel, so the outputs are the same bits.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "kernels/cpu/packed_float.h"
+
+namespace kvscope::kernels::cpu::detail {
+namespace {
+
+// 12 accumulators, two columns and a broadcast: every ymm register but one
+// (VEX has no broadcast operand, so each x[c] takes a register).
+constexpr std::size_t kMaxInputs = 6;
+constexpr std::size_t kHalfRows = 8;
+constexpr std::size_t kHalfBytes = kFloatColumnBytes / 2;
+
+__m128i load128(const std::byte* p) { return _mm_load_si128(reinterpret_cast<const __m128i*>(p)); }
+
+struct F16Column {
+    static __m256 load(const std::byte* p) { return _mm256_cvtph_ps(load128(p)); }
+};
+
+// bfloat16 is the top half of a float.
+struct Bf16Column {
+    static __m256 load(const std::byte* p) {
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load128(p)), 16));
+    }
+};
+
+void store_rows(float* y, __m256 v, std::size_t rows) {
+    if (rows == kHalfRows)
+        return _mm256_storeu_ps(y, v);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(rows)), lane);
+    _mm256_maskstore_ps(y, mask, v);
+}
+
+// One 8-row half (`half` = the tile's bytes from that half's first column)
+// times N inputs.
+template <typename Column, std::size_t N>
+void half_n(const std::byte* half, const float* const* x, std::size_t cols, float* y, std::size_t y_stride,
+            std::size_t rows) {
+    __m256 even[N], odd[N];
+    for (std::size_t j = 0; j < N; ++j) {
+        even[j] = _mm256_setzero_ps();
+        odd[j] = _mm256_setzero_ps();
+    }
+    std::size_t c = 0;
+    for (; c + 2 <= cols; c += 2) {
+        const __m256 w0 = Column::load(half + c * kFloatColumnBytes);
+        const __m256 w1 = Column::load(half + (c + 1) * kFloatColumnBytes);
+        for (std::size_t j = 0; j < N; ++j)
+            even[j] = _mm256_fmadd_ps(w0, _mm256_broadcast_ss(x[j] + c), even[j]);
+        for (std::size_t j = 0; j < N; ++j)
+            odd[j] = _mm256_fmadd_ps(w1, _mm256_broadcast_ss(x[j] + c + 1), odd[j]);
+    }
+    if (c < cols) {
+        const __m256 w0 = Column::load(half + c * kFloatColumnBytes);
+        for (std::size_t j = 0; j < N; ++j)
+            even[j] = _mm256_fmadd_ps(w0, _mm256_broadcast_ss(x[j] + c), even[j]);
+    }
+    for (std::size_t j = 0; j < N; ++j)
+        store_rows(y + j * y_stride, _mm256_add_ps(even[j], odd[j]), rows);
+}
+
+template <typename Column, std::size_t N>
+void gemm_n(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols, float* y,
+            std::size_t y_stride, std::size_t rows) {
+    const float* x[N];
+    for (std::size_t j = 0; j < N; ++j)
+        x[j] = reinterpret_cast<const float*>(act + j * act_stride);
+    half_n<Column, N>(tile, x, cols, y, y_stride, std::min(rows, kHalfRows));
+    if (rows > kHalfRows)
+        half_n<Column, N>(tile + kHalfBytes, x, cols, y + kHalfRows, y_stride, rows - kHalfRows);
+}
+
+template <typename Column, std::size_t... I>
+void gemm_count(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t count,
+                std::size_t cols, float* y, std::size_t y_stride, std::size_t rows, std::index_sequence<I...>) {
+    using Fn = void (*)(const std::byte*, const std::byte*, std::size_t, std::size_t, float*, std::size_t,
+                        std::size_t);
+    static constexpr Fn by_count[] = {gemm_n<Column, I + 1>...};
+    by_count[count - 1](tile, act, act_stride, cols, y, y_stride, rows);
+}
+
+template <typename Column>
+void gemm(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t count,
+          std::size_t cols, float* y, std::size_t y_stride, std::size_t rows) {
+    gemm_count<Column>(tile, act, act_stride, count, cols, y, y_stride, rows,
+                       std::make_index_sequence<kMaxInputs>());
+}
+
+} // namespace
+
+PackedGemmFn avx2_float_packed_gemm(WeightType type) {
+    switch (type) {
+    case WeightType::F16: return {gemm<F16Column>, kMaxInputs};
+    case WeightType::BF16: return {gemm<Bf16Column>, kMaxInputs};
+    default: return {};
+    }
+}
+
+} // namespace kvscope::kernels::cpu::detail
