@@ -53,19 +53,22 @@ void half_n(const std::byte* half, const float* const* x, std::size_t cols, floa
         even[j] = _mm256_setzero_ps();
         odd[j] = _mm256_setzero_ps();
     }
+    // set1, not _mm256_broadcast_ss: GCC 12 takes that builtin's pointer
+    // for a read of any memory and keeps the accumulators stored on the
+    // stack at every step.
     std::size_t c = 0;
     for (; c + 2 <= cols; c += 2) {
         const __m256 w0 = Column::load(half + c * kFloatColumnBytes);
         const __m256 w1 = Column::load(half + (c + 1) * kFloatColumnBytes);
         for (std::size_t j = 0; j < N; ++j)
-            even[j] = _mm256_fmadd_ps(w0, _mm256_broadcast_ss(x[j] + c), even[j]);
+            even[j] = _mm256_fmadd_ps(w0, _mm256_set1_ps(x[j][c]), even[j]);
         for (std::size_t j = 0; j < N; ++j)
-            odd[j] = _mm256_fmadd_ps(w1, _mm256_broadcast_ss(x[j] + c + 1), odd[j]);
+            odd[j] = _mm256_fmadd_ps(w1, _mm256_set1_ps(x[j][c + 1]), odd[j]);
     }
     if (c < cols) {
         const __m256 w0 = Column::load(half + c * kFloatColumnBytes);
         for (std::size_t j = 0; j < N; ++j)
-            even[j] = _mm256_fmadd_ps(w0, _mm256_broadcast_ss(x[j] + c), even[j]);
+            even[j] = _mm256_fmadd_ps(w0, _mm256_set1_ps(x[j][c]), even[j]);
     }
     for (std::size_t j = 0; j < N; ++j)
         store_rows(y + j * y_stride, _mm256_add_ps(even[j], odd[j]), rows);
