@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <utility>
 
 #include "kernels/cpu/packed_kernel.h"
 
@@ -20,6 +21,36 @@ namespace kvscope::kernels::cpu::detail {
 // Bytes of one tile column: one 2-byte value for each of the 16 rows.
 inline constexpr std::size_t kFloatColumnBytes = kPackedRows * 2;
 inline constexpr std::size_t kFloatChains = 2;
+
+// Internal linkage (the unnamed namespace), as float16.h explains: each
+// instruction set's file instantiates these with its own kernels.
+namespace {
+
+// An instruction set's kernels for a type: Tile::template run<N> multiplies
+// a tile by N inputs, N = 1..MaxInputs; `count` picks one.
+template <typename Tile, std::size_t MaxInputs>
+void gemm_any_count(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t count,
+                    std::size_t cols, float* y, std::size_t y_stride, std::size_t rows) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+        using Fn = void (*)(const std::byte*, const std::byte*, std::size_t, std::size_t, float*, std::size_t,
+                            std::size_t);
+        static constexpr Fn by_count[] = {Tile::template run<I + 1>...};
+        by_count[count - 1](tile, act, act_stride, cols, y, y_stride, rows);
+    }(std::make_index_sequence<MaxInputs>());
+}
+
+// Tile<Column> for a type, Column being the instruction set's F16 or BF16
+// column decoder.
+template <template <typename> class Tile, typename F16Column, typename Bf16Column, std::size_t MaxInputs>
+PackedGemmFn float_gemm_fn(WeightType type) {
+    switch (type) {
+    case WeightType::F16: return {gemm_any_count<Tile<F16Column>, MaxInputs>, MaxInputs};
+    case WeightType::BF16: return {gemm_any_count<Tile<Bf16Column>, MaxInputs>, MaxInputs};
+    default: return {};
+    }
+}
+
+} // namespace
 
 #if defined(KVSCOPE_KERNELS_AVX512VNNI)
 // zmm kernels: a column is one register of 16 rows.

@@ -9,7 +9,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <utility>
 
 #include "kernels/cpu/packed_float.h"
 
@@ -74,9 +73,17 @@ void half_n(const std::byte* half, const float* const* x, std::size_t cols, floa
         store_rows(y + j * y_stride, _mm256_add_ps(even[j], odd[j]), rows);
 }
 
-template <typename Column, std::size_t N>
-void gemm_n(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols, float* y,
-            std::size_t y_stride, std::size_t rows) {
+template <typename Column>
+struct Tile {
+    template <std::size_t N>
+    static void run(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols, float* y,
+                    std::size_t y_stride, std::size_t rows);
+};
+
+template <typename Column>
+template <std::size_t N>
+void Tile<Column>::run(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols,
+                       float* y, std::size_t y_stride, std::size_t rows) {
     const float* x[N];
     for (std::size_t j = 0; j < N; ++j)
         x[j] = reinterpret_cast<const float*>(act + j * act_stride);
@@ -85,30 +92,10 @@ void gemm_n(const std::byte* tile, const std::byte* act, std::size_t act_stride,
         half_n<Column, N>(tile + kHalfBytes, x, cols, y + kHalfRows, y_stride, rows - kHalfRows);
 }
 
-template <typename Column, std::size_t... I>
-void gemm_count(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t count,
-                std::size_t cols, float* y, std::size_t y_stride, std::size_t rows, std::index_sequence<I...>) {
-    using Fn = void (*)(const std::byte*, const std::byte*, std::size_t, std::size_t, float*, std::size_t,
-                        std::size_t);
-    static constexpr Fn by_count[] = {gemm_n<Column, I + 1>...};
-    by_count[count - 1](tile, act, act_stride, cols, y, y_stride, rows);
-}
-
-template <typename Column>
-void gemm(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t count,
-          std::size_t cols, float* y, std::size_t y_stride, std::size_t rows) {
-    gemm_count<Column>(tile, act, act_stride, count, cols, y, y_stride, rows,
-                       std::make_index_sequence<kMaxInputs>());
-}
-
 } // namespace
 
 PackedGemmFn avx2_float_packed_gemm(WeightType type) {
-    switch (type) {
-    case WeightType::F16: return {gemm<F16Column>, kMaxInputs};
-    case WeightType::BF16: return {gemm<Bf16Column>, kMaxInputs};
-    default: return {};
-    }
+    return float_gemm_fn<Tile, F16Column, Bf16Column, kMaxInputs>(type);
 }
 
 } // namespace kvscope::kernels::cpu::detail

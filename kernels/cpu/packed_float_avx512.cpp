@@ -15,7 +15,6 @@
 #endif
 #include <immintrin.h>
 
-#include <utility>
 
 #include "kernels/cpu/packed_float.h"
 
@@ -41,9 +40,17 @@ struct Bf16Column {
 
 // The 16 rows x N inputs of one call; the order of operations per lane is
 // the one packed_float.h fixes.
-template <typename Column, std::size_t N>
-void gemm_n(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols, float* y,
-            std::size_t y_stride, std::size_t rows) {
+template <typename Column>
+struct Tile {
+    template <std::size_t N>
+    static void run(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols, float* y,
+                    std::size_t y_stride, std::size_t rows);
+};
+
+template <typename Column>
+template <std::size_t N>
+void Tile<Column>::run(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols,
+                       float* y, std::size_t y_stride, std::size_t rows) {
     const float* x[N];
     __m512 even[N], odd[N];
     for (std::size_t j = 0; j < N; ++j) {
@@ -70,30 +77,10 @@ void gemm_n(const std::byte* tile, const std::byte* act, std::size_t act_stride,
         _mm512_mask_storeu_ps(y + j * y_stride, mask, _mm512_add_ps(even[j], odd[j]));
 }
 
-template <typename Column, std::size_t... I>
-void gemm_count(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t count,
-                std::size_t cols, float* y, std::size_t y_stride, std::size_t rows, std::index_sequence<I...>) {
-    using Fn = void (*)(const std::byte*, const std::byte*, std::size_t, std::size_t, float*, std::size_t,
-                        std::size_t);
-    static constexpr Fn by_count[] = {gemm_n<Column, I + 1>...};
-    by_count[count - 1](tile, act, act_stride, cols, y, y_stride, rows);
-}
-
-template <typename Column>
-void gemm(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t count,
-          std::size_t cols, float* y, std::size_t y_stride, std::size_t rows) {
-    gemm_count<Column>(tile, act, act_stride, count, cols, y, y_stride, rows,
-                       std::make_index_sequence<kMaxInputs>());
-}
-
 } // namespace
 
 PackedGemmFn avx512_float_packed_gemm(WeightType type) {
-    switch (type) {
-    case WeightType::F16: return {gemm<F16Column>, kMaxInputs};
-    case WeightType::BF16: return {gemm<Bf16Column>, kMaxInputs};
-    default: return {};
-    }
+    return float_gemm_fn<Tile, F16Column, Bf16Column, kMaxInputs>(type);
 }
 
 } // namespace kvscope::kernels::cpu::detail
