@@ -26,6 +26,41 @@ inline constexpr std::size_t kFloatChains = 2;
 // instruction set's file instantiates these with its own kernels.
 namespace {
 
+// The column walk of every instruction set's kernel, in the order above:
+// out[j] = the dot products of the rows in one register with input j, for
+// N inputs `act_stride` bytes apart. Rows supplies the register of rows
+// (Reg), zero(), add(), fma(w, x, acc) = w * broadcast x + acc, and
+// load(p): the column whose rows start at p, widened to float;
+// `first_column` + c * kFloatColumnBytes is where column c's start.
+template <typename Rows, std::size_t N>
+void walk_columns(const std::byte* first_column, const std::byte* act, std::size_t act_stride, std::size_t cols,
+                  typename Rows::Reg* out) {
+    using Reg = typename Rows::Reg;
+    const float* x[N];
+    Reg even[N], odd[N];
+    for (std::size_t j = 0; j < N; ++j) {
+        x[j] = reinterpret_cast<const float*>(act + j * act_stride);
+        even[j] = Rows::zero();
+        odd[j] = Rows::zero();
+    }
+    std::size_t c = 0;
+    for (; c + 2 <= cols; c += 2) {
+        const Reg w0 = Rows::load(first_column + c * kFloatColumnBytes);
+        const Reg w1 = Rows::load(first_column + (c + 1) * kFloatColumnBytes);
+        for (std::size_t j = 0; j < N; ++j)
+            even[j] = Rows::fma(w0, x[j][c], even[j]);
+        for (std::size_t j = 0; j < N; ++j)
+            odd[j] = Rows::fma(w1, x[j][c + 1], odd[j]);
+    }
+    if (c < cols) {
+        const Reg w0 = Rows::load(first_column + c * kFloatColumnBytes);
+        for (std::size_t j = 0; j < N; ++j)
+            even[j] = Rows::fma(w0, x[j][c], even[j]);
+    }
+    for (std::size_t j = 0; j < N; ++j)
+        out[j] = Rows::add(even[j], odd[j]);
+}
+
 // An instruction set's kernels for a type: Tile::template run<N> multiplies
 // a tile by N inputs, N = 1..MaxInputs; `count` picks one.
 template <typename Tile, std::size_t MaxInputs>

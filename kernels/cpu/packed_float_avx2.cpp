@@ -21,15 +21,26 @@ constexpr std::size_t kMaxInputs = 6;
 constexpr std::size_t kHalfRows = 8;
 constexpr std::size_t kHalfBytes = kFloatColumnBytes / 2;
 
+// A register of 8 rows of a column.
+struct Ymm {
+    using Reg = __m256;
+    static Reg zero() { return _mm256_setzero_ps(); }
+    static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
+    // set1, not _mm256_broadcast_ss: GCC 12 takes that builtin's pointer
+    // for a read of any memory and keeps the accumulators stored on the
+    // stack at every step.
+    static Reg fma(Reg w, float x, Reg acc) { return _mm256_fmadd_ps(w, _mm256_set1_ps(x), acc); }
+};
+
 __m128i load128(const std::byte* p) { return _mm_load_si128(reinterpret_cast<const __m128i*>(p)); }
 
-struct F16Column {
-    static __m256 load(const std::byte* p) { return _mm256_cvtph_ps(load128(p)); }
+struct F16Column : Ymm {
+    static Reg load(const std::byte* p) { return _mm256_cvtph_ps(load128(p)); }
 };
 
 // bfloat16 is the top half of a float.
-struct Bf16Column {
-    static __m256 load(const std::byte* p) {
+struct Bf16Column : Ymm {
+    static Reg load(const std::byte* p) {
         return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load128(p)), 16));
     }
 };
@@ -42,55 +53,26 @@ void store_rows(float* y, __m256 v, std::size_t rows) {
     _mm256_maskstore_ps(y, mask, v);
 }
 
-// One 8-row half (`half` = the tile's bytes from that half's first column)
-// times N inputs.
-template <typename Column, std::size_t N>
-void half_n(const std::byte* half, const float* const* x, std::size_t cols, float* y, std::size_t y_stride,
-            std::size_t rows) {
-    __m256 even[N], odd[N];
-    for (std::size_t j = 0; j < N; ++j) {
-        even[j] = _mm256_setzero_ps();
-        odd[j] = _mm256_setzero_ps();
-    }
-    // set1, not _mm256_broadcast_ss: GCC 12 takes that builtin's pointer
-    // for a read of any memory and keeps the accumulators stored on the
-    // stack at every step.
-    std::size_t c = 0;
-    for (; c + 2 <= cols; c += 2) {
-        const __m256 w0 = Column::load(half + c * kFloatColumnBytes);
-        const __m256 w1 = Column::load(half + (c + 1) * kFloatColumnBytes);
-        for (std::size_t j = 0; j < N; ++j)
-            even[j] = _mm256_fmadd_ps(w0, _mm256_set1_ps(x[j][c]), even[j]);
-        for (std::size_t j = 0; j < N; ++j)
-            odd[j] = _mm256_fmadd_ps(w1, _mm256_set1_ps(x[j][c + 1]), odd[j]);
-    }
-    if (c < cols) {
-        const __m256 w0 = Column::load(half + c * kFloatColumnBytes);
-        for (std::size_t j = 0; j < N; ++j)
-            even[j] = _mm256_fmadd_ps(w0, _mm256_set1_ps(x[j][c]), even[j]);
-    }
-    for (std::size_t j = 0; j < N; ++j)
-        store_rows(y + j * y_stride, _mm256_add_ps(even[j], odd[j]), rows);
-}
-
 template <typename Column>
 struct Tile {
+    // One 8-row half: `rows` of them are real, its columns start at `half`.
+    template <std::size_t N>
+    static void half(const std::byte* half, const std::byte* act, std::size_t act_stride, std::size_t cols, float* y,
+                     std::size_t y_stride, std::size_t rows) {
+        __m256 sums[N];
+        walk_columns<Column, N>(half, act, act_stride, cols, sums);
+        for (std::size_t j = 0; j < N; ++j)
+            store_rows(y + j * y_stride, sums[j], rows);
+    }
+
     template <std::size_t N>
     static void run(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols, float* y,
-                    std::size_t y_stride, std::size_t rows);
+                    std::size_t y_stride, std::size_t rows) {
+        half<N>(tile, act, act_stride, cols, y, y_stride, std::min(rows, kHalfRows));
+        if (rows > kHalfRows)
+            half<N>(tile + kHalfBytes, act, act_stride, cols, y + kHalfRows, y_stride, rows - kHalfRows);
+    }
 };
-
-template <typename Column>
-template <std::size_t N>
-void Tile<Column>::run(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols,
-                       float* y, std::size_t y_stride, std::size_t rows) {
-    const float* x[N];
-    for (std::size_t j = 0; j < N; ++j)
-        x[j] = reinterpret_cast<const float*>(act + j * act_stride);
-    half_n<Column, N>(tile, x, cols, y, y_stride, std::min(rows, kHalfRows));
-    if (rows > kHalfRows)
-        half_n<Column, N>(tile + kHalfBytes, x, cols, y + kHalfRows, y_stride, rows - kHalfRows);
-}
 
 } // namespace
 
