@@ -3,7 +3,7 @@
 //
 // Every kernel computes each output with the same float operations in the
 // same order, which is what makes them bit-identical (packed_kernel.h):
-// per row lane and input, column c is added into chain c % kFloatChains by
+// per row lane and input, column c is added into chain c % 2 by
 // one FMA, chain = w[c] * x[c] + chain (w widened exactly to float, x the
 // activation as given), columns in increasing order, chains starting at
 // +0; the output is chain 0 + chain 1. Two chains, not one, so that a
@@ -20,7 +20,6 @@ namespace kvscope::kernels::cpu::detail {
 
 // Bytes of one tile column: one 2-byte value for each of the 16 rows.
 inline constexpr std::size_t kFloatColumnBytes = kPackedRows * 2;
-inline constexpr std::size_t kFloatChains = 2;
 
 // Internal linkage (the unnamed namespace), as float16.h explains: each
 // instruction set's file instantiates these with its own kernels.
@@ -31,7 +30,7 @@ namespace {
 // N inputs `act_stride` bytes apart. Rows supplies the register of rows
 // (Reg), zero(), add(), fma(w, x, acc) = w * broadcast x + acc, and
 // load(p): the column whose rows start at p, widened to float;
-// `first_column` + c * kFloatColumnBytes is where column c's start.
+// `first_column` + c * kFloatColumnBytes is where column c starts.
 template <typename Rows, std::size_t N>
 void walk_columns(const std::byte* first_column, const std::byte* act, std::size_t act_stride, std::size_t cols,
                   typename Rows::Reg* out) {

@@ -4,8 +4,8 @@
 //
 // 16 ymm registers hold 8 rows, so a tile is walked twice, rows 0-7 then
 // 8-15 (the other half's bytes of a column are skipped; the tile stays in
-// cache between the walks). Per lane the operations are those of the zmm
-// kernel, so the outputs are the same bits.
+// cache between the walks). Each walk is the zmm kernel's walk_columns
+// (packed_float.h): per lane the same operations, so the same bits.
 #include <immintrin.h>
 
 #include <algorithm>
