@@ -99,6 +99,8 @@ constexpr std::size_t kParallelMinActivations = 32 * 1024;
 // Rows and inputs per matmul tile: about this many bytes each, so a tile
 // of weights and its activations both stay in L2.
 constexpr std::size_t kTileBytes = 64 * 1024;
+// A multiple of every tile kernel's max_inputs (4, 6, 8 or 12).
+constexpr std::size_t kInputGroup = 24;
 
 void check_args(const void* W, const float* X, const float* Y) {
     if (W == nullptr || X == nullptr || Y == nullptr)
@@ -214,6 +216,16 @@ std::size_t tile_rows(const PreparedJob& p, std::size_t rows, std::size_t n) {
     return std::min(fit, (rows + unit - 1) / unit * unit);
 }
 
+// Inputs per work item: about kTileBytes of activations. For tile kernels
+// a whole number of their calls (kInputGroup), so that no item ends in a
+// call with a few inputs, which runs at a fraction of the speed.
+std::size_t input_tile(const PreparedJob& p, std::size_t n) {
+    const std::size_t fit = std::max<std::size_t>(kTileBytes / p.a_row_bytes, 1);
+    if (p.gemm.fn == nullptr)
+        return std::min(fit, n);
+    return std::min((fit + kInputGroup - 1) / kInputGroup * kInputGroup, n);
+}
+
 } // namespace
 
 void matmuls(std::span<const MatmulJob> jobs, std::size_t cols, const float* X, std::size_t n, int threads) {
@@ -251,7 +263,7 @@ void matmuls(std::span<const MatmulJob> jobs, std::size_t cols, const float* X, 
             p.multi = detail::row_dot_multi(job.type, path);
         }
         p.tile_rows = tile_rows(p, job.rows, n);
-        tile_inputs = std::min(tile_inputs, std::clamp<std::size_t>(kTileBytes / p.a_row_bytes, 1, n));
+        tile_inputs = std::min(tile_inputs, input_tile(p, n));
         tiles += (job.rows + p.tile_rows - 1) / p.tile_rows;
         total_bytes += job.rows * w_row_bytes;
     }

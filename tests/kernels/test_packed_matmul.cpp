@@ -96,6 +96,7 @@ private slots:
     void outputs_do_not_depend_on_the_batch();
     void every_instruction_set_gives_the_same_bits_data() { add_packed_type_rows(); }
     void every_instruction_set_gives_the_same_bits();
+    void float_rows_of_any_length();
     void matmuls_mix_packed_and_plain_jobs();
     void scalar_path_reads_the_file_layout();
     void rejects_packed_weights_of_another_shape();
@@ -209,6 +210,24 @@ void TestPackedMatmul::every_instruction_set_gives_the_same_bits() {
         QVERIFY2(std::memcmp(Y.data(), expected.data(), Y.size() * sizeof(float)) == 0, isa_name(isa));
     }
     QVERIFY(ran > 0);
+}
+
+void TestPackedMatmul::float_rows_of_any_length() {
+    // Float types have no blocks: a tile's columns end anywhere.
+    std::mt19937 rng(45);
+    for (const WeightType type : {WeightType::F16, WeightType::BF16}) {
+        if (!has_packed_kernel(type))
+            continue;
+        for (const std::size_t cols : {std::size_t{1}, std::size_t{7}, std::size_t{77}}) {
+            const Matrix m = random_matrix(type, 17, cols, rng);
+            const PackedWeights packed = PackedWeights::pack(type, m.bytes.data(), m.rows, cols, kThreads);
+            const std::size_t n = 13;
+            const std::vector<float> X = random_activations(n * cols, rng);
+            const std::vector<float> Y = packed_matmul(m, packed, X, n, kThreads);
+            for (std::size_t i = 0; i < n; ++i)
+                check_against_reference(m, X.data() + i * cols, Y.data() + i * m.rows, i);
+        }
+    }
 }
 
 void TestPackedMatmul::matmuls_mix_packed_and_plain_jobs() {
