@@ -68,7 +68,10 @@ EngineConfig batched_bench_config(EngineConfig config, const std::vector<Batched
                         std::to_string(context) + " tokens: lower -npp or -ntg");
         most_seqs = std::max(most_seqs, s.batch);
         most_prompt_tokens = std::max(most_prompt_tokens, s.batch * s.pp);
-        const std::size_t blocks = s.batch * layout.blocks_for_tokens(s.pp + s.tg);
+        // The engine admits a request only with room for its prompt and
+        // every token it may sample (TG + 1), though the last is never
+        // written: size the pool as it counts.
+        const std::size_t blocks = s.batch * layout.blocks_for_tokens(s.pp + s.tg + 1);
         if (blocks > most_blocks) {
             most_blocks = blocks;
             largest = &s;

@@ -20,6 +20,7 @@ class TestCliBenchBatch : public QObject {
 private slots:
     void json_rows();
     void text_table();
+    void pool_counts_the_last_sampled_token();
     void chunked_prompts_still_run();
     void bad_options_fail_with_a_message_data();
     void bad_options_fail_with_a_message();
@@ -61,18 +62,27 @@ void TestCliBenchBatch::json_rows() {
 void TestCliBenchBatch::text_table() {
     KVSCOPE_REQUIRE_MODEL(path, "stories260K-q8_0.gguf");
     // llama-batched-bench's spellings with two dashes work too.
-    const auto r = run_cli(bench(path, {"--npp", "8", "--ntg", "4", "--npl", "1,2"}));
+    const auto r = run_cli(bench(path, {"--npp", "12", "--ntg", "4", "--npl", "1,2"}));
     QCOMPARE(r.exit_code, 0);
     const QString out = QString::fromUtf8(r.out);
     QVERIFY2(out.contains(QRegularExpression(R"(\|\s*PP \|\s*TG \|\s*B \|\s*N_KV \|\s*T_PP s \|\s*S_PP t/s \|)"
                                              R"(\s*T_TG s \|\s*S_TG t/s \|\s*T s \|\s*S t/s \|)")),
              r.out.constData());
-    QVERIFY(out.contains(QRegularExpression(R"(\|\s*8 \|\s*4 \|\s*1 \|\s*12 \|)")));
-    QVERIFY(out.contains(QRegularExpression(R"(\|\s*8 \|\s*4 \|\s*2 \|\s*24 \|)")));
-    QVERIFY(out.contains(QRegularExpression(R"(PP 8, TG 4, B 2: [0-9.]+ ms)")));
-    QVERIFY2(out.contains(QRegularExpression(R"(decode step, B sequences / 1 sequence \(PP 8, TG 4\): 2: [0-9.]+x)")),
+    QVERIFY(out.contains(QRegularExpression(R"(\|\s*12 \|\s*4 \|\s*1 \|\s*16 \|)")));
+    QVERIFY(out.contains(QRegularExpression(R"(\|\s*12 \|\s*4 \|\s*2 \|\s*32 \|)")));
+    QVERIFY(out.contains(QRegularExpression(R"(PP 12, TG 4, B 2: [0-9.]+ ms)")));
+    QVERIFY2(out.contains(QRegularExpression(R"(decode step, B sequences / 1 sequence \(PP 12, TG 4\): 2: [0-9.]+x)")),
              r.out.constData());
     QVERIFY(!out.contains("prompts took")); // the default token budget takes both prompts in one step
+}
+
+void TestCliBenchBatch::pool_counts_the_last_sampled_token() {
+    // PP + TG = 16 fills one block exactly, but the engine admits a request
+    // only with room for every token it may sample (TG + 1): one sequence
+    // alone must still get a pool it fits in.
+    KVSCOPE_REQUIRE_MODEL(path, "stories260K-q8_0.gguf");
+    const auto r = run_cli(bench(path, {"-npp", "12", "-ntg", "4", "-npl", "1", "--json"}));
+    QVERIFY2(r.exit_code == 0, r.err.constData());
 }
 
 void TestCliBenchBatch::chunked_prompts_still_run() {
