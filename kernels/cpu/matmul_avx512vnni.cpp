@@ -15,13 +15,7 @@
 // odd-block one, updated by the same operations in the same order (and the
 // last block of an odd count goes to the low half, as there), the integer
 // sums are exact both ways, and the final reduction is the same.
-// GCC 12's AVX-512 headers trip its own uninitialized-value warnings
-// (their _mm512_undefined_* placeholders; GCC bug 105593, fixed in 13).
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
+#include "kernels/cpu/avx512_intrinsics.h"
 
 #include "kernels/cpu/blocks32_dot.h" // the weight blocks' decoding, shared
 #include "kernels/cpu/cpu_features.h"

@@ -6,13 +6,7 @@
 // block and input apply the scales. Per 16 rows x 32 values and input:
 // 8 dpbusd + a broadcast of the offset correction + cvt + mul + fma.
 // This file alone is compiled with AVX-512 code generation.
-// GCC 12's AVX-512 headers trip its own uninitialized-value warnings
-// (their _mm512_undefined_* placeholders; GCC bug 105593, fixed in 13).
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
+#include "kernels/cpu/avx512_intrinsics.h"
 
 #include <cstring>
 

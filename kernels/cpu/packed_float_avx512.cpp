@@ -8,13 +8,7 @@
 // kMaxInputs inputs x 2 chains of accumulators stay in registers for the
 // whole row; 16 MACs per FMA. The walk itself is walk_columns
 // (packed_float.h), shared with the AVX2 kernel.
-// GCC 12's AVX-512 headers trip its own uninitialized-value warnings
-// (their _mm512_undefined_* placeholders; GCC bug 105593, fixed in 13).
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
+#include "kernels/cpu/avx512_intrinsics.h"
 
 #include "kernels/cpu/packed_float.h"
 

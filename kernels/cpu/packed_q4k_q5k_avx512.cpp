@@ -3,13 +3,7 @@
 // 8 dpbusd (each with the input's 4 codes broadcast from memory), one
 // convert and one FMA; decoding the codes (per group of 8 values: and,
 // shift, and) and the rows' d * sc are shared by the call's inputs.
-// GCC 12's AVX-512 headers trip its own uninitialized-value warnings
-// (their _mm512_undefined_* placeholders; GCC bug 105593, fixed in 13).
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
+#include "kernels/cpu/avx512_intrinsics.h"
 
 #include "kernels/cpu/packed_q4k_q5k.h"
 

@@ -10,13 +10,7 @@
 // total of a super-block is exact; its float steps are those of
 // packed_q6k.h.
 // This file alone is compiled with AVX-512 code generation.
-// GCC 12's AVX-512 headers trip its own uninitialized-value warnings
-// (their _mm512_undefined_* placeholders; GCC bug 105593, fixed in 13).
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
+#include "kernels/cpu/avx512_intrinsics.h"
 
 #include <cstdint>
 #include <cstring>
