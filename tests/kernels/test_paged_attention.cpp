@@ -317,19 +317,20 @@ void TestPagedAttention::matches_double_reference() {
 // 200 queries after 21 cached tokens (contexts ending mid-block, so KIVI
 // reads its tail), grouped-query ratios 1 and 4, blocks of 16 and 32, head
 // dims 64 and (for 17 queries) 36, on 1 and 2 threads, bit-identical
-// between them. Tiles hold up to 32 query rows and chunks 32 keys, so 200
-// queries span many tiles and chunks, 2 and 17 part of one.
+// between them. Tiles hold up to 32 query rows and chunks 32 keys, so 100
+// queries span several tiles and chunks, 2 and 17 part of one.
 void TestPagedAttention::prompt_tiles_match_double_reference_data() {
     QTest::addColumn<KvDtype>("dtype");
     QTest::addColumn<int>("group");
     QTest::addColumn<int>("block_size");
     QTest::addColumn<int>("n_q");
     for (const KvDtype dtype : kvscope::all_kv_dtypes())
-        for (const int n_q : {2, 17, 64, 200})
+        for (const int n_q : {2, 17, 64, 100})
             for (const int group : {1, 4})
                 for (const int block_size : {16, 32})
-                    QTest::addRow("%s q%d gqa%d b%d", to_string(dtype).data(), n_q, group, block_size)
-                        << dtype << group << block_size << n_q;
+                    if (block_size == 16 || n_q == 100) // 32: where the walk crosses several blocks
+                        QTest::addRow("%s q%d gqa%d b%d", to_string(dtype).data(), n_q, group, block_size)
+                            << dtype << group << block_size << n_q;
 }
 
 void TestPagedAttention::prompt_tiles_match_double_reference() {
