@@ -262,6 +262,8 @@ void ComparePanel::start() {
     stop();
     const EngineConfig config = settings_->config();
     engineB_ = std::make_unique<EngineThread>(config);
+    if (models_)
+        engineB_->setSharedModels(models_);
     connectB(config);
     engineB_->loadModel(*source_);
     sideTabs_->setCurrentIndex(kRepliesTab); // what B says is what to watch now

@@ -61,8 +61,10 @@ public:
     QString replyText(int side) const; // 0: A, 1: B
     std::size_t chatRequestsB() const { return chatsB_.size(); } // B's request → chat entries
 
-    // What A runs: B loads the same model.
+    // What A runs: B loads the same model, through `models` when A opens
+    // its models there too (then both share one Model and its packed weights).
     void setModelSource(const ModelSource& source);
+    void setSharedModels(std::shared_ptr<SharedModels> models) { models_ = std::move(models); }
     // The model's KV shape, for B's settings form.
     void setModelShape(const ModelShape& shape);
     // Side A: the main window hands on each of its snapshots, with the
@@ -102,6 +104,7 @@ private:
 
     std::optional<ModelSource> source_;
     std::unique_ptr<EngineThread> engineB_;
+    std::shared_ptr<SharedModels> models_;
     // Engine B's request ids → chats; an engine's ids mean nothing to the
     // next, so it is cleared whenever B's engine is replaced.
     RequestChats chatsB_;

@@ -61,16 +61,29 @@ EngineConfig EngineController::defaultConfig() {
     return config;
 }
 
+// The source's model, shared with any engine on the same SharedModels that
+// has it open. A synthetic model's file lives as long as the model.
+std::shared_ptr<const Model> EngineController::openModel(const ModelSource& source) {
+    if (!source.isSynthetic()) {
+        const std::string path = source.path.toStdString();
+        return models_->open(SharedModels::file_key(path), [&] {
+            emit loadProgress(tr("Reading %1...").arg(source.label()));
+            return std::make_shared<const Model>(path);
+        });
+    }
+    return models_->open("synthetic:" + source.preset.toStdString(), [&] {
+        auto dir = std::make_shared<QTemporaryDir>();
+        emit loadProgress(tr("Writing %1 with random weights...").arg(source.label()));
+        const std::string path = writeSyntheticModel(source.preset, *dir);
+        emit loadProgress(tr("Reading %1...").arg(source.label()));
+        return std::shared_ptr<const Model>(new Model(path), [dir](const Model* model) { delete model; });
+    });
+}
+
 void EngineController::loadModel(const ModelSource& source) {
     try {
-        auto dir = source.isSynthetic() ? std::make_unique<QTemporaryDir>() : nullptr;
-        std::string path = source.path.toStdString();
-        if (dir) {
-            emit loadProgress(tr("Writing %1 with random weights...").arg(source.label()));
-            path = writeSyntheticModel(source.preset, *dir);
-        }
-        emit loadProgress(tr("Reading %1...").arg(source.label()));
-        auto model = std::make_shared<const Model>(path);
+        auto model = openModel(source);
+        const std::string path = model->file().path();
         emit loadProgress(tr("Building the engine..."));
         EngineConfig config = config_;
         config.model = path;
@@ -82,7 +95,6 @@ void EngineController::loadModel(const ModelSource& source) {
         model_ = std::move(model);
         template_ = std::move(chatTemplate);
         conversations_.clear(); // another vocabulary: chats go on from their text
-        syntheticDir_ = std::move(dir);
         source_ = source;
         config_ = config;
         emit configApplied(config_);
@@ -403,6 +415,9 @@ template <typename F> void EngineThread::post(F&& command) {
 
 void EngineThread::loadModel(const ModelSource& source) {
     post([c = controller_, source] { c->loadModel(source); });
+}
+void EngineThread::setSharedModels(std::shared_ptr<SharedModels> models) {
+    post([c = controller_, models] { c->setSharedModels(models); });
 }
 void EngineThread::applyConfig(const EngineConfig& config) {
     post([c = controller_, config] { c->applyConfig(config); });

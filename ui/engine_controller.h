@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "engine/engine_config.h"
 #include "engine/engine_snapshot.h"
+#include "engine/runtime/shared_models.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/workload/workload.h"
 #include "engine/workload/workload_feeder.h"
@@ -55,6 +56,10 @@ public:
     // opened (suggested_kv_budget_mib: every sequence at the full context,
     // at most 256 MiB, at least one full context), and priority scheduling.
     static EngineConfig defaultConfig();
+
+    // Models are opened through `models` from now on: engines given the
+    // same SharedModels share a model they both load.
+    void setSharedModels(std::shared_ptr<SharedModels> models) { models_ = std::move(models); }
 
 public slots:
     // Replaces the model (and the engine, aborting what is in flight).
@@ -119,6 +124,7 @@ private:
     void admitWorkloadArrivals();
     void scheduleStep();
     void stepOnce();
+    std::shared_ptr<const Model> openModel(const ModelSource& source);
     void flushText();
     void publishSnapshot();
     void maybePublish();
@@ -127,7 +133,9 @@ private:
     EngineConfig config_;
     std::shared_ptr<const Model> model_;
     std::optional<ModelSource> source_;
-    std::unique_ptr<QTemporaryDir> syntheticDir_; // the synthetic model's file lives as long as it is loaded
+    // Where models are opened: another engine's SharedModels when it is
+    // handed one (Compare A/B's B shares A's model and packed weights).
+    std::shared_ptr<SharedModels> models_ = std::make_shared<SharedModels>();
     std::unique_ptr<Engine> engine_;
     std::unique_ptr<ChatTemplate> template_;
     std::map<RequestId, ChatRequest> chats_;
@@ -156,6 +164,7 @@ public:
     EngineController* controller() const { return controller_; }
 
     void loadModel(const ModelSource& source);
+    void setSharedModels(std::shared_ptr<SharedModels> models);
     void applyConfig(const EngineConfig& config);
     void submitChat(const ChatTurn& turn);
     void abortChat(int chat);

@@ -167,6 +167,11 @@ MainWindow::MainWindow(QWidget* parent)
     connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::showEngineDocks);
     buildMenus();
     buildStatusBar();
+    // Compare A/B's engine B opens A's model through the same SharedModels:
+    // one Model, one mapping, one packed copy of its weights.
+    const auto models = std::make_shared<SharedModels>();
+    engine_->setSharedModels(models);
+    compare_->setSharedModels(models);
     connectEngine();
     settings_->setConfig(EngineSettingsPanel::savedConfig(kEngineConfigKey, EngineController::defaultConfig()));
     settings_->persistAs(kEngineConfigKey);

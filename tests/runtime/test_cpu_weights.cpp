@@ -5,11 +5,17 @@
 #include <QtTest>
 
 #include <cmath>
+#include <filesystem>
+#include <stdexcept>
 #include <thread>
+
+#include <unistd.h>
 #include <vector>
 
+#include "engine/core/error.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/runner.h"
+#include "engine/runtime/shared_models.h"
 #include "kernels/cpu/packed_kernel.h"
 #include "support/test_models.h"
 
@@ -43,6 +49,8 @@ class TestCpuWeights : public QObject {
 private slots:
     void packed_once_for_every_caller();
     void packed_logits_match_the_file_layout();
+    void shared_models_remember_what_is_held();
+    void a_rewritten_file_is_another_model();
 };
 
 void TestCpuWeights::packed_once_for_every_caller() {
@@ -87,6 +95,41 @@ void TestCpuWeights::packed_logits_match_the_file_layout() {
         }
         QVERIFY2(diff <= 1e-4 * spread, qPrintable(QStringLiteral("%1: max difference %2 of %3").arg(name).arg(diff).arg(spread)));
     }
+}
+
+void TestCpuWeights::shared_models_remember_what_is_held() {
+    KVSCOPE_REQUIRE_MODEL(path, "stories260K-q8_0.gguf");
+    SharedModels models;
+    int loads = 0;
+    const auto load = [&] {
+        ++loads;
+        return std::make_shared<const Model>(path.toStdString());
+    };
+    const std::string key = SharedModels::file_key(path.toStdString());
+    auto first = models.open(key, load);
+    QCOMPARE(models.open(key, load).get(), first.get()); // held: shared
+    QCOMPARE(loads, 1);
+    first.reset();
+    QVERIFY(models.open(key, load) != nullptr); // nobody held it: loaded again
+    QCOMPARE(loads, 2);
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, models.open("other", []() -> std::shared_ptr<const Model> {
+        throw std::runtime_error("unreadable");
+    }));
+    QVERIFY(models.open("other", load) != nullptr); // a failed load is not remembered
+    QVERIFY_THROWS_EXCEPTION(Error, SharedModels::file_key("/nonexistent/model.gguf"));
+}
+
+void TestCpuWeights::a_rewritten_file_is_another_model() {
+    // The same path rewritten in place (a new make-model run) must not
+    // reuse the old mapping's model.
+    KVSCOPE_REQUIRE_MODEL(path, "stories260K-q8_0.gguf");
+    namespace fs = std::filesystem;
+    const fs::path copy = fs::temp_directory_path() / ("kvscope-test-" + std::to_string(::getpid()) + ".gguf");
+    fs::copy_file(path.toStdString(), copy, fs::copy_options::overwrite_existing);
+    const std::string before = SharedModels::file_key(copy.string());
+    fs::last_write_time(copy, fs::last_write_time(copy) + std::chrono::seconds(5));
+    QVERIFY(SharedModels::file_key(copy.string()) != before);
+    fs::remove(copy);
 }
 
 QTEST_APPLESS_MAIN(TestCpuWeights)

@@ -51,6 +51,28 @@ private:
     }
 
 private slots:
+    void enginesOnSharedModelsShareOneModel() {
+        // Compare A/B: B opens the model A has open through the window's
+        // SharedModels and gets the same Model (one mapping, one packed
+        // copy of the weights); an engine with its own opens its own.
+        KVSCOPE_REQUIRE_MODEL(model, "stories260K-q8_0.gguf");
+        const auto models = std::make_shared<SharedModels>();
+        auto summaryOf = [&](EngineThread& engine, const ModelSource& source) {
+            QSignalSpy ready(engine.controller(), &EngineController::modelLoaded);
+            engine.loadModel(source);
+            return arrives(ready, 1) ? ready.at(0).at(0).value<ModelSummary>().model : nullptr;
+        };
+        for (const ModelSource& source : {ModelSource::file(model), ModelSource::synthetic(QStringLiteral("llama-15m"))}) {
+            EngineThread a, b, alone;
+            a.setSharedModels(models);
+            b.setSharedModels(models);
+            const auto modelA = summaryOf(a, source), modelB = summaryOf(b, source), own = summaryOf(alone, source);
+            QVERIFY(modelA != nullptr && own != nullptr);
+            QCOMPARE(modelB.get(), modelA.get());
+            QVERIFY(own.get() != modelA.get());
+        }
+    }
+
     void chatTurnStreamsTextAndFinishes() {
         KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
         auto engine = loaded(model);
