@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -107,6 +106,7 @@ struct Source {
     const std::byte* tail;
     detail::KvRowOps tail_ops;
     std::uint32_t sealed; // positions below it are in the pool, the rest in the tail
+    detail::SoftmaxRowFn softmax;
 };
 
 // Asks for `bytes` from `p` on to be brought into the cache. A head's rows
@@ -177,41 +177,28 @@ private:
 // [0, count): scores, softmax, weighted sum of V, each K and V row decoded
 // once for all of them, a block's rows in one call. Head h's query is at
 // q + h * head_dim, its output at out + h * head_dim; its scores at
-// scores + h * stride (count floats), its accumulator at acc + h * head_dim.
+// scores + h * stride (count floats rounded up to 8: softmax_row's room),
+// its accumulator at acc + h * head_dim.
 template <typename Blocks>
 void attend(const Source<Blocks>& src, std::uint32_t kv_head, std::uint32_t count, std::size_t heads,
             const float* q, float* scores, std::size_t stride, float* acc, float* out) {
     const std::size_t dim = src.kv.head_dim;
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
-    float max[detail::kSharedHeads];
-    std::fill(max, max + heads, -std::numeric_limits<float>::infinity());
     for_each_run(src, src.k, kv_head, 0, count,
                  [&](std::uint32_t p, const detail::KvRows& k, const detail::KvRowOps& ops) {
                      ops.dot[heads - 1](q, k, dim, scores + p, stride);
-                     for (std::size_t h = 0; h < heads; ++h)
-                         for (std::size_t r = p; r < p + k.count; ++r) {
-                             float& score = scores[h * stride + r];
-                             score *= scale;
-                             max[h] = std::max(max[h], score);
-                         }
                  });
-    double sum[detail::kSharedHeads] = {};
+    float inverse[detail::kSharedHeads];
     for (std::size_t h = 0; h < heads; ++h)
-        for (std::uint32_t p = 0; p < count; ++p) {
-            float& score = scores[h * stride + p];
-            score = std::exp(score - max[h]);
-            sum[h] += score;
-        }
+        inverse[h] = 1.0f / src.softmax(scores + h * stride, count, scale);
     std::fill(acc, acc + heads * dim, 0.0f);
     for_each_run(src, src.v, kv_head, 0, count,
                  [&](std::uint32_t p, const detail::KvRows& v, const detail::KvRowOps& ops) {
                      ops.axpy[heads - 1](scores + p, stride, v, acc, dim);
                  });
-    for (std::size_t h = 0; h < heads; ++h) {
-        const auto inverse = static_cast<float>(1.0 / sum[h]);
+    for (std::size_t h = 0; h < heads; ++h)
         for (std::size_t d = 0; d < dim; ++d)
-            out[h * dim + d] = acc[h * dim + d] * inverse;
-    }
+            out[h * dim + d] = acc[h * dim + d] * inverse[h];
 }
 
 // Threads worth using for `work` multiply-adds.
@@ -231,6 +218,7 @@ Source<Blocks> make_source(const PagedKv& kv, Blocks blocks, std::uint32_t ctx_l
         tail,
         detail::kv_row_ops(detail::RowCode::F16, path),
         kv_elem_seals_blocks(kv.elem) ? ctx_len / kv.block_size * kv.block_size : ctx_len,
+        detail::softmax_row(path),
     };
 }
 
