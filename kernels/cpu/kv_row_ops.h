@@ -1,9 +1,10 @@
 // Internal to the attention kernels: the vector operations on a run of
 // consecutive KV rows of one block (head_dim values each, in any KV format,
 // decoded with their scales on the fly at unaligned byte addresses), per
-// SIMD path, and the softmax of a decode step's scores. One call per block rather than per row: the AVX2 versions keep
-// several rows' dot products in flight at once and keep the weighted sum's
-// accumulators in registers across the block's rows.
+// SIMD path, and the softmax of a decode step's scores. One call per block
+// rather than per row: the AVX2 versions keep several rows' dot products in
+// flight at once and keep the weighted sum's accumulators in registers
+// across the block's rows.
 #pragma once
 
 #include <cstddef>
