@@ -1,5 +1,6 @@
 #include "engine/runtime/runner.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -123,21 +124,34 @@ void Runner::attention_block(const LayerWeights& w, std::uint32_t layer, std::sp
     }
     const cpu::PagedKv pkv = paged_kv_view(layout_, layer, kv.block_data(0), kv.config().num_blocks, kv.fixed_scales());
     att_.resize(n_ * q_dim);
+    // Every chunk's K/V first; then each prompt chunk on its own (tiled
+    // prompt kernel) and all decode steps in one batch call: one hand-off
+    // to the threads per layer for decode attention, not one per sequence.
+    std::uint32_t max_ctx = 0;
     std::size_t row = 0;
     for (const SeqChunk& c : batch) {
         std::byte* tail = kv.tail_data(c.seq); // KIVI: the partial last block
-        for (std::size_t i = 0; i < c.tokens.size(); ++i) {
-            const SlotRef slot = kv.slot_of(c.seq, positions_[row + i]);
-            cpu::write_kv(pkv, slot.block, slot.slot, k_.data() + (row + i) * kv_dim, v_.data() + (row + i) * kv_dim,
-                          tail);
+        for (std::size_t i = 0; i < c.tokens.size(); ++i, ++row) {
+            const SlotRef slot = kv.slot_of(c.seq, positions_[row]);
+            cpu::write_kv(pkv, slot.block, slot.slot, k_.data() + row * kv_dim, v_.data() + row * kv_dim, tail);
         }
-        const auto ctx = static_cast<std::uint32_t>(c.start + c.tokens.size());
-        scratch_.resize(cpu::paged_attention_scratch_floats(ctx, config_.head_dim, threads_));
-        cpu::paged_attention(pkv, kv.block_table(c.seq), ctx, q_.data() + row * q_dim,
-                             static_cast<std::uint32_t>(c.tokens.size()), config_.n_heads,
-                             att_.data() + row * q_dim, scratch_, threads_, tail);
-        row += c.tokens.size();
+        max_ctx = std::max(max_ctx, static_cast<std::uint32_t>(c.start + c.tokens.size()));
     }
+    scratch_.resize(cpu::paged_attention_scratch_floats(max_ctx, config_.head_dim, threads_));
+    decode_seqs_.clear();
+    row = 0;
+    for (const SeqChunk& c : batch) {
+        const auto ctx = static_cast<std::uint32_t>(c.start + c.tokens.size());
+        const auto n_q = static_cast<std::uint32_t>(c.tokens.size());
+        const std::byte* tail = kv.tail_data(c.seq);
+        if (n_q == 1)
+            decode_seqs_.push_back({kv.block_table(c.seq), ctx, q_.data() + row * q_dim, att_.data() + row * q_dim, tail});
+        else
+            cpu::paged_attention(pkv, kv.block_table(c.seq), ctx, q_.data() + row * q_dim, n_q, config_.n_heads,
+                                 att_.data() + row * q_dim, scratch_, threads_, tail);
+        row += n_q;
+    }
+    cpu::paged_attention_decode_batch(pkv, decode_seqs_, config_.n_heads, scratch_, threads_);
     matmul(w.o, att_, n_, proj_, threads_);
     for (std::size_t i = 0; i < x_.size(); ++i)
         x_[i] += proj_[i];

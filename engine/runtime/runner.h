@@ -8,6 +8,7 @@
 #include "engine/model/model_config.h"
 #include "engine/runtime/forward_pass.h"
 #include "engine/runtime/model_weights.h"
+#include "kernels/cpu/paged_attention.h"
 
 namespace kvscope {
 
@@ -48,6 +49,7 @@ private:
     std::vector<float> last_rows_; // the residual rows whose logits are wanted
     std::vector<std::uint32_t> positions_;
     std::vector<float> scratch_;
+    std::vector<kernels::cpu::DecodeSeq> decode_seqs_; // a layer's decode steps, for one batch call
 };
 
 } // namespace kvscope

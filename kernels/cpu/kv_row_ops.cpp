@@ -1,6 +1,10 @@
 // Portable KV row operations, and the choice between them and AVX2's.
 #include "kernels/cpu/kv_row_ops.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 namespace kvscope::kernels::cpu::detail {
 namespace {
 
@@ -87,6 +91,29 @@ RowCode v_row_code(KvElem elem) {
     case KvElem::Int2Kivi: return RowCode::Int2Groups;
     default: return k_row_code(elem);
     }
+}
+
+float scalar_softmax_row(float* scores, std::size_t count, float scale) {
+    float max = -std::numeric_limits<float>::infinity();
+    for (std::size_t p = 0; p < count; ++p) {
+        scores[p] *= scale;
+        max = std::max(max, scores[p]);
+    }
+    double sum = 0.0;
+    for (std::size_t p = 0; p < count; ++p) {
+        scores[p] = std::exp(scores[p] - max);
+        sum += scores[p];
+    }
+    return static_cast<float>(sum);
+}
+
+SoftmaxRowFn softmax_row(SimdPath path) {
+#if defined(KVSCOPE_KERNELS_AVX2)
+    if (path == SimdPath::Avx2)
+        return avx2_softmax_row;
+#endif
+    (void)path;
+    return scalar_softmax_row;
 }
 
 KvRowOps kv_row_ops(RowCode code, SimdPath path) {

@@ -1,9 +1,10 @@
 // Internal to the attention kernels: the vector operations on a run of
 // consecutive KV rows of one block (head_dim values each, in any KV format,
 // decoded with their scales on the fly at unaligned byte addresses), per
-// SIMD path. One call per block rather than per row: the AVX2 versions keep
-// several rows' dot products in flight at once and keep the weighted sum's
-// accumulators in registers across the block's rows.
+// SIMD path, and the softmax of a decode step's scores. One call per block
+// rather than per row: the AVX2 versions keep several rows' dot products in
+// flight at once and keep the weighted sum's accumulators in registers
+// across the block's rows.
 #pragma once
 
 #include <cstddef>
@@ -55,6 +56,20 @@ KvRowOps scalar_kv_row_ops(RowCode code);
 #if defined(KVSCOPE_KERNELS_AVX2)
 KvRowOps avx2_kv_row_ops(RowCode code);
 #endif
+
+// A decode step's softmax numerators for one query head: each of the
+// `count` dot products becomes exp(dot * scale - m), m the largest scaled
+// dot, and the sum of the results is returned. `scores` must have room for
+// count rounded up to 8 floats: the AVX2 version works in whole vectors and
+// leaves zeros past count.
+using SoftmaxRowFn = float (*)(float* scores, std::size_t count, float scale);
+
+float scalar_softmax_row(float* scores, std::size_t count, float scale);
+#if defined(KVSCOPE_KERNELS_AVX2)
+float avx2_softmax_row(float* scores, std::size_t count, float scale);
+#endif
+
+SoftmaxRowFn softmax_row(SimdPath path);
 
 // How K rows and V rows of a format decode.
 RowCode k_row_code(KvElem elem);

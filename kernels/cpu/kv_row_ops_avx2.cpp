@@ -11,7 +11,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
+#include "kernels/cpu/avx2_exp.h"
+#include "kernels/cpu/avx2_hsum.h"
 #include "kernels/cpu/kv_row_ops.h"
 
 namespace kvscope::kernels::cpu::detail {
@@ -291,6 +294,36 @@ constexpr KvRowOps ops() {
 }
 
 } // namespace
+
+// The scores past count, up to the next multiple of 8, are set to -inf so
+// that every pass works in whole vectors: they leave the max alone and
+// come out of the exp as 0. Per lane sums, added up by hsum: the same
+// order for a row whatever else the step computes.
+float avx2_softmax_row(float* scores, std::size_t count, float scale) {
+    const std::size_t whole = count / 8 * 8, padded = (count + 7) / 8 * 8;
+    for (std::size_t p = whole; p < padded; ++p)
+        scores[p] = p < count ? scores[p] * scale : -std::numeric_limits<float>::infinity();
+    const __m256 scale8 = _mm256_set1_ps(scale);
+    __m256 max8 = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+    for (std::size_t p = 0; p < whole; p += 8) {
+        const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(scores + p), scale8);
+        _mm256_storeu_ps(scores + p, x);
+        max8 = _mm256_max_ps(max8, x);
+    }
+    if (whole < padded)
+        max8 = _mm256_max_ps(max8, _mm256_loadu_ps(scores + whole));
+    __m128 max4 = _mm_max_ps(_mm256_castps256_ps128(max8), _mm256_extractf128_ps(max8, 1));
+    max4 = _mm_max_ps(max4, _mm_movehl_ps(max4, max4));
+    max4 = _mm_max_ss(max4, _mm_movehdup_ps(max4));
+    const __m256 max = _mm256_broadcastss_ps(max4);
+    __m256 sum = _mm256_setzero_ps();
+    for (std::size_t p = 0; p < padded; p += 8) {
+        const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + p), max));
+        _mm256_storeu_ps(scores + p, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    return hsum(sum);
+}
 
 KvRowOps avx2_kv_row_ops(RowCode code) {
     switch (code) {

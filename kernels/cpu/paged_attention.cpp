@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/cpu/kv_row_ops.h"
 #include "kernels/cpu/parallel_for.h"
@@ -30,22 +31,36 @@ std::size_t blocks_for(const PagedKv& kv, std::uint32_t ctx_len) {
     return (std::size_t{ctx_len} + kv.block_size - 1) / kv.block_size;
 }
 
-void check_args(const PagedKv& kv, std::uint32_t ctx_len, const float* q, std::uint32_t n_q, std::uint32_t n_heads,
-                const float* out, std::span<float> scratch, int threads, const std::byte* tail) {
-    check_paged_kv(kv);
+void check_heads(const PagedKv& kv, std::uint32_t n_heads) {
     if (n_heads == 0 || n_heads % kv.n_kv_heads != 0)
         fail(std::to_string(n_heads) + " query heads are not a multiple of " +
              std::to_string(kv.n_kv_heads) + " KV heads");
+}
+
+// What one sequence's call needs besides its block table.
+void check_sequence(const PagedKv& kv, std::uint32_t ctx_len, const float* q, std::uint32_t n_q, const float* out,
+                    const std::byte* tail) {
     if (n_q > ctx_len)
         fail(std::to_string(n_q) + " queries but a context of only " + std::to_string(ctx_len));
     if (n_q > 0 && (q == nullptr || out == nullptr))
         fail("null query or output");
+    if (kv_elem_seals_blocks(kv.elem) && ctx_len % kv.block_size != 0 && tail == nullptr)
+        fail("a KIVI context with a partial last block needs the sequence's tail");
+}
+
+void check_scratch(const PagedKv& kv, std::uint32_t ctx_len, std::span<float> scratch, int threads) {
     const std::size_t needed = paged_attention_scratch_floats(ctx_len, kv.head_dim, threads);
     if (scratch.size() < needed)
         fail("scratch of " + std::to_string(scratch.size()) + " floats, needs " +
              std::to_string(needed));
-    if (kv_elem_seals_blocks(kv.elem) && ctx_len % kv.block_size != 0 && tail == nullptr)
-        fail("a KIVI context with a partial last block needs the sequence's tail");
+}
+
+void check_args(const PagedKv& kv, std::uint32_t ctx_len, const float* q, std::uint32_t n_q, std::uint32_t n_heads,
+                const float* out, std::span<float> scratch, int threads, const std::byte* tail) {
+    check_paged_kv(kv);
+    check_heads(kv, n_heads);
+    check_sequence(kv, ctx_len, q, n_q, out, tail);
+    check_scratch(kv, ctx_len, scratch, threads);
 }
 
 void check_table(const PagedKv& kv, std::span<const std::uint32_t> block_table, std::uint32_t ctx_len) {
@@ -91,6 +106,7 @@ struct Source {
     const std::byte* tail;
     detail::KvRowOps tail_ops;
     std::uint32_t sealed; // positions below it are in the pool, the rest in the tail
+    detail::SoftmaxRowFn softmax;
 };
 
 // Asks for `bytes` from `p` on to be brought into the cache. A head's rows
@@ -161,77 +177,38 @@ private:
 // [0, count): scores, softmax, weighted sum of V, each K and V row decoded
 // once for all of them, a block's rows in one call. Head h's query is at
 // q + h * head_dim, its output at out + h * head_dim; its scores at
-// scores + h * stride (count floats), its accumulator at acc + h * head_dim.
+// scores + h * stride (count floats rounded up to 8: softmax_row's room),
+// its accumulator at acc + h * head_dim.
 template <typename Blocks>
 void attend(const Source<Blocks>& src, std::uint32_t kv_head, std::uint32_t count, std::size_t heads,
             const float* q, float* scores, std::size_t stride, float* acc, float* out) {
     const std::size_t dim = src.kv.head_dim;
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
-    float max[detail::kSharedHeads];
-    std::fill(max, max + heads, -std::numeric_limits<float>::infinity());
     for_each_run(src, src.k, kv_head, 0, count,
                  [&](std::uint32_t p, const detail::KvRows& k, const detail::KvRowOps& ops) {
                      ops.dot[heads - 1](q, k, dim, scores + p, stride);
-                     for (std::size_t h = 0; h < heads; ++h)
-                         for (std::size_t r = p; r < p + k.count; ++r) {
-                             float& score = scores[h * stride + r];
-                             score *= scale;
-                             max[h] = std::max(max[h], score);
-                         }
                  });
-    double sum[detail::kSharedHeads] = {};
+    float inverse[detail::kSharedHeads];
     for (std::size_t h = 0; h < heads; ++h)
-        for (std::uint32_t p = 0; p < count; ++p) {
-            float& score = scores[h * stride + p];
-            score = std::exp(score - max[h]);
-            sum[h] += score;
-        }
+        inverse[h] = 1.0f / src.softmax(scores + h * stride, count, scale);
     std::fill(acc, acc + heads * dim, 0.0f);
     for_each_run(src, src.v, kv_head, 0, count,
                  [&](std::uint32_t p, const detail::KvRows& v, const detail::KvRowOps& ops) {
                      ops.axpy[heads - 1](scores + p, stride, v, acc, dim);
                  });
-    for (std::size_t h = 0; h < heads; ++h) {
-        const auto inverse = static_cast<float>(1.0 / sum[h]);
+    for (std::size_t h = 0; h < heads; ++h)
         for (std::size_t d = 0; d < dim; ++d)
-            out[h * dim + d] = acc[h * dim + d] * inverse;
-    }
+            out[h * dim + d] = acc[h * dim + d] * inverse[h];
 }
 
 // Threads worth using for `work` multiply-adds.
 int threads_for(std::size_t work, int threads) { return work >= kParallelMinWork ? threads : 1; }
 
-// A decode step: one item per (KV head, up to kSharedHeads of its query
-// heads).
 template <typename Blocks>
-void decode(const Source<Blocks>& src, std::uint32_t ctx_len, const float* q, std::uint32_t n_heads, float* out,
-            std::span<float> scratch, int threads) {
-    const PagedKv& kv = src.kv;
-    const std::size_t group = n_heads / kv.n_kv_heads;
-    const std::size_t parts = (group + detail::kSharedHeads - 1) / detail::kSharedHeads; // per KV head
-    const std::size_t dim = kv.head_dim;
-    const std::size_t per_thread = per_thread_floats(ctx_len, kv.head_dim);
-    const std::size_t stride = detail::round_to_line(ctx_len);
-    const int used = threads_for(std::size_t{n_heads} * ctx_len * dim, threads);
-    detail::parallel_for(kv.n_kv_heads * parts, used, detail::Schedule::Dynamic, [&](std::size_t item, int thread) {
-        float* scores = scratch.data() + thread * per_thread;
-        float* acc = scores + detail::kSharedHeads * stride;
-        const auto kv_head = static_cast<std::uint32_t>(item / parts);
-        const std::size_t first = item % parts * detail::kSharedHeads; // within the group
-        const std::size_t heads = std::min(detail::kSharedHeads, group - first);
-        const std::size_t row = (kv_head * group + first) * dim;
-        attend(src, kv_head, ctx_len, heads, q + row, scores, stride, acc, out + row);
-    });
-}
-
-template <typename Blocks>
-void run(const PagedKv& kv, Blocks blocks, std::uint32_t ctx_len, const float* q, std::uint32_t n_q,
-         std::uint32_t n_heads, float* out, std::span<float> scratch, int threads, const std::byte* tail) {
-    if (n_q == 0)
-        return;
+Source<Blocks> make_source(const PagedKv& kv, Blocks blocks, std::uint32_t ctx_len, const std::byte* tail) {
     const SimdPath path = simd_path();
     const bool fp8 = kv.elem == KvElem::Fp8E4M3;
-    const Source<Blocks> src{
+    return {
         kv,
         blocks,
         {kv.k_offset, kv.k_scale, fp8 ? kv.fixed_scales : nullptr, kv.tail.k_offset,
@@ -241,9 +218,66 @@ void run(const PagedKv& kv, Blocks blocks, std::uint32_t ctx_len, const float* q
         tail,
         detail::kv_row_ops(detail::RowCode::F16, path),
         kv_elem_seals_blocks(kv.elem) ? ctx_len / kv.block_size * kv.block_size : ctx_len,
+        detail::softmax_row(path),
     };
+}
+
+// One sequence's decode step: what it reads, its query and its output.
+template <typename Blocks>
+struct DecodeJob {
+    Source<Blocks> src;
+    std::uint32_t ctx_len;
+    const float* q;
+    float* out;
+};
+
+// The decode steps of one or more sequences in one parallel loop over
+// (sequence, KV head, up to kSharedHeads of its query heads): one hand-off
+// to the threads per layer however many sequences a step decodes. Items
+// of the longest contexts are handed out first, so that the last ones
+// taken are short. An item's result does not depend on which thread takes
+// it or which items share the call.
+template <typename Blocks>
+void decode(std::span<const DecodeJob<Blocks>> jobs, std::uint32_t n_heads, std::span<float> scratch,
+            int threads) {
+    if (jobs.empty())
+        return;
+    const PagedKv& kv = jobs.front().src.kv;
+    const std::size_t group = n_heads / kv.n_kv_heads;
+    const std::size_t parts = (group + detail::kSharedHeads - 1) / detail::kSharedHeads; // per KV head
+    const std::size_t per_job = kv.n_kv_heads * parts;
+    const std::size_t dim = kv.head_dim;
+    std::vector<std::uint32_t> order(jobs.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return jobs[a].ctx_len > jobs[b].ctx_len; });
+    std::size_t work = 0;
+    for (const DecodeJob<Blocks>& job : jobs)
+        work += std::size_t{n_heads} * job.ctx_len * dim;
+    const std::size_t per_thread = per_thread_floats(jobs[order.front()].ctx_len, kv.head_dim);
+    const int used = threads_for(work, threads);
+    detail::parallel_for(jobs.size() * per_job, used, detail::Schedule::Dynamic, [&](std::size_t item, int thread) {
+        const DecodeJob<Blocks>& job = jobs[order[item / per_job]];
+        const std::size_t stride = detail::round_to_line(job.ctx_len);
+        float* scores = scratch.data() + thread * per_thread;
+        float* acc = scores + detail::kSharedHeads * stride;
+        const auto kv_head = static_cast<std::uint32_t>(item % per_job / parts);
+        const std::size_t first = item % parts * detail::kSharedHeads; // within the group
+        const std::size_t heads = std::min(detail::kSharedHeads, group - first);
+        const std::size_t row = (kv_head * group + first) * dim;
+        attend(job.src, kv_head, job.ctx_len, heads, job.q + row, scores, stride, acc, job.out + row);
+    });
+}
+
+template <typename Blocks>
+void run(const PagedKv& kv, Blocks blocks, std::uint32_t ctx_len, const float* q, std::uint32_t n_q,
+         std::uint32_t n_heads, float* out, std::span<float> scratch, int threads, const std::byte* tail) {
+    if (n_q == 0)
+        return;
+    const Source<Blocks> src = make_source(kv, blocks, ctx_len, tail);
     if (n_q == 1) {
-        decode(src, ctx_len, q, n_heads, out, scratch, threads);
+        const DecodeJob<Blocks> job{src, ctx_len, q, out};
+        decode(std::span(&job, 1), n_heads, scratch, threads);
         return;
     }
     const detail::PromptShape shape{kv.n_kv_heads, n_heads, kv.head_dim, ctx_len, n_q};
@@ -265,6 +299,23 @@ void paged_attention(const PagedKv& kv, std::span<const std::uint32_t> block_tab
     check_args(kv, ctx_len, q, n_q, n_heads, out, scratch, threads, tail);
     check_table(kv, block_table, ctx_len);
     run(kv, TableBlocks{block_table.data()}, ctx_len, q, n_q, n_heads, out, scratch, threads, tail);
+}
+
+void paged_attention_decode_batch(const PagedKv& kv, std::span<const DecodeSeq> seqs, std::uint32_t n_heads,
+                                  std::span<float> scratch, int threads) {
+    check_paged_kv(kv);
+    check_heads(kv, n_heads);
+    std::uint32_t max_ctx = 0;
+    std::vector<DecodeJob<TableBlocks>> jobs;
+    jobs.reserve(seqs.size());
+    for (const DecodeSeq& s : seqs) {
+        check_sequence(kv, s.ctx_len, s.q, 1, s.out, s.tail);
+        check_table(kv, s.block_table, s.ctx_len);
+        max_ctx = std::max(max_ctx, s.ctx_len);
+        jobs.push_back({make_source(kv, TableBlocks{s.block_table.data()}, s.ctx_len, s.tail), s.ctx_len, s.q, s.out});
+    }
+    check_scratch(kv, max_ctx, scratch, threads);
+    decode(std::span<const DecodeJob<TableBlocks>>(jobs), n_heads, scratch, threads);
 }
 
 void contiguous_attention(const PagedKv& kv, std::uint32_t ctx_len, const float* q, std::uint32_t n_q,

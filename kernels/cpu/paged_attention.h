@@ -56,6 +56,28 @@ void paged_attention(const PagedKv& kv, std::span<const std::uint32_t> block_tab
                      std::uint32_t n_heads, float* out, std::span<float> scratch, int threads,
                      const std::byte* tail = nullptr);
 
+// One sequence's decode step in a batch: paged_attention's arguments for
+// n_q = 1 (q and out: n_heads x head_dim floats each).
+struct DecodeSeq {
+    std::span<const std::uint32_t> block_table;
+    std::uint32_t ctx_len = 0;
+    const float* q = nullptr;
+    float* out = nullptr;
+    const std::byte* tail = nullptr; // KIVI: the sequence's tail
+};
+
+// The decode steps of several sequences of one layer in one parallel loop
+// over (sequence, KV head, up to 4 of its query heads), longest contexts
+// first: one hand-off to the threads per layer, not one per sequence.
+// Each sequence's output is bit-identical to paged_attention's for it
+// alone (the same code computes each output row whole on one thread),
+// whatever the batch and `threads`. Outputs may not overlap each other or
+// any query. Scratch: paged_attention_scratch_floats(the longest ctx_len,
+// head_dim, threads). Throws std::invalid_argument as paged_attention
+// does for any of the sequences, before computing anything.
+void paged_attention_decode_batch(const PagedKv& kv, std::span<const DecodeSeq> seqs, std::uint32_t n_heads,
+                                  std::span<float> scratch, int threads);
+
 // The same kernel for a sequence held in consecutive blocks from block 0
 // on: position p is in block p / block_size itself, with no table to look
 // up (the contiguous allocation of pre-vLLM servers). It exists so that

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -196,8 +197,8 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 // with the portable decoder at the addresses paged_kv.h documents: pool
 // rows through the table, KIVI positions past the last full block from
 // the f16 tail.
-std::vector<float> stored_values(const Cache& c, const Shape& s, bool keys) {
-    const PagedKv& kv = c.kv;
+std::vector<float> stored_values(const PagedKv& kv, std::span<const std::uint32_t> table, const std::byte* tail,
+                                 const Shape& s, bool keys) {
     const RowCode code = keys ? detail::k_row_code(kv.elem) : detail::v_row_code(kv.elem);
     const KvScaleRegion& scale = keys ? kv.k_scale : kv.v_scale;
     const std::uint32_t bs = kv.block_size;
@@ -207,13 +208,13 @@ std::vector<float> stored_values(const Cache& c, const Shape& s, bool keys) {
         for (std::uint32_t h = 0; h < s.n_kv_heads; ++h) {
             float* values = x.data() + (std::size_t{p} * s.n_kv_heads + h) * s.head_dim;
             if (p >= sealed) {
-                const std::byte* row = c.tail.data() + (keys ? kv.tail.k_offset : kv.tail.v_offset) +
+                const std::byte* row = tail + (keys ? kv.tail.k_offset : kv.tail.v_offset) +
                                        h * kv.tail.head_stride + (p - sealed) * kv.tail.slot_stride;
                 for (std::uint32_t d = 0; d < s.head_dim; ++d)
                     values[d] = static_cast<float>(decoded_value(RowCode::F16, row, nullptr, d, s.head_dim));
                 continue;
             }
-            const std::byte* block = kv.pool + std::size_t{c.table[p / bs]} * kv.bytes_per_block;
+            const std::byte* block = kv.pool + std::size_t{table[p / bs]} * kv.bytes_per_block;
             const std::byte* row = block + (keys ? kv.k_offset : kv.v_offset) + h * kv.head_stride + p % bs * kv.slot_stride;
             const std::byte* scales =
                 kv.elem == KvElem::Fp8E4M3
@@ -224,6 +225,67 @@ std::vector<float> stored_values(const Cache& c, const Shape& s, bool keys) {
         }
     return x;
 }
+
+// Several sequences' K/V in one pool: block tables drawn from one random
+// permutation (disjoint, never consecutive runs), a KIVI tail each.
+struct SharedCache {
+    KvLayout layout;
+    std::vector<std::byte> pool;
+    std::vector<float> fixed_scales;
+    std::vector<std::vector<std::uint32_t>> tables;
+    std::vector<std::vector<std::byte>> tails;
+    PagedKv kv;
+
+    const std::byte* tail(std::size_t seq) const { return tails[seq].empty() ? nullptr : tails[seq].data(); }
+};
+
+SharedCache make_shared_cache(std::uint32_t n_kv_heads, std::uint32_t head_dim, KvDtype dtype,
+                              std::uint32_t block_size, const std::vector<std::uint32_t>& contexts,
+                              std::mt19937& rng) {
+    SharedCache c{KvLayout({kLayers, n_kv_heads, head_dim}, dtype, block_size), {}, {}, {}, {}, {}};
+    std::size_t blocks = 0;
+    for (const std::uint32_t ctx : contexts)
+        blocks += c.layout.blocks_for_tokens(ctx);
+    const std::size_t n_blocks = blocks + 3;
+    const std::vector<std::uint32_t> ids = random_table(n_blocks, n_blocks, rng);
+    c.pool.assign(n_blocks * c.layout.bytes_per_block(), std::byte{0xFF});
+    c.fixed_scales.assign(c.layout.fixed_bytes() / sizeof(float), 0.25f);
+    c.kv = kvscope::paged_kv_view(c.layout, kLayer, c.pool.data(), n_blocks,
+                                  c.fixed_scales.empty() ? nullptr : c.fixed_scales.data());
+    std::size_t next = 0;
+    const std::size_t row = std::size_t{n_kv_heads} * head_dim;
+    for (const std::uint32_t ctx : contexts) {
+        const std::size_t count = c.layout.blocks_for_tokens(ctx);
+        c.tables.emplace_back(ids.begin() + static_cast<std::ptrdiff_t>(next),
+                              ids.begin() + static_cast<std::ptrdiff_t>(next + count));
+        next += count;
+        c.tails.emplace_back(c.layout.tail_bytes(), std::byte{0xFF});
+        const std::vector<float> k = random_vector(ctx * row, 1.0f, rng), v = random_vector(ctx * row, 1.0f, rng);
+        for (std::uint32_t p = 0; p < ctx; ++p)
+            write_kv(c.kv, c.tables.back()[p / block_size], p % block_size, k.data() + p * row, v.data() + p * row,
+                     c.tails.back().empty() ? nullptr : c.tails.back().data());
+    }
+    return c;
+}
+
+// paged_attention_decode_batch over the sequences `which` of the cache
+// (queries and outputs: n_heads x head_dim floats per sequence, indexed
+// as the cache's sequences).
+std::vector<std::vector<float>> run_decode_batch(const SharedCache& c, const std::vector<std::uint32_t>& contexts,
+                                                 const std::vector<std::vector<float>>& q, std::uint32_t n_heads,
+                                                 const std::vector<std::size_t>& which, int threads) {
+    std::vector<std::vector<float>> out(contexts.size());
+    std::vector<DecodeSeq> seqs;
+    std::uint32_t longest = 0;
+    for (const std::size_t i : which) {
+        out[i].assign(q[i].size(), std::nanf(""));
+        seqs.push_back({c.tables[i], contexts[i], q[i].data(), out[i].data(), c.tail(i)});
+        longest = std::max(longest, contexts[i]);
+    }
+    std::vector<float> scratch(paged_attention_scratch_floats(longest, c.kv.head_dim, threads));
+    paged_attention_decode_batch(c.kv, seqs, n_heads, scratch, threads);
+    return out;
+}
 } // namespace
 
 class TestPagedAttention : public QObject {
@@ -233,6 +295,8 @@ private slots:
     void matches_double_reference();
     void prompt_tiles_match_double_reference_data();
     void prompt_tiles_match_double_reference();
+    void decode_batch_matches_single_sequences_data();
+    void decode_batch_matches_single_sequences();
     void row_runs_match_single_rows_data();
     void row_runs_match_single_rows();
     void writes_where_kv_layout_says();
@@ -348,7 +412,8 @@ void TestPagedAttention::prompt_tiles_match_double_reference() {
     write_all(cache, s, random_vector(kv_values, 1.0f, rng), random_vector(kv_values, 1.0f, rng));
     const std::vector<float> q = random_vector(std::size_t{s.n_q} * s.n_heads * s.head_dim, 3.0f, rng);
     const std::vector<double> ref =
-        reference_attention(s, q, stored_values(cache, s, true), stored_values(cache, s, false));
+        reference_attention(s, q, stored_values(cache.kv, cache.table, tail_of(cache), s, true),
+                            stored_values(cache.kv, cache.table, tail_of(cache), s, false));
 
     for (const SimdPath path : kernel_test::available_paths()) {
         kernel_test::PathScope scope(path);
@@ -358,6 +423,63 @@ void TestPagedAttention::prompt_tiles_match_double_reference() {
         QVERIFY2(error < 1e-5, qPrintable(QStringLiteral("%1 path: relative error %2")
                                               .arg(to_string(path)).arg(error, 0, 'g', 3)));
         QVERIFY(same_bits(one, two));
+    }
+}
+
+// paged_attention_decode_batch for every KV format, grouped-query ratios
+// 1 and 4: sequences of mixed contexts in one pool (first token, whole
+// blocks, partial last blocks: KIVI reads their tails), each output
+// bit-identical to paged_attention's for the sequence alone, whatever the
+// batch (all, every other one, each alone) and on 1 and 2 threads, and
+// within the decode bound of the double reference.
+void TestPagedAttention::decode_batch_matches_single_sequences_data() {
+    QTest::addColumn<KvDtype>("dtype");
+    QTest::addColumn<int>("group");
+    for (const KvDtype dtype : kvscope::all_kv_dtypes())
+        for (const int group : {1, 4})
+            QTest::addRow("%s gqa%d", to_string(dtype).data(), group) << dtype << group;
+}
+
+void TestPagedAttention::decode_batch_matches_single_sequences() {
+    QFETCH(KvDtype, dtype);
+    QFETCH(int, group);
+    const std::uint32_t n_kv_heads = 2, head_dim = 64, block_size = 16;
+    const std::uint32_t n_heads = n_kv_heads * static_cast<std::uint32_t>(group);
+    const std::vector<std::uint32_t> contexts = {37, 1, 130, 64, 16, 5, 99};
+    std::mt19937 rng(static_cast<unsigned>(group) * 29 + static_cast<unsigned>(dtype));
+    const SharedCache cache = make_shared_cache(n_kv_heads, head_dim, dtype, block_size, contexts, rng);
+    std::vector<std::vector<float>> q;
+    for (std::size_t i = 0; i < contexts.size(); ++i)
+        q.push_back(random_vector(std::size_t{n_heads} * head_dim, 3.0f, rng));
+    std::vector<std::size_t> all(contexts.size()), every_other;
+    std::iota(all.begin(), all.end(), std::size_t{0});
+    for (std::size_t i = 0; i < contexts.size(); i += 2)
+        every_other.push_back(i);
+
+    for (const SimdPath path : kernel_test::available_paths()) {
+        kernel_test::PathScope scope(path);
+        const auto batch_one = run_decode_batch(cache, contexts, q, n_heads, all, 1);
+        const auto batch_two = run_decode_batch(cache, contexts, q, n_heads, all, 2);
+        const auto some = run_decode_batch(cache, contexts, q, n_heads, every_other, 2);
+        for (std::size_t i = 0; i < contexts.size(); ++i) {
+            const QString where = QStringLiteral("%1 path, sequence %2 (context %3)")
+                                      .arg(to_string(path)).arg(i).arg(contexts[i]);
+            const Shape s{n_kv_heads, n_heads, head_dim, contexts[i], 1};
+            std::vector<float> alone(q[i].size(), std::nanf(""));
+            std::vector<float> scratch(paged_attention_scratch_floats(s.ctx_len, head_dim, 2));
+            paged_attention(cache.kv, cache.tables[i], s.ctx_len, q[i].data(), 1, n_heads, alone.data(), scratch, 2,
+                            cache.tail(i));
+            QVERIFY2(same_bits(batch_one[i], alone), qPrintable(where));
+            QVERIFY2(same_bits(batch_two[i], alone), qPrintable(where));
+            QVERIFY2(same_bits(run_decode_batch(cache, contexts, q, n_heads, {i}, 1)[i], alone), qPrintable(where));
+            if (i % 2 == 0)
+                QVERIFY2(same_bits(some[i], alone), qPrintable(where));
+            const std::vector<double> ref =
+                reference_attention(s, q[i], stored_values(cache.kv, cache.tables[i], cache.tail(i), s, true),
+                                    stored_values(cache.kv, cache.tables[i], cache.tail(i), s, false));
+            const double error = worst_relative_error(batch_two[i], ref, head_dim);
+            QVERIFY2(error < 1e-5, qPrintable(where + QStringLiteral(": relative error %1").arg(error, 0, 'g', 3)));
+        }
     }
 }
 
@@ -514,6 +636,19 @@ void TestPagedAttention::rejects_bad_arguments() {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, attend(cache.kv, table, 20, 21, 4, scratch));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
                              attend(cache.kv, table, 20, 1, 4, std::span(scratch).first(scratch.size() - 1)));
+    // The batch entry checks every sequence, and scratch for the longest.
+    std::vector<float> out2(4 * 8);
+    const auto attend_batch = [&](std::span<const std::uint32_t> second_table, std::uint32_t second_ctx,
+                                  std::span<float> scr) {
+        const DecodeSeq seqs[] = {{table, 20, q.data(), out.data(), nullptr},
+                                  {second_table, second_ctx, q.data(), out2.data(), nullptr}};
+        paged_attention_decode_batch(cache.kv, seqs, 4, scr, 1);
+    };
+    attend_batch(table.first(2), 16, scratch); // fits
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, attend_batch(table.first(2), 17, scratch));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, attend_batch(outside, 20, scratch));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             attend_batch(table, 20, std::span(scratch).first(scratch.size() - 1)));
     PagedKv overrun = cache.kv;
     overrun.v_offset = overrun.bytes_per_block - 4;
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, attend(overrun, table, 20, 1, 4, scratch));
