@@ -158,13 +158,6 @@ void run_packed_tile(const MatmulJob& job, const PreparedJob& p, std::size_t col
                      std::size_t r1, std::size_t i0, std::size_t i1) {
     for (std::size_t r = r0; r < r1; r += detail::kPackedRows) {
         const std::byte* tile = job.packed->tile(r / detail::kPackedRows);
-        if (i1 - i0 == 1 && p.gemm.pair != nullptr && r + detail::kPackedRows < r1) {
-            float* y = job.Y + i0 * job.rows + r;
-            p.gemm.pair(tile, job.packed->tile(r / detail::kPackedRows + 1), p.act + i0 * p.a_row_bytes, cols, y,
-                        y + detail::kPackedRows, std::min(detail::kPackedRows, r1 - r - detail::kPackedRows));
-            r += detail::kPackedRows;
-            continue;
-        }
         const std::size_t rows = std::min(detail::kPackedRows, r1 - r);
         for (std::size_t i = i0; i < i1; i += p.gemm.max_inputs) {
             const std::size_t count = std::min(p.gemm.max_inputs, i1 - i);
@@ -212,14 +205,13 @@ const detail::PackedLayout* packed_job_layout(const MatmulJob& job, std::size_t 
 }
 
 // Rows per work item. A decode step (n = 1) streams its weights from
-// memory: one row (one packed tile, or two for a kernel that interleaves
-// two tiles for one input) per item, split evenly. With more
+// memory: one row (one packed tile) per item, split evenly. With more
 // inputs, about kTileBytes of weights per item stay in L2 while the rows
 // are reused across the inputs; packed items are whole tiles.
 std::size_t tile_rows(const PreparedJob& p, std::size_t rows, std::size_t n) {
     const std::size_t unit = p.gemm.fn != nullptr ? detail::kPackedRows : 1;
     if (n == 1)
-        return p.gemm.pair != nullptr ? 2 * unit : unit;
+        return unit;
     const std::size_t fit = std::max<std::size_t>(kTileBytes / (p.w_row_bytes * unit), 1) * unit;
     return std::min(fit, (rows + unit - 1) / unit * unit);
 }

@@ -73,29 +73,6 @@ void gemm_any_count(const std::byte* tile, const std::byte* act, std::size_t act
     }(std::make_index_sequence<MaxInputs>());
 }
 
-// walk_columns<Rows, 1> on two tiles at once, interleaved (four FMA chains
-// in flight instead of two), each tile's lanes getting the same operations
-// in the same order as alone: out0 and out1 are its two results.
-template <typename Rows>
-void walk_columns_pair(const std::byte* first_column0, const std::byte* first_column1, const float* x,
-                       std::size_t cols, typename Rows::Reg& out0, typename Rows::Reg& out1) {
-    using Reg = typename Rows::Reg;
-    Reg even0 = Rows::zero(), odd0 = Rows::zero(), even1 = Rows::zero(), odd1 = Rows::zero();
-    std::size_t c = 0;
-    for (; c + 2 <= cols; c += 2) {
-        even0 = Rows::fma(Rows::load(first_column0 + c * kFloatColumnBytes), x[c], even0);
-        even1 = Rows::fma(Rows::load(first_column1 + c * kFloatColumnBytes), x[c], even1);
-        odd0 = Rows::fma(Rows::load(first_column0 + (c + 1) * kFloatColumnBytes), x[c + 1], odd0);
-        odd1 = Rows::fma(Rows::load(first_column1 + (c + 1) * kFloatColumnBytes), x[c + 1], odd1);
-    }
-    if (c < cols) {
-        even0 = Rows::fma(Rows::load(first_column0 + c * kFloatColumnBytes), x[c], even0);
-        even1 = Rows::fma(Rows::load(first_column1 + c * kFloatColumnBytes), x[c], even1);
-    }
-    out0 = Rows::add(even0, odd0);
-    out1 = Rows::add(even1, odd1);
-}
-
 // Tile<Column> for a type, Column being the instruction set's F16 or BF16
 // column decoder.
 template <template <typename> class Tile, typename F16Column, typename Bf16Column, std::size_t MaxInputs>

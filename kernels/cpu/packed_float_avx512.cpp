@@ -57,22 +57,12 @@ struct Tile {
         for (std::size_t j = 0; j < N; ++j)
             _mm512_mask_storeu_ps(y + j * y_stride, mask, sums[j]);
     }
-    static void pair(const std::byte* tile0, const std::byte* tile1, const std::byte* act, std::size_t cols,
-                     float* y0, float* y1, std::size_t rows1) {
-        __m512 out0, out1;
-        walk_columns_pair<Column>(tile0, tile1, reinterpret_cast<const float*>(act), cols, out0, out1);
-        _mm512_storeu_ps(y0, out0);
-        _mm512_mask_storeu_ps(y1, static_cast<__mmask16>((1u << rows1) - 1), out1);
-    }
 };
 
 } // namespace
 
 PackedGemmFn avx512_float_packed_gemm(WeightType type) {
-    PackedGemmFn gemm = float_gemm_fn<Tile, F16Column, Bf16Column, kMaxInputs>(type);
-    if (gemm.fn != nullptr)
-        gemm.pair = type == WeightType::F16 ? Tile<F16Column>::pair : Tile<Bf16Column>::pair;
-    return gemm;
+    return float_gemm_fn<Tile, F16Column, Bf16Column, kMaxInputs>(type);
 }
 
 } // namespace kvscope::kernels::cpu::detail

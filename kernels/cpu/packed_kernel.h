@@ -65,19 +65,9 @@ using PackedGemm = void (*)(const std::byte* tile, const std::byte* act, std::si
                             std::size_t count, std::size_t cols, float* y, std::size_t y_stride,
                             std::size_t rows);
 
-// Two neighbouring tiles times one input (count 1, act_stride unused): the
-// PackedGemm on tile0 (all kPackedRows rows) and on tile1 (`rows1` rows),
-// with the same operations per lane, so the same bits. For kernels whose
-// one-input walk is a chain of float latencies (F16/BF16: two FMA chains
-// keep ~50 GB/s per core, about what a core streams), interleaving two
-// tiles doubles the operations in flight at no cost to numerics.
-using PackedGemmPair = void (*)(const std::byte* tile0, const std::byte* tile1, const std::byte* act,
-                                std::size_t cols, float* y0, float* y1, std::size_t rows1);
-
 struct PackedGemmFn {
     PackedGemm fn = nullptr; // null: no kernel for the type on that instruction set
     std::size_t max_inputs = 1;
-    PackedGemmPair pair = nullptr; // null: one input runs fn tile by tile
 };
 
 // The layout of a type, or null when the type is not packed.
