@@ -30,8 +30,8 @@ namespace kernel_test {
 using namespace kvscope::kernels::cpu;
 
 inline constexpr WeightType kAllTypes[] = {WeightType::F32,  WeightType::F16,  WeightType::BF16,
-                                    WeightType::Q8_0, WeightType::Q4_0, WeightType::Q5_0,
-                                    WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K};
+                                           WeightType::Q8_0, WeightType::Q4_0, WeightType::Q5_0,
+                                           WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K};
 
 // Values per activation block for the quantized types, 0 for float types.
 inline std::size_t act_block(WeightType type) {
