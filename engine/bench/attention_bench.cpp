@@ -80,7 +80,10 @@ struct Buffers {
     int threads;
 };
 
-// One step of one layer for the whole batch.
+// One step of one layer for the whole batch, one call per sequence on both
+// sides, so that the block-table lookup is the only difference between
+// them. (The engine's decode runs all its sequences in one call,
+// paged_attention_decode_batch; `bench batch` times that, inside whole steps.)
 void step(const Caches& c, const Shape& s, std::uint32_t context, bool paged, Buffers& b) {
     const std::size_t q_row = std::size_t{s.queries} * s.heads * s.head_dim;
     for (std::uint32_t i = 0; i < s.batch; ++i) {

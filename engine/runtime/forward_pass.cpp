@@ -64,7 +64,7 @@ std::unique_ptr<ForwardPass> make_forward_pass(Backend resolved, const Model& mo
     }
     if (resolved != Backend::Cpu)
         throw Error("make_forward_pass needs a resolved backend (cpu or cuda), got " + std::string(to_string(resolved)));
-    return std::make_unique<Runner>(model.config(), model.cpu_weights(), layout, threads);
+    return std::make_unique<Runner>(model.config(), model.cpu_weights(threads), layout, threads);
 }
 
 } // namespace kvscope

@@ -23,16 +23,15 @@ void pack(WeightMatrix& m, std::deque<cpu::PackedWeights>& store, int threads) {
 Model::Model(const std::string& path)
     : file_(path), config_(read_model_config(file_)), weights_(file_, config_) {}
 
-const ModelWeights& Model::cpu_weights() const {
-    std::call_once(pack_once_, [this] {
+const ModelWeights& Model::cpu_weights(int threads) const {
+    std::call_once(pack_once_, [this, threads] {
         auto packed = std::make_unique<CpuWeights>(CpuWeights{{}, weights_});
-        const int threads = cpu::resolve_threads(0);
         // token_embd is only read a row at a time (the embedding lookup)
         // unless it is also the output matrix, which `output` then packs.
-        pack(packed->weights.output, packed->packed, threads);
+        pack(packed->weights.output, packed->packed, cpu::resolve_threads(threads));
         for (LayerWeights& w : packed->weights.layers)
             for (WeightMatrix* m : {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down})
-                pack(*m, packed->packed, threads);
+                pack(*m, packed->packed, cpu::resolve_threads(threads));
         std::size_t bytes = 0;
         for (const cpu::PackedWeights& p : packed->packed)
             bytes += p.bytes();

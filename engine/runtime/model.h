@@ -27,10 +27,10 @@ public:
     const ModelWeights& weights() const { return weights_; }
     // The same weights for the CPU forward pass: each matrix the CPU has
     // tile kernels for also carries its packed copy (WeightMatrix::packed).
-    // Packed on the first call, on one thread per core, once per Model
-    // whichever thread calls: every engine sharing this Model shares the
-    // copy. Throws std::bad_alloc when memory runs out.
-    const ModelWeights& cpu_weights() const;
+    // Packed on the first call, on that caller's `threads` (0: one per
+    // core), once per Model whichever thread calls: every engine sharing
+    // this Model shares the copy. Throws std::bad_alloc when memory runs out.
+    const ModelWeights& cpu_weights(int threads = 0) const;
 
 private:
     // cpu_weights' result: the packed copies (a deque: the matrices point

@@ -20,7 +20,7 @@ std::vector<float> teacher_forced_logits(const Model& model, std::span<const Tok
     const KvLayout layout({c.n_layers, c.n_kv_heads, c.head_dim}, kv_dtype, block_size);
     KvCacheManager kv({layout, static_cast<std::uint32_t>(layout.blocks_for_tokens(tokens.size())),
                        AllocationMode::Paged, false, 0, 0.0, MemoryPlace::Host});
-    Runner runner(c, model.cpu_weights(), layout, threads);
+    Runner runner(c, model.cpu_weights(threads), layout, threads);
     std::vector<float> all, logits;
     kv.allocate(kSeq, tokens.first(1), static_cast<std::uint32_t>(tokens.size() - 1));
     for (std::uint32_t p = 0; p < tokens.size(); ++p) {

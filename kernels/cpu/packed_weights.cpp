@@ -1,5 +1,6 @@
 #include "kernels/cpu/packed_weights.h"
 
+#include <array>
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
@@ -40,12 +41,30 @@ PackedGemmFn packed_gemm(WeightType type, PackedIsa isa) {
     return {};
 }
 
-PackedGemmFn best_packed_gemm(WeightType type) {
-    // Checked once per type and call; cheap next to the call itself.
+namespace {
+
+PackedGemmFn find_best_packed_gemm(WeightType type) {
     for (const PackedIsa isa : {PackedIsa::Avx512Vnni, PackedIsa::AvxVnni, PackedIsa::Avx2})
         if (const PackedGemmFn gemm = packed_gemm(type, isa); gemm.fn != nullptr)
             return gemm;
     return {};
+}
+
+} // namespace
+
+PackedGemmFn best_packed_gemm(WeightType type) {
+    // matmul asks for every packed job of every call; the answer depends only
+    // on the type and the CPU, so it is worked out once per process.
+    constexpr std::size_t kTypes = static_cast<std::size_t>(WeightType::BF16) + 1;
+    static const std::array<PackedGemmFn, kTypes> table = [] {
+        std::array<PackedGemmFn, kTypes> best{};
+        for (std::size_t raw = 0; raw < kTypes; ++raw)
+            if (is_weight_type(static_cast<std::uint32_t>(raw)))
+                best[raw] = find_best_packed_gemm(static_cast<WeightType>(raw));
+        return best;
+    }();
+    const auto raw = static_cast<std::size_t>(type);
+    return raw < kTypes ? table[raw] : PackedGemmFn{};
 }
 
 } // namespace detail
