@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The two things a newcomer does on a fresh Debian/Ubuntu machine:
 #   installer/kvscope.sh run    install what is missing, build, start the app
-#                               (with no display: run its main job headless)
+#                               (with no display: its main job headless, a
+#                               synthetic model chatting under a workload,
+#                               saved as a screenshot mid-generation)
 #   installer/kvscope.sh test   install what is missing (the test tools too),
 #                               build, run all tests; then the unit tests and
 #                               fuzzers under ASan + UBSan and the threaded
@@ -40,10 +42,15 @@ case "${1:-}" in
     if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
       exec "$build/app/kvscope" "$@"
     fi
+    # kvscope's main job, with no one to watch: a model (random weights of
+    # llama-110m's shape, as the start page's "Synthetic model" builds)
+    # answers a chat message while a workload of 16 requests shares its KV
+    # pool, and the window is saved mid-generation.
     echo "kvscope: no display; running headless." >&2
-    "$build/app/kvscope-cli" calc --preset llama-3-8b --tokens 8192 --seqs 16 --gpu h100-80gb
-    "$build/app/kvscope" --scenario abc --screenshot "$build/kvscope.png"
-    echo "kvscope: the allocator playground after the A/B/C scenario is in $build/kvscope.png" >&2
+    "$build/app/kvscope" --synthetic llama-110m --prompt "Tell me how a paged KV cache works." \
+      --workload 16 --after-ms 4000 --screenshot "$build/kvscope.png"
+    echo "kvscope: a synthetic llama-110m chatting with 16 requests running, mid-generation" \
+         "(its block map, fragmentation heatmap and figures): $build/kvscope.png" >&2
     ;;
   test)
     build_all --test
