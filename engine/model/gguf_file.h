@@ -96,6 +96,11 @@ public:
     std::string describe_value(std::string_view key) const;
 
     const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
+    // Drops the resident pages of mapped bytes the caller has copied
+    // (MappedFile::release); returns the bytes dropped.
+    std::size_t release_pages(const void* from, std::size_t bytes) const {
+        return mapping_.release(static_cast<const std::byte*>(from), bytes);
+    }
     const GgufTensorInfo* find_tensor(std::string_view name) const; // nullptr if absent
 
 private:

@@ -1,6 +1,7 @@
 #include "engine/model/mapped_file.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -49,6 +50,18 @@ MappedFile::MappedFile(const std::string& path) {
 }
 
 MappedFile::~MappedFile() { unmap(); }
+
+std::size_t MappedFile::release(const std::byte* from, std::size_t bytes) const {
+    if (data_ == nullptr || from < data_ || bytes > size_ || from - data_ > static_cast<std::ptrdiff_t>(size_ - bytes))
+        return 0;
+    // Whole pages only: the first and last ones may hold other bytes.
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = (reinterpret_cast<std::uintptr_t>(from) + page - 1) / page * page;
+    const auto end = (reinterpret_cast<std::uintptr_t>(from) + bytes) / page * page;
+    if (end <= begin || ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED) != 0)
+        return 0;
+    return end - begin;
+}
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}

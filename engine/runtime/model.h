@@ -29,7 +29,9 @@ public:
     // tile kernels for also carries its packed copy (WeightMatrix::packed).
     // Packed on the first call, on that caller's `threads` (0: one per
     // core), once per Model whichever thread calls: every engine sharing
-    // this Model shares the copy. Throws std::bad_alloc when memory runs out.
+    // this Model shares the copy. The file's pages of each packed matrix are
+    // then released (MappedFile::release), so the weights count once in the
+    // process's resident memory. Throws std::bad_alloc when memory runs out.
     const ModelWeights& cpu_weights(int threads = 0) const;
 
 private:

@@ -5,7 +5,10 @@
 #include <QtTest>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <thread>
 
@@ -42,6 +45,29 @@ std::vector<float> prompt_logits(const Model& model, const ModelWeights& weights
     return runner.forward({&chunk, 1}, kv);
 }
 
+// Resident bytes (smaps' Rss) of the mapping that holds p.
+std::size_t resident_bytes(const void* p) {
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    std::ifstream smaps("/proc/self/smaps");
+    bool inside = false;
+    for (std::string line; std::getline(smaps, line);) {
+        unsigned long long lo = 0, hi = 0;
+        if (std::sscanf(line.c_str(), "%llx-%llx ", &lo, &hi) == 2)
+            inside = lo <= at && at < hi;
+        else if (inside && line.rfind("Rss:", 0) == 0)
+            return std::stoull(line.substr(4)) * 1024;
+    }
+    return 0;
+}
+
+// Pages lying wholly inside [p, p + bytes).
+std::size_t whole_page_bytes(const void* p, std::size_t bytes) {
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
+    const auto end = (reinterpret_cast<std::uintptr_t>(p) + bytes) / page * page;
+    return end > begin ? end - begin : 0;
+}
+
 } // namespace
 
 class TestCpuWeights : public QObject {
@@ -49,6 +75,7 @@ class TestCpuWeights : public QObject {
 private slots:
     void packed_once_for_every_caller();
     void packed_logits_match_the_file_layout();
+    void packing_releases_the_files_pages();
     void shared_models_remember_what_is_held();
     void a_rewritten_file_is_another_model();
 };
@@ -95,6 +122,31 @@ void TestCpuWeights::packed_logits_match_the_file_layout() {
         }
         QVERIFY2(diff <= 1e-4 * spread, qPrintable(QStringLiteral("%1: max difference %2 of %3").arg(name).arg(diff).arg(spread)));
     }
+}
+
+void TestCpuWeights::packing_releases_the_files_pages() {
+    // The weights should count once in resident memory: as tiles, not also
+    // as the file's pages they were packed from.
+    KVSCOPE_REQUIRE_MODEL(path, "stories260K-f16.gguf");
+    const Model model(path.toStdString());
+    volatile unsigned char sink = 0;
+    for (const WeightMatrix* m : matrices(model.weights())) // make every page resident
+        for (std::size_t i = 0; i < m->rows * m->row_bytes; i += 64)
+            sink = sink ^ static_cast<const unsigned char*>(m->data)[i];
+    const void* mapped = model.weights().output.data;
+    const std::size_t before = resident_bytes(mapped);
+    std::size_t packed_pages = 0;
+    for (const WeightMatrix* m : matrices(model.cpu_weights()))
+        if (m->packed != nullptr)
+            packed_pages += whole_page_bytes(m->data, m->rows * m->row_bytes);
+    if (packed_pages == 0)
+        QSKIP("no tile kernels on this CPU: nothing is packed");
+    const std::size_t after = resident_bytes(mapped);
+    QVERIFY2(after + packed_pages <= before,
+             qPrintable(QStringLiteral("resident %1 -> %2 bytes, packed matrices' pages %3")
+                            .arg(before).arg(after).arg(packed_pages)));
+    const std::vector<float> logits = prompt_logits(model, model.weights()); // the file's bytes come back
+    QVERIFY(!logits.empty() && std::isfinite(logits[0]));
 }
 
 void TestCpuWeights::shared_models_remember_what_is_held() {
