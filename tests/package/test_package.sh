@@ -27,7 +27,7 @@ for f in usr/bin/kvscope usr/bin/kvscope-cli \
          usr/share/man/man1/kvscope.1.gz usr/share/man/man1/kvscope-cli.1.gz \
          usr/share/applications/$id.desktop usr/share/metainfo/$id.metainfo.xml \
          usr/share/icons/hicolor/scalable/apps/$id.svg usr/share/doc/kvscope/changelog.gz \
-         lib/systemd/system/kvscope-serve.service etc/default/kvscope-serve; do
+         usr/lib/systemd/system/kvscope-serve.service etc/default/kvscope-serve; do
   [[ -s $f ]] || fail "the package has no $f"
 done
 for size in 16 22 24 32 48 64 128 256 512; do
@@ -45,7 +45,7 @@ for page in kvscope kvscope-cli; do
   zcat "usr/share/man/man1/$page.1.gz" | grep -q "^\.TH ${page^^} \"1\"" || fail "$page.1.gz is not a man page"
 done
 zcat usr/share/man/man1/kvscope-cli.1.gz | grep -q 'serve' || fail "kvscope-cli.1 does not describe serve"
-grep -q '^ExecStart=/usr/bin/kvscope-cli serve ' lib/systemd/system/kvscope-serve.service || fail "the unit does not run kvscope-cli serve"
+grep -q '^ExecStart=/usr/bin/kvscope-cli serve ' usr/lib/systemd/system/kvscope-serve.service || fail "the unit does not run kvscope-cli serve"
 
 # The binaries: stripped, no absolute library search path (Qt's standard
 # setup leaves a relative $ORIGIN one), no CUDA runtime to find.
