@@ -2,8 +2,12 @@
 # Installs the Debian/Ubuntu packages kvscope needs to build, test and run,
 # and nothing when they are all present already. Package names and why each
 # is needed: ../shared/design/TOOLCHAIN.md and README.md ("Building").
-# --test adds what only `installer/kvscope.sh test` needs: clang and its
-# sanitizer and libFuzzer runtimes (the asan and tsan presets).
+# --package adds what the .deb needs (installer/kvscope.sh package): rsvg-convert
+# and help2man draw the icons and write the man pages at build time,
+# desktop-file-validate and appstreamcli check the desktop files, lintian the
+# package. --test adds what only `installer/kvscope.sh test` needs: clang and
+# its sanitizer and libFuzzer runtimes (the asan and tsan presets), and the
+# package tools but lintian (the package test builds and checks the .deb).
 set -euo pipefail
 
 packages=(
@@ -14,9 +18,11 @@ packages=(
   cppzmq-dev libzmq3-dev libmsgpack-cxx-dev
   xvfb xauth
 )
-if [ "${1:-}" = "--test" ]; then
-  packages+=(clang libclang-rt-dev)
-fi
+package_tools=(librsvg2-bin help2man desktop-file-utils appstream)
+case "${1:-}" in
+  --test) packages+=(clang libclang-rt-dev "${package_tools[@]}") ;;
+  --package) packages+=("${package_tools[@]}" lintian) ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

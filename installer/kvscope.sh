@@ -8,6 +8,9 @@
 #                               build, run all tests; then the unit tests and
 #                               fuzzers under ASan + UBSan and the threaded
 #                               tests under TSan (CMakePresets.json: asan, tsan)
+#   installer/kvscope.sh package  install what is missing (the package tools
+#                               too), build what the .deb installs, make it
+#                               (build/kvscope_VERSION_ARCH.deb) and lintian it
 # Build folder: build/ (override with KVSCOPE_BUILD_DIR); the sanitizer
 # builds: build-asan/, build-tsan/. Extra CMake options for build/:
 # KVSCOPE_CMAKE_ARGS (e.g. "-DKVSCOPE_CUDA=OFF").
@@ -15,11 +18,27 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${KVSCOPE_BUILD_DIR:-$root/build}"
 
-build_all() {
-  "$root/installer/deps.sh" "$@"
+configure() {
   # shellcheck disable=SC2086 # KVSCOPE_CMAKE_ARGS is a list of options
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${KVSCOPE_CMAKE_ARGS:-} >/dev/null
+}
+
+build_all() {
+  "$root/installer/deps.sh" "$@"
+  configure
   cmake --build "$build" -j "$(nproc)"
+}
+
+# lintian on the .deb: its report, then failure on any error but those the
+# README's "Install" section lists with why they stay.
+lint_package() {
+  local deb="$1" report
+  report="$(lintian "$deb" 2>&1 | grep -v 'root privileges is not recommended' || true)"
+  [ -z "$report" ] || echo "$report" >&2
+  if grep '^E: ' <<<"$report" | grep -v ': no-copyright-file$' >/dev/null; then
+    echo "kvscope: lintian found errors in $deb" >&2
+    return 1
+  fi
 }
 
 # ctest with ARGS, then how many tests it skipped (a Qt Test that skipped
@@ -63,8 +82,17 @@ case "${1:-}" in
       run_ctest "$preset" --preset "$preset" -j "$(nproc)"
     done
     ;;
+  package)
+    "$root/installer/deps.sh" --package
+    configure
+    cmake --build "$build" --target deb -j "$(nproc)"
+    # shellcheck disable=SC2012 # the newest of our own kvscope_VERSION_ARCH.deb names
+    deb="$(ls -t "$build"/kvscope_*.deb | head -n 1)"
+    lint_package "$deb"
+    echo "kvscope: the package is $deb (install it: sudo apt install $deb)" >&2
+    ;;
   *)
-    echo "usage: $0 run|test" >&2
+    echo "usage: $0 run|test|package" >&2
     exit 2
     ;;
 esac
