@@ -27,6 +27,7 @@ for f in usr/bin/kvscope usr/bin/kvscope-cli \
          usr/share/man/man1/kvscope.1.gz usr/share/man/man1/kvscope-cli.1.gz \
          usr/share/applications/$id.desktop usr/share/metainfo/$id.metainfo.xml \
          usr/share/icons/hicolor/scalable/apps/$id.svg usr/share/doc/kvscope/changelog.gz \
+         usr/share/doc/kvscope/copyright \
          usr/lib/systemd/system/kvscope-serve.service etc/default/kvscope-serve; do
   [[ -s $f ]] || fail "the package has no $f"
 done
@@ -45,6 +46,8 @@ for page in kvscope kvscope-cli; do
   zcat "usr/share/man/man1/$page.1.gz" | grep -q "^\.TH ${page^^} \"1\"" || fail "$page.1.gz is not a man page"
 done
 zcat usr/share/man/man1/kvscope-cli.1.gz | grep -q 'serve' || fail "kvscope-cli.1 does not describe serve"
+zcat usr/share/doc/kvscope/changelog.gz | grep -Eq '^ -- [^<]+ <[^>]+@[^>]+>  [A-Z][a-z]{2}, ' ||
+  fail "the changelog's trailer has no maintainer and date"
 grep -q '^ExecStart=/usr/bin/kvscope-cli serve ' usr/lib/systemd/system/kvscope-serve.service || fail "the unit does not run kvscope-cli serve"
 
 # The binaries: stripped, no absolute library search path (Qt's standard
