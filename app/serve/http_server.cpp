@@ -219,6 +219,7 @@ struct HttpServer::Impl {
     HttpServerOptions options;
     httplib::Server http;
     std::thread listener;
+    std::atomic<bool> listener_ended{false};
     std::optional<ServingBackend> backend; // set once, before `ready`
     std::atomic<bool> ready{false};
     std::atomic<bool> draining{false};
@@ -508,7 +509,15 @@ int HttpServer::start() {
         throw Error("cannot listen on " + o.host + ":" + std::to_string(o.port) +
                     " (address in use, or not an address of this machine?)");
     impl_->widen_backlog();
-    impl_->listener = std::thread([this] { impl_->http.listen_after_bind(); });
+    impl_->listener = std::thread([this] {
+        impl_->http.listen_after_bind();
+        impl_->listener_ended.store(true);
+    });
+    // httplib's stop() does nothing before its loop runs, and the loop would
+    // then never end: a stop right after start (the model failed to load)
+    // would hang in join. Return only once the loop is running (or over).
+    while (!impl_->http.is_running() && !impl_->listener_ended.load())
+        std::this_thread::yield();
     return port;
 }
 

@@ -174,6 +174,7 @@ private slots:
     void cleanupTestCase();
     void first_line_health_and_models();
     void a_taken_port_is_an_error();
+    void a_missing_model_is_an_error();
     void completions_equal_generate();
     void stream_arrives_chunk_by_chunk();
     void chat_needs_a_template();
@@ -251,6 +252,15 @@ void TestCliServe::a_taken_port_is_an_error() {
     const auto r = run_cli({"serve", "--model", model_, "--port", QString::number(server_.port())});
     QCOMPARE(r.exit_code, 1);
     QVERIFY2(r.err.contains("cannot listen on 127.0.0.1:"), r.err.constData());
+    QVERIFY(r.out.isEmpty());
+}
+
+// The model loads after the server listens: a load that fails must still
+// stop it and exit (it used to hang, deaf to SIGTERM).
+void TestCliServe::a_missing_model_is_an_error() {
+    const auto r = run_cli({"serve", "--model", "/nonexistent/model.gguf", "--port", "0"});
+    QCOMPARE(r.exit_code, 1);
+    QVERIFY2(r.err.contains("/nonexistent/model.gguf: cannot open"), r.err.constData());
     QVERIFY(r.out.isEmpty());
 }
 
