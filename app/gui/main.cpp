@@ -282,6 +282,9 @@ int main(int argc, char** argv) {
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("kvscope"));
     QApplication::setApplicationName(QStringLiteral("kvscope"));
+    // The installed desktop entry's name: desktops match the window to its
+    // entry and icon by it (the Wayland app id).
+    QGuiApplication::setDesktopFileName(QStringLiteral(KVSCOPE_APP_ID));
     QApplication::setApplicationVersion(kvscope::ui::appVersion());
     QApplication::setWindowIcon(kvscope::ui::appIcon());
 
