@@ -13,13 +13,20 @@ if(NOT KVSCOPE_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
-    # One binary for A100 (80), A10/RTX 30xx (86), L4/RTX 40xx (89) and
-    # H100/H200 (90), unless the user names others ("native" would fail at
-    # configure time on a machine without a GPU). Each architecture costs
-    # its own compile of kernels/cuda: -DCMAKE_CUDA_ARCHITECTURES=90 builds
-    # one (installer/kvscope.sh test does, see there).
+    # One binary for every GPU from the A100 on, at two compiles of
+    # kernels/cuda, unless the user names others ("native" would fail at
+    # configure time on a machine without a GPU):
+    #   80-real  sm_80 machine code: A100 (8.0), and A10/RTX 30xx (8.6) and
+    #            L4/RTX 40xx (8.9), which run any 8.x code built for 8.0 or
+    #            lower. The kernels use nothing newer than 8.0 (no FP8
+    #            instructions: fp8 KV is decoded in software).
+    #   90       sm_90 machine code for H100/H200 and compute_90 PTX, which
+    #            the driver compiles for any newer GPU (Blackwell) at load.
+    # `cuobjdump --list-elf --list-ptx` on libkvscope_cuda_kernels.a shows
+    # sm_80 and sm_90 code and compute_90 PTX. Each architecture costs its
+    # own compile of kernels/cuda: -DCMAKE_CUDA_ARCHITECTURES=90 builds one.
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
-      set(CMAKE_CUDA_ARCHITECTURES "80;86;89;90" CACHE STRING "CUDA architectures to build for")
+      set(CMAKE_CUDA_ARCHITECTURES "80-real;90" CACHE STRING "CUDA architectures to build for")
     endif()
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)

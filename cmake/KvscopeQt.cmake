@@ -27,5 +27,19 @@ if(Qt6Core_FOUND AND Qt6Test_FOUND)
 endif()
 if(Qt6Core_FOUND)
   qt_standard_project_setup() # AUTOMOC for ui/ and the tests
+  get_target_property(KVSCOPE_QT_MOC Qt6::moc LOCATION)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/moc_without_includes.sh.in
+                 ${CMAKE_BINARY_DIR}/moc_without_includes.sh @ONLY
+                 FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
+                                  WORLD_READ WORLD_EXECUTE)
 endif()
+
+# AUTOMOC for TARGET runs moc without the include path (see
+# moc_without_includes.sh.in). Only for targets whose moc output does not
+# depend on headers: the tests, whose Q_OBJECT classes are test cases with
+# argument-less slots. Not for ui/: moc registers a signal's argument type
+# only when it has seen that type's Q_DECLARE_METATYPE in a header.
+function(kvscope_moc_without_includes target)
+  set_target_properties(${target} PROPERTIES AUTOMOC_EXECUTABLE ${CMAKE_BINARY_DIR}/moc_without_includes.sh)
+endfunction()
 message(STATUS "kvscope: desktop app (KVSCOPE_GUI) ${KVSCOPE_GUI}, Qt tests ${KVSCOPE_HAVE_QT_TEST}")
