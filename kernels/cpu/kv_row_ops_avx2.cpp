@@ -312,10 +312,7 @@ float avx2_softmax_row(float* scores, std::size_t count, float scale) {
     }
     if (whole < padded)
         max8 = _mm256_max_ps(max8, _mm256_loadu_ps(scores + whole));
-    __m128 max4 = _mm_max_ps(_mm256_castps256_ps128(max8), _mm256_extractf128_ps(max8, 1));
-    max4 = _mm_max_ps(max4, _mm_movehl_ps(max4, max4));
-    max4 = _mm_max_ss(max4, _mm_movehdup_ps(max4));
-    const __m256 max = _mm256_broadcastss_ps(max4);
+    const __m256 max = _mm256_set1_ps(hmax(max8));
     __m256 sum = _mm256_setzero_ps();
     for (std::size_t p = 0; p < padded; p += 8) {
         const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + p), max));

@@ -38,13 +38,6 @@ int hsum_epi32(__m256i v) {
     return _mm_cvtsi128_si32(s);
 }
 
-float hmax(__m256 v) {
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_max_ss(m, _mm_movehdup_ps(m));
-    return _mm_cvtss_f32(m);
-}
-
 } // namespace
 
 // The same operations as quantize_block_scalar (activation_quant.cpp), 8 at
