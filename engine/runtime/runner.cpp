@@ -124,26 +124,24 @@ void Runner::attention_block(const LayerWeights& w, std::uint32_t layer, std::sp
     }
     const cpu::PagedKv pkv = paged_kv_view(layout_, layer, kv.block_data(0), kv.config().num_blocks, kv.fixed_scales());
     att_.resize(n_ * q_dim);
-    // Every chunk's K/V first; then each prompt chunk on its own (tiled
-    // prompt kernel) and all decode steps in one batch call: one hand-off
-    // to the threads per layer for decode attention, not one per sequence.
     std::uint32_t max_ctx = 0;
+    for (const SeqChunk& c : batch)
+        max_ctx = std::max(max_ctx, static_cast<std::uint32_t>(c.start + c.tokens.size()));
+    scratch_.resize(cpu::paged_attention_scratch_floats(max_ctx, config_.head_dim, threads_));
+    // Each chunk's K/V into the cache, then its attention: a prompt chunk's
+    // at once (tiled prompt kernel), the decode steps all in one batch call
+    // after the loop: one hand-off to the threads per layer for decode
+    // attention, not one per sequence.
+    decode_seqs_.clear();
     std::size_t row = 0;
     for (const SeqChunk& c : batch) {
         std::byte* tail = kv.tail_data(c.seq); // KIVI: the partial last block
-        for (std::size_t i = 0; i < c.tokens.size(); ++i, ++row) {
-            const SlotRef slot = kv.slot_of(c.seq, positions_[row]);
-            cpu::write_kv(pkv, slot.block, slot.slot, k_.data() + row * kv_dim, v_.data() + row * kv_dim, tail);
-        }
-        max_ctx = std::max(max_ctx, static_cast<std::uint32_t>(c.start + c.tokens.size()));
-    }
-    scratch_.resize(cpu::paged_attention_scratch_floats(max_ctx, config_.head_dim, threads_));
-    decode_seqs_.clear();
-    row = 0;
-    for (const SeqChunk& c : batch) {
-        const auto ctx = static_cast<std::uint32_t>(c.start + c.tokens.size());
         const auto n_q = static_cast<std::uint32_t>(c.tokens.size());
-        const std::byte* tail = kv.tail_data(c.seq);
+        const auto ctx = static_cast<std::uint32_t>(c.start + n_q);
+        for (std::size_t r = row; r < row + n_q; ++r) {
+            const SlotRef slot = kv.slot_of(c.seq, positions_[r]);
+            cpu::write_kv(pkv, slot.block, slot.slot, k_.data() + r * kv_dim, v_.data() + r * kv_dim, tail);
+        }
         if (n_q == 1)
             decode_seqs_.push_back({kv.block_table(c.seq), ctx, q_.data() + row * q_dim, att_.data() + row * q_dim, tail});
         else
