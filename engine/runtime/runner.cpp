@@ -83,6 +83,8 @@ void Runner::forward_batch(std::span<const SeqChunk> batch, KvCacheManager& kv, 
             positions_.push_back(c.start + static_cast<std::uint32_t>(i));
         n_ += c.tokens.size();
     }
+    cpu::rope_angles(positions_.data(), positions_.size(), config_.head_dim, static_cast<float>(config_.rope_theta),
+                     rope_angles_);
     embed(batch);
     for (std::uint32_t l = 0; l < config_.n_layers; ++l) {
         attention_block(weights_.layers[l], l, batch, kv);
@@ -117,10 +119,10 @@ void Runner::attention_block(const LayerWeights& w, std::uint32_t layer, std::sp
     add_bias(v_, w.v_bias, kv_dim);
     const auto style = config_.rope_style == RopeStyle::NeoXHalves ? cpu::RopeStyle::Halves
                                                                    : cpu::RopeStyle::AdjacentPairs;
-    const auto theta = static_cast<float>(config_.rope_theta);
     for (std::size_t r = 0; r < n_; ++r) {
-        cpu::rope(q_.data() + r * q_dim, config_.n_heads, hd, hd, positions_[r], theta, style);
-        cpu::rope(k_.data() + r * kv_dim, config_.n_kv_heads, hd, hd, positions_[r], theta, style);
+        const float* cos_sin = rope_angles_.data() + r * hd;
+        cpu::rope_rotate(q_.data() + r * q_dim, config_.n_heads, hd, hd, cos_sin, style);
+        cpu::rope_rotate(k_.data() + r * kv_dim, config_.n_kv_heads, hd, hd, cos_sin, style);
     }
     const cpu::PagedKv pkv = paged_kv_view(layout_, layer, kv.block_data(0), kv.config().num_blocks, kv.fixed_scales());
     att_.resize(n_ * q_dim);

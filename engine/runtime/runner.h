@@ -48,6 +48,7 @@ private:
     std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, proj_;
     std::vector<float> last_rows_; // the residual rows whose logits are wanted
     std::vector<std::uint32_t> positions_;
+    std::vector<float> rope_angles_; // each position's RoPE cos/sin, head_dim floats, for every layer
     std::vector<float> scratch_;
     std::vector<kernels::cpu::DecodeSeq> decode_seqs_; // a layer's decode steps, for one batch call
 };

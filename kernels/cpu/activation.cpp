@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/simd_path.h"
+
 namespace kvscope::kernels::cpu {
 
 void softmax(float* x, std::size_t n) {
@@ -20,6 +22,10 @@ void softmax(float* x, std::size_t n) {
 }
 
 void silu_mul(const float* gate, const float* up, float* out, std::size_t n) {
+#if defined(KVSCOPE_KERNELS_AVX2)
+    if (simd_path() == SimdPath::Avx2)
+        return detail::avx2_silu_mul(gate, up, out, n);
+#endif
     // For very negative g, exp(-g) overflows to inf and g / inf = -0: the
     // right limit, no NaN.
     for (std::size_t i = 0; i < n; ++i)

@@ -12,6 +12,13 @@ void softmax(float* x, std::size_t n);
 
 // The SwiGLU FFN's gate: out[i] = silu(gate[i]) * up[i], where
 // silu(g) = g / (1 + exp(-g)). out may alias gate or up.
+// Runs on the SIMD path in use (simd_path.h).
 void silu_mul(const float* gate, const float* up, float* out, std::size_t n);
+
+#if defined(KVSCOPE_KERNELS_AVX2)
+namespace detail {
+void avx2_silu_mul(const float* gate, const float* up, float* out, std::size_t n);
+} // namespace detail
+#endif
 
 } // namespace kvscope::kernels::cpu

