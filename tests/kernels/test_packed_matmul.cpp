@@ -100,6 +100,7 @@ private slots:
     void matmuls_mix_packed_and_plain_jobs();
     void scalar_path_reads_the_file_layout();
     void rejects_packed_weights_of_another_shape();
+    void activation_block_sums_are_their_codes_sums();
 };
 
 void TestPackedMatmul::packs_what_has_kernels() {
@@ -288,6 +289,28 @@ void TestPackedMatmul::rejects_packed_weights_of_another_shape() {
     const MatmulJob job{type, m.bytes.data(), 32, Y.data(), &packed};
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, matmuls({&job, 1}, 256, X.data(), 1, kThreads));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, PackedWeights::pack(type, nullptr, 16, 256, kThreads));
+}
+
+void TestPackedMatmul::activation_block_sums_are_their_codes_sums() {
+    // The blocks-of-32 kernels start each block's integer sum at -offset x
+    // this sum: it must be exactly the sum of the block's stored codes, on
+    // every path (the AVX2 quantizer sums them in registers).
+    std::mt19937 rng(9);
+    std::uniform_real_distribution<float> value(-4.0f, 4.0f);
+    std::vector<float> x(256);
+    for (float& v : x)
+        v = value(rng);
+    x[40] = 1e6f; // one block with a large outlier: most of its codes round to 0
+    for (const SimdPath path : kernel_test::available_paths()) {
+        std::vector<detail::ActBlock32Sum> blocks(x.size() / detail::kActBlockValues);
+        detail::quantize_act32_sum(x.data(), x.size(), blocks.data(), path);
+        for (const detail::ActBlock32Sum& b : blocks) {
+            int sum = 0;
+            for (const std::int8_t q : b.qs)
+                sum += q;
+            QCOMPARE(b.sum, sum);
+        }
+    }
 }
 
 QTEST_APPLESS_MAIN(TestPackedMatmul)
