@@ -93,17 +93,18 @@ RowCode v_row_code(KvElem elem) {
     }
 }
 
-float scalar_softmax_row(float* scores, std::size_t count, float scale) {
-    float max = -std::numeric_limits<float>::infinity();
+float scalar_softmax_row(float* scores, std::size_t count, float scale, float* max) {
+    float top = -std::numeric_limits<float>::infinity();
     for (std::size_t p = 0; p < count; ++p) {
         scores[p] *= scale;
-        max = std::max(max, scores[p]);
+        top = std::max(top, scores[p]);
     }
     double sum = 0.0;
     for (std::size_t p = 0; p < count; ++p) {
-        scores[p] = std::exp(scores[p] - max);
+        scores[p] = std::exp(scores[p] - top);
         sum += scores[p];
     }
+    *max = top;
     return static_cast<float>(sum);
 }
 

@@ -57,16 +57,16 @@ KvRowOps scalar_kv_row_ops(RowCode code);
 KvRowOps avx2_kv_row_ops(RowCode code);
 #endif
 
-// A decode step's softmax numerators for one query head: each of the
-// `count` dot products becomes exp(dot * scale - m), m the largest scaled
-// dot, and the sum of the results is returned. `scores` must have room for
-// count rounded up to 8 floats: the AVX2 version works in whole vectors and
-// leaves zeros past count.
-using SoftmaxRowFn = float (*)(float* scores, std::size_t count, float scale);
+// A decode span's softmax numerators for one query head: each of the
+// `count` (>= 1) dot products becomes exp(dot * scale - m), m the largest
+// scaled dot, which goes to *max; the sum of the results is returned.
+// `scores` must have room for count rounded up to 8 floats: the AVX2
+// version works in whole vectors and leaves zeros past count.
+using SoftmaxRowFn = float (*)(float* scores, std::size_t count, float scale, float* max);
 
-float scalar_softmax_row(float* scores, std::size_t count, float scale);
+float scalar_softmax_row(float* scores, std::size_t count, float scale, float* max);
 #if defined(KVSCOPE_KERNELS_AVX2)
-float avx2_softmax_row(float* scores, std::size_t count, float scale);
+float avx2_softmax_row(float* scores, std::size_t count, float scale, float* max);
 #endif
 
 SoftmaxRowFn softmax_row(SimdPath path);

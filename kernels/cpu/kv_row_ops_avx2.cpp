@@ -299,7 +299,7 @@ constexpr KvRowOps ops() {
 // that every pass works in whole vectors: they leave the max alone and
 // come out of the exp as 0. Per lane sums, added up by hsum: the same
 // order for a row whatever else the step computes.
-float avx2_softmax_row(float* scores, std::size_t count, float scale) {
+float avx2_softmax_row(float* scores, std::size_t count, float scale, float* max_out) {
     const std::size_t whole = count / 8 * 8, padded = (count + 7) / 8 * 8;
     for (std::size_t p = whole; p < padded; ++p)
         scores[p] = p < count ? scores[p] * scale : -std::numeric_limits<float>::infinity();
@@ -312,7 +312,8 @@ float avx2_softmax_row(float* scores, std::size_t count, float scale) {
     }
     if (whole < padded)
         max8 = _mm256_max_ps(max8, _mm256_loadu_ps(scores + whole));
-    const __m256 max = _mm256_set1_ps(hmax(max8));
+    *max_out = hmax(max8);
+    const __m256 max = _mm256_set1_ps(*max_out);
     __m256 sum = _mm256_setzero_ps();
     for (std::size_t p = 0; p < padded; p += 8) {
         const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + p), max));

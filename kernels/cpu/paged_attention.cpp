@@ -14,12 +14,11 @@
 namespace kvscope::kernels::cpu {
 namespace {
 
-// Decode: a score row and an accumulator for each head sharing a KV row;
-// a prompt chunk: a tile's buffers (prompt_attention.h). A call is either,
-// and the caller sizes scratch without saying which.
+// Decode: a score row for each head sharing a KV row (a span's, at most
+// the context's); a prompt chunk: a tile's buffers (prompt_attention.h). A
+// call is either, and the caller sizes scratch without saying which.
 std::size_t per_thread_floats(std::uint32_t ctx_len, std::uint32_t head_dim) {
-    return std::max(detail::kSharedHeads * (detail::round_to_line(ctx_len) + detail::round_to_line(head_dim)),
-                    detail::prompt_attention_floats(head_dim));
+    return std::max(detail::kSharedHeads * detail::round_to_line(ctx_len), detail::prompt_attention_floats(head_dim));
 }
 
 // Below this many multiply-adds a call is over before threads would pay off.
@@ -173,32 +172,69 @@ private:
     const Source<Blocks>& src_;
 };
 
-// `heads` (<= kSharedHeads) query heads of one KV head over positions
-// [0, count): scores, softmax, weighted sum of V, each K and V row decoded
-// once for all of them, a block's rows in one call. Head h's query is at
-// q + h * head_dim, its output at out + h * head_dim; its scores at
-// scores + h * stride (count floats rounded up to 8: softmax_row's room),
-// its accumulator at acc + h * head_dim.
+// What one span of a sequence's context leaves for each query head h: the
+// largest scaled score max[h], the sum of the span's softmax numerators
+// exp(score - max[h]) in sum[h], and their weighted sum of V rows (not yet
+// divided by anything) at acc + h * head_dim.
+struct SpanResult {
+    float* max;
+    float* sum;
+    float* acc;
+};
+
+// A decode step over positions [from, to) of the context, for every query
+// head, a KV head at a time: its scores against the span's K rows, then
+// their softmax numerators against its V rows, each row decoded once for
+// up to kSharedHeads query heads. A block holds one layer's K rows of all
+// KV heads side by side (kv_layout.h), so walking the heads of a span in
+// order reads its blocks' K (and V) regions front to back. `scores` has
+// room for kSharedHeads rows of `stride` floats (to - from rounded up to
+// 8: softmax_row's room).
 template <typename Blocks>
-void attend(const Source<Blocks>& src, std::uint32_t kv_head, std::uint32_t count, std::size_t heads,
-            const float* q, float* scores, std::size_t stride, float* acc, float* out) {
-    const std::size_t dim = src.kv.head_dim;
+void attend_span(const Source<Blocks>& src, std::uint32_t from, std::uint32_t to, std::uint32_t n_heads,
+                 const float* q, float* scores, std::size_t stride, const SpanResult& out) {
+    const PagedKv& kv = src.kv;
+    const std::size_t dim = kv.head_dim, group = n_heads / kv.n_kv_heads;
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
-    for_each_run(src, src.k, kv_head, 0, count,
-                 [&](std::uint32_t p, const detail::KvRows& k, const detail::KvRowOps& ops) {
-                     ops.dot[heads - 1](q, k, dim, scores + p, stride);
-                 });
-    float inverse[detail::kSharedHeads];
-    for (std::size_t h = 0; h < heads; ++h)
-        inverse[h] = 1.0f / src.softmax(scores + h * stride, count, scale);
-    std::fill(acc, acc + heads * dim, 0.0f);
-    for_each_run(src, src.v, kv_head, 0, count,
-                 [&](std::uint32_t p, const detail::KvRows& v, const detail::KvRowOps& ops) {
-                     ops.axpy[heads - 1](scores + p, stride, v, acc, dim);
-                 });
-    for (std::size_t h = 0; h < heads; ++h)
+    for (std::uint32_t kv_head = 0; kv_head < kv.n_kv_heads; ++kv_head)
+        for (std::size_t first = 0; first < group; first += detail::kSharedHeads) {
+            const std::size_t heads = std::min(detail::kSharedHeads, group - first);
+            const std::size_t head = kv_head * group + first;
+            for_each_run(src, src.k, kv_head, from, to,
+                         [&](std::uint32_t p, const detail::KvRows& k, const detail::KvRowOps& ops) {
+                             ops.dot[heads - 1](q + head * dim, k, dim, scores + (p - from), stride);
+                         });
+            for (std::size_t h = 0; h < heads; ++h)
+                out.sum[head + h] = src.softmax(scores + h * stride, to - from, scale, out.max + head + h);
+            float* acc = out.acc + head * dim;
+            std::fill(acc, acc + heads * dim, 0.0f);
+            for_each_run(src, src.v, kv_head, from, to,
+                         [&](std::uint32_t p, const detail::KvRows& v, const detail::KvRowOps& ops) {
+                             ops.axpy[heads - 1](scores + (p - from), stride, v, acc, dim);
+                         });
+        }
+}
+
+// One query head's output from its spans' results (`spans` of them, the
+// i-th at max[i * step], sum[i * step] and acc + i * step): FlashDecoding's
+// merge, each span's share rescaled to the largest max. One span: acc / sum.
+void merge_spans(std::size_t spans, std::size_t step, const float* max, const float* sum, const float* acc,
+                 std::size_t dim, float* out) {
+    float top = max[0];
+    for (std::size_t i = 1; i < spans; ++i)
+        top = std::max(top, max[i * step]);
+    float total = 0.0f;
+    std::fill(out, out + dim, 0.0f);
+    for (std::size_t i = 0; i < spans; ++i) {
+        const float weight = spans == 1 ? 1.0f : std::exp(max[i * step] - top);
+        total += weight * sum[i * step];
+        const float* a = acc + i * step;
         for (std::size_t d = 0; d < dim; ++d)
-            out[h * dim + d] = acc[h * dim + d] * inverse[h];
+            out[d] += weight * a[d];
+    }
+    const float inverse = 1.0f / total;
+    for (std::size_t d = 0; d < dim; ++d)
+        out[d] *= inverse;
 }
 
 // Threads worth using for `work` multiply-adds.
@@ -231,41 +267,67 @@ struct DecodeJob {
     float* out;
 };
 
-// The decode steps of one or more sequences in one parallel loop over
-// (sequence, KV head, up to kSharedHeads of its query heads): one hand-off
-// to the threads per layer however many sequences a step decodes. Items
-// of the longest contexts are handed out first, so that the last ones
-// taken are short. An item's result does not depend on which thread takes
-// it or which items share the call.
+// Positions per decode span: whole blocks, about kDecodeSpan positions.
+// Spans are what a decode step hands to threads, so a short context still
+// gives a few items; their size depends on the pool alone, so a sequence's
+// result does not depend on the batch it is decoded in.
+constexpr std::uint32_t kDecodeSpan = 32;
+std::uint32_t decode_span(const PagedKv& kv) {
+    return std::max(kv.block_size, kDecodeSpan / kv.block_size * kv.block_size);
+}
+
+// The decode steps of one or more sequences: one parallel loop over
+// (sequence, span of its context), each item every head of its span
+// (attend_span), then one over (sequence, query head) that merges the
+// spans into the output. Items of the longest contexts are handed out
+// first, so that the last ones taken are short. A sequence's result does
+// not depend on which thread takes which item or on the other sequences.
 template <typename Blocks>
 void decode(std::span<const DecodeJob<Blocks>> jobs, std::uint32_t n_heads, std::span<float> scratch,
             int threads) {
     if (jobs.empty())
         return;
     const PagedKv& kv = jobs.front().src.kv;
-    const std::size_t group = n_heads / kv.n_kv_heads;
-    const std::size_t parts = (group + detail::kSharedHeads - 1) / detail::kSharedHeads; // per KV head
-    const std::size_t per_job = kv.n_kv_heads * parts;
     const std::size_t dim = kv.head_dim;
+    const std::uint32_t span = decode_span(kv);
     std::vector<std::uint32_t> order(jobs.size());
     std::iota(order.begin(), order.end(), 0u);
     std::stable_sort(order.begin(), order.end(),
                      [&](std::uint32_t a, std::uint32_t b) { return jobs[a].ctx_len > jobs[b].ctx_len; });
+    // Item i is span i - first_item[k] of job order[k]; each item's
+    // results: n_heads maxima, n_heads sums, n_heads accumulators.
+    std::vector<std::size_t> first_item(jobs.size() + 1, 0);
     std::size_t work = 0;
-    for (const DecodeJob<Blocks>& job : jobs)
+    for (std::size_t k = 0; k < jobs.size(); ++k) {
+        const DecodeJob<Blocks>& job = jobs[order[k]];
+        first_item[k + 1] = first_item[k] + (job.ctx_len + span - 1) / span;
         work += std::size_t{n_heads} * job.ctx_len * dim;
-    const std::size_t per_thread = per_thread_floats(jobs[order.front()].ctx_len, kv.head_dim);
+    }
+    const std::size_t items = first_item.back(), per_item = n_heads * (2 + dim);
+    thread_local std::vector<float> reused;
+    std::vector<float>& results = reused; // the workers' own thread_local would be another vector
+    results.resize(items * per_item);
+    const auto result_of = [&](std::size_t item) {
+        float* r = results.data() + item * per_item;
+        return SpanResult{r, r + n_heads, r + 2 * n_heads};
+    };
+    const std::uint32_t longest = jobs[order.front()].ctx_len;
+    const std::size_t per_thread = per_thread_floats(longest, kv.head_dim);
+    const std::size_t stride = detail::round_to_line(std::min<std::size_t>(span, longest)); // a span's scores, per head
     const int used = threads_for(work, threads);
-    detail::parallel_for(jobs.size() * per_job, used, detail::Schedule::Dynamic, [&](std::size_t item, int thread) {
-        const DecodeJob<Blocks>& job = jobs[order[item / per_job]];
-        const std::size_t stride = detail::round_to_line(job.ctx_len);
-        float* scores = scratch.data() + thread * per_thread;
-        float* acc = scores + detail::kSharedHeads * stride;
-        const auto kv_head = static_cast<std::uint32_t>(item % per_job / parts);
-        const std::size_t first = item % parts * detail::kSharedHeads; // within the group
-        const std::size_t heads = std::min(detail::kSharedHeads, group - first);
-        const std::size_t row = (kv_head * group + first) * dim;
-        attend(job.src, kv_head, job.ctx_len, heads, job.q + row, scores, stride, acc, job.out + row);
+    detail::parallel_for(items, used, detail::Schedule::Dynamic, [&](std::size_t item, int thread) {
+        const std::size_t k = std::upper_bound(first_item.begin(), first_item.end(), item) - first_item.begin() - 1;
+        const DecodeJob<Blocks>& job = jobs[order[k]];
+        const auto from = static_cast<std::uint32_t>((item - first_item[k]) * span);
+        const std::uint32_t to = std::min<std::uint32_t>(job.ctx_len, from + span);
+        attend_span(job.src, from, to, n_heads, job.q, scratch.data() + thread * per_thread, stride,
+                    result_of(item));
+    });
+    detail::parallel_for(jobs.size() * n_heads, used, detail::Schedule::Even, [&](std::size_t i, int) {
+        const std::size_t k = i / n_heads, h = i % n_heads;
+        const SpanResult first = result_of(first_item[k]);
+        merge_spans(first_item[k + 1] - first_item[k], per_item, first.max + h, first.sum + h, first.acc + h * dim,
+                    dim, jobs[order[k]].out + h * dim);
     });
 }
 

@@ -15,9 +15,9 @@ namespace kvscope::kernels::cpu {
 
 // Floats of scratch paged_attention needs for a context of ctx_len tokens
 // on `threads` threads (the count the call will be given), decode step or
-// prompt chunk: per thread the larger of a decode step's score row and
-// accumulator for each of up to 4 query heads that share a KV head's
-// decoded rows, and a prompt tile's buffers (prompt_attention.h: its
+// prompt chunk: per thread the larger of a decode span's score row for
+// each of up to 4 query heads that share a KV head's decoded rows, and a
+// prompt tile's buffers (prompt_attention.h: its
 // queries, a chunk of decoded rows, scores and accumulators for 32 query
 // rows; 29 KiB at head_dim 64, 53 KiB at 128).
 std::size_t paged_attention_scratch_floats(std::uint32_t ctx_len, std::uint32_t head_dim, int threads);
@@ -37,13 +37,17 @@ std::size_t paged_attention_scratch_floats(std::uint32_t ctx_len, std::uint32_t 
 // attention). Scores are scaled by 1 / sqrt(head_dim).
 //
 // A decode step (n_q = 1) is split across `threads` threads (at least 1;
-// the caller's own count, see parallel.h) over (KV head, up to 4 of its
-// query heads): grouped-query heads read and decode each K/V row once
-// between them. A prompt chunk (n_q > 1) is computed in tiles of up to 32
+// the caller's own count, see parallel.h) over spans of about 32
+// positions (whole blocks) of the context. A span is computed whole by
+// one thread, every head in turn, so that it reads each block's K and V
+// regions front to back; grouped-query heads read and decode each K/V row
+// once between them. Each span leaves per query head its softmax's max,
+// sum and weighted V sum, which are then merged (FlashDecoding's split
+// of the context); spans depend on the pool's block size alone. A prompt chunk (n_q > 1) is computed in tiles of up to 32
 // query rows (consecutive queries x the query heads of a KV head) that
 // decode each K/V row once per tile (prompt_attention.h), split over
-// (KV head, query tile). Either way each output row is computed whole by
-// one thread: results do not depend on `threads`. A prompt chunk's
+// (KV head, query tile). Either way each piece of work is computed whole
+// by one thread: results do not depend on `threads`. A prompt chunk's
 // outputs are not bit-identical to per-token decode steps (its softmax
 // adds in another order), only as close to exact.
 // Throws std::invalid_argument for a bad description, n_heads not a
@@ -67,11 +71,11 @@ struct DecodeSeq {
 };
 
 // The decode steps of several sequences of one layer in one parallel loop
-// over (sequence, KV head, up to 4 of its query heads), longest contexts
-// first: one hand-off to the threads per layer, not one per sequence.
-// Each sequence's output is bit-identical to paged_attention's for it
-// alone (the same code computes each output row whole on one thread),
-// whatever the batch and `threads`. Outputs may not overlap each other or
+// over (sequence, span of its context), longest contexts first, and one
+// that merges the spans: two hand-offs to the threads per layer, not two
+// per sequence. Each sequence's output is bit-identical to
+// paged_attention's for it alone (the same code computes each span and
+// each merge whole on one thread), whatever the batch and `threads`. Outputs may not overlap each other or
 // any query. Scratch: paged_attention_scratch_floats(the longest ctx_len,
 // head_dim, threads). Throws std::invalid_argument as paged_attention
 // does for any of the sequences, before computing anything.
