@@ -5,12 +5,38 @@
 #include <new>
 #include <stdexcept>
 
+#include <sys/mman.h>
+
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/packed_kernel.h"
 #include "kernels/cpu/parallel_for.h"
 #include "kernels/cpu/simd_path.h"
 
 namespace kvscope::kernels::cpu {
+namespace {
+
+// Memory for a packed matrix. One of at least a huge page (2 MiB on x86)
+// starts on one and asks for transparent huge pages over its whole huge
+// pages (where the system's THP setting is "madvise" or "always"): a
+// decode step streams every tile once, and with 4 KiB pages each 4 KiB
+// costs a TLB miss, a page walk that a VM nests in the host's. Measured,
+// tinyllama-1.1b Q8_0 (1.1 GiB of tiles), one sequence decoding 128
+// tokens, 4 alternating runs each: 22.6, 34.1, 5.5, 25.1 tok/s with 4 KiB
+// pages, 41.7, 42.9, 42.0, 38.1 with huge pages. No more memory is touched:
+// the last, partial huge page is left to small pages.
+std::byte* allocate_tiles(std::size_t bytes) {
+    constexpr std::size_t kHugePage = std::size_t{2} << 20;
+    const std::size_t align = bytes >= kHugePage ? kHugePage : detail::kPackedAlign;
+    void* data = nullptr;
+    if (posix_memalign(&data, align, bytes) != 0)
+        throw std::bad_alloc();
+    if (bytes >= kHugePage)
+        madvise(data, bytes / kHugePage * kHugePage, MADV_HUGEPAGE); // a hint: failure changes nothing
+    return static_cast<std::byte*>(data);
+}
+
+} // namespace
+
 namespace detail {
 
 bool packed_isa_available(PackedIsa isa) {
@@ -85,9 +111,7 @@ PackedWeights PackedWeights::pack(WeightType type, const void* W, std::size_t ro
     packed.cols_ = cols;
     packed.tiles_ = (rows + detail::kPackedRows - 1) / detail::kPackedRows;
     packed.tile_bytes_ = layout->tile_bytes(cols);
-    auto* data = static_cast<std::byte*>(std::aligned_alloc(detail::kPackedAlign, packed.bytes()));
-    if (data == nullptr)
-        throw std::bad_alloc();
+    std::byte* data = allocate_tiles(packed.bytes());
     packed.data_.reset(data);
     const auto* w = static_cast<const std::byte*>(W);
     detail::parallel_for(packed.tiles_, threads, detail::Schedule::Even, [&](std::size_t t, int) {
