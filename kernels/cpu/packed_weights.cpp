@@ -21,9 +21,10 @@ namespace {
 // decode step streams every tile once, and with 4 KiB pages each 4 KiB
 // costs a TLB miss, a page walk that a VM nests in the host's. Measured,
 // tinyllama-1.1b Q8_0 (1.1 GiB of tiles), one sequence decoding 128
-// tokens, 4 alternating runs each: 22.6, 34.1, 5.5, 25.1 tok/s with 4 KiB
-// pages, 41.7, 42.9, 42.0, 38.1 with huge pages. No more memory is touched:
-// the last, partial huge page is left to small pages.
+// tokens, 3 alternating runs each: 27.0, 19.2, 26.7 tok/s with 4 KiB
+// pages, 35.0, 35.7, 29.6 with this. No more memory is touched: the last,
+// partial huge page of each matrix is left to small pages (rounding it up
+// measured ~6% faster but touches up to 2 MiB more per matrix).
 std::byte* allocate_tiles(std::size_t bytes) {
     constexpr std::size_t kHugePage = std::size_t{2} << 20;
     const std::size_t align = bytes >= kHugePage ? kHugePage : detail::kPackedAlign;
