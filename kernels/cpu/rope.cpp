@@ -18,7 +18,8 @@ void check_rot_dim(std::size_t rot_dim, std::size_t head_dim) {
 
 void rope_angles(const std::uint32_t* positions, std::size_t count, std::size_t rot_dim, float theta_base,
                  std::vector<float>& table) {
-    check_rot_dim(rot_dim, rot_dim);
+    if (rot_dim % 2 != 0) // no head_dim here: rope_rotate checks rot_dim against it
+        throw std::invalid_argument("rope: rot_dim must be even (got " + std::to_string(rot_dim) + ")");
     const std::size_t pairs = rot_dim / 2;
     std::vector<double> frequency(pairs);
     for (std::size_t i = 0; i < pairs; ++i)
