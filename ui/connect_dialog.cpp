@@ -8,7 +8,7 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
-#include "app/attach/server_readers.h"
+#include "net/attach/server_readers.h"
 #include "engine/core/error.h"
 
 namespace kvscope::ui {

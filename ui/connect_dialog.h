@@ -7,7 +7,7 @@
 #include <QString>
 #include <QStringList>
 
-#include "app/attach/remote_monitor.h"
+#include "net/attach/remote_monitor.h"
 
 class QComboBox;
 class QLabel;

@@ -6,7 +6,7 @@
 
 #include <QObject>
 
-#include "app/attach/remote_monitor.h"
+#include "net/attach/remote_monitor.h"
 #include "ui/remote_sample_metatype.h"
 
 class QTimer;

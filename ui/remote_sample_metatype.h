@@ -1,4 +1,4 @@
-// app/attach's RemoteSample as it crosses threads in queued signals (from
+// net/attach's RemoteSample as it crosses threads in queued signals (from
 // the RemoteController to the window), declared before any signal carries it.
 #pragma once
 
@@ -6,6 +6,6 @@
 
 #include <QMetaType>
 
-#include "app/attach/remote_sample.h"
+#include "net/attach/remote_sample.h"
 
 Q_DECLARE_METATYPE(std::shared_ptr<const kvscope::attach::RemoteSample>)

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "app/attach/remote_sample.h"
+#include "net/attach/remote_sample.h"
 
 namespace kvscope::ui {
 

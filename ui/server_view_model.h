@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "app/attach/remote_sample.h"
+#include "net/attach/remote_sample.h"
 
 namespace kvscope::ui {
 

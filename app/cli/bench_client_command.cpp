@@ -1,19 +1,19 @@
 // kvscope-cli bench client: load on any OpenAI-compatible server, measured
 // from the client's side as vLLM's serving benchmark measures it
-// (app/serve/bench_client.h does the work; this reads options and prints).
+// (net/client/bench_client.h does the work; this reads options and prints).
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "app/cli/commands.h"
-#include "app/serve/bench_client.h"
+#include "net/client/bench_client.h"
 #include "engine/core/error.h"
 
 namespace kvscope::cli {
 namespace {
 
-serve::BenchClientOptions read_options(Args& args) {
-    serve::BenchClientOptions o;
+client::BenchClientOptions read_options(Args& args) {
+    client::BenchClientOptions o;
     const auto url = args.value("--url");
     if (!url)
         throw Error("bench client needs --url, the server's address, e.g. --url http://127.0.0.1:8000");
@@ -27,17 +27,17 @@ serve::BenchClientOptions read_options(Args& args) {
     w.seed = static_cast<std::uint64_t>(args.int_or("--seed", 1, 0, INT64_MAX));
     o.fallback_vocab = static_cast<std::uint32_t>(args.int_or("--vocab", o.fallback_vocab, 4, 1 << 24));
     o.concurrency = static_cast<std::uint32_t>(args.int_or("--concurrency", 8, 1, 4096));
-    o.api = serve::parse_bench_api(args.value_or("--api", "completions"));
+    o.api = client::parse_bench_api(args.value_or("--api", "completions"));
     o.model = args.value_or("--model", "");
     const char* env_key = std::getenv("OPENAI_API_KEY"); // what vLLM's benchmark reads too
     o.api_key = args.value_or("--api-key", env_key ? env_key : "");
     return o;
 }
 
-void print_report(const serve::BenchClientReport& r) {
+void print_report(const client::BenchClientReport& r) {
     const WorkloadSpec& w = r.workload;
     std::printf("%s at %s, /v1/%s: %u requests (%s lengths, prompt + output <= %u), concurrency %u\n",
-                r.model.c_str(), r.url.c_str(), r.api == serve::BenchApi::Chat ? "chat/completions" : "completions",
+                r.model.c_str(), r.url.c_str(), r.api == client::BenchApi::Chat ? "chat/completions" : "completions",
                 w.requests, std::string(to_string(w.distribution)).c_str(), w.max_total, r.concurrency);
     std::printf("  %-26s %u\n", "completed", r.completed);
     std::printf("  %-26s %u\n", "failed", r.failed);
@@ -55,12 +55,12 @@ void print_report(const serve::BenchClientReport& r) {
 } // namespace
 
 int run_bench_client(Args& args) {
-    const serve::BenchClientOptions options = read_options(args);
+    const client::BenchClientOptions options = read_options(args);
     const bool json = args.flag("--json");
     args.finish();
-    const serve::BenchClientReport report = serve::run_bench_client(options);
+    const client::BenchClientReport report = client::run_bench_client(options);
     if (json)
-        std::printf("%s\n", serve::to_json(report).dump(2).c_str());
+        std::printf("%s\n", client::to_json(report).dump(2).c_str());
     else
         print_report(report);
     return 0;

@@ -1,5 +1,5 @@
 // kvscope-cli serve: the paged engine as an OpenAI-compatible HTTP server
-// (app/serve/http_server.h). Listens first, so /health answers 503 while the
+// (net/serve/http_server.h). Listens first, so /health answers 503 while the
 // model loads; prints its URL as the first stdout line once it is ready;
 // on SIGINT or SIGTERM stops taking requests, lets those in flight finish
 // for up to --drain-seconds, aborts the rest and exits 0.
@@ -14,9 +14,9 @@
 #include "app/cli/commands.h"
 #include "app/cli/model_options.h"
 #include "app/cli/stop_signals.h"
-#include "app/serve/engine_service.h"
-#include "app/serve/http_server.h"
-#include "app/serve/metrics_registry.h"
+#include "net/serve/engine_service.h"
+#include "net/serve/http_server.h"
+#include "net/serve/metrics_registry.h"
 #include "engine/core/error.h"
 #include "engine/core/log.h"
 #include "engine/tokenizer/chat_template.h"

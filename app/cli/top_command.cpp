@@ -1,5 +1,5 @@
 // kvscope-cli top: a running server's KV cache and load in the terminal
-// (app/attach/remote_monitor.h watches it; this reads options and prints).
+// (net/attach/remote_monitor.h watches it; this reads options and prints).
 // On a terminal the view is redrawn in place every interval; into a pipe
 // it prints one block (or with --json one JSON line) per interval. SIGINT
 // and SIGTERM end it with exit code 0.
@@ -10,8 +10,8 @@
 
 #include <unistd.h>
 
-#include "app/attach/remote_monitor.h"
-#include "app/attach/remote_sample_json.h"
+#include "net/attach/remote_monitor.h"
+#include "net/attach/remote_sample_json.h"
 #include "app/cli/commands.h"
 #include "app/cli/stop_signals.h"
 #include "engine/core/error.h"

@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
-#include "app/attach/prometheus_text.h"
+#include "net/attach/prometheus_text.h"
 #include "support/test_models.h"
 
 using kvscope::test::run_cli;

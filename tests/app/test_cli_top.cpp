@@ -12,7 +12,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "app/attach/remote_monitor.h"
+#include "net/attach/remote_monitor.h"
 #include "cli_runner.h"
 #include "engine/snapshot_json.h"
 #include "support/test_models.h"

@@ -14,7 +14,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "app/attach/remote_monitor.h"
+#include "net/attach/remote_monitor.h"
 #include "cli_runner.h"
 #include "support/test_models.h"
 #include "top_processes.h"

@@ -1,4 +1,4 @@
-// vLLM's KV event decoder (app/attach/kv_events.h) on arbitrary bytes, as a
+// vLLM's KV event decoder (net/attach/kv_events.h) on arbitrary bytes, as a
 // hostile publisher could send them: every input either decodes, and then
 // applies to a small prefix cache map whose figures stay consistent and
 // within its cap, or throws KvEventsError. Anything else (a crash, another
@@ -10,8 +10,8 @@
 #include <functional>
 #include <string_view>
 
-#include "app/attach/kv_events.h"
-#include "app/attach/prefix_cache_map.h"
+#include "net/attach/kv_events.h"
+#include "net/attach/prefix_cache_map.h"
 #include "fuzz_support.h"
 
 namespace {

@@ -1,11 +1,11 @@
-// Hand-made RemoteSamples of each kind of server, as app/attach's readers
+// Hand-made RemoteSamples of each kind of server, as net/attach's readers
 // would make them, for the connected view's tests (no network).
 #pragma once
 
 #include <memory>
 
 #include "engine/kv/kv_cache_manager.h"
-#include "app/attach/remote_sample.h"
+#include "net/attach/remote_sample.h"
 
 namespace kvscope::ui::test {
 

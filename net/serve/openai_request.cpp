@@ -1,0 +1,415 @@
+#include "net/serve/openai_request.h"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <random>
+
+#include "engine/tokenizer/utf8.h"
+
+namespace kvscope::serve {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::uint32_t kDefaultCompletionTokens = 16; // OpenAI's max_tokens default
+constexpr float kDefaultTemperature = 1.0f;            // OpenAI's and vLLM's
+constexpr std::int64_t kMaxUint32 = std::numeric_limits<std::uint32_t>::max();
+
+ApiError bad(const std::string& message, const std::string& param) {
+    return ApiError::invalid_request(message, param);
+}
+
+ApiError wrong_type(const char* name, const char* expected, const json& value) {
+    return bad(std::string("'") + name + "' must be " + expected + ", got " + value.type_name(), name);
+}
+
+// The field, or nullptr when absent or null: clients send null for "the default".
+const json* field(const json& body, const char* name) {
+    const auto it = body.find(name);
+    return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+// 2 for 2.0, as people write bounds.
+std::string number_text(double v) {
+    return std::trunc(v) == v && std::abs(v) < 1e15 ? std::to_string(static_cast<std::int64_t>(v)) : json(v).dump();
+}
+
+// The number fields end up as floats: their largest is "no upper bound"
+// (and larger ones would not convert).
+constexpr double kUnbounded = std::numeric_limits<float>::max();
+
+// [lo, hi], or (lo, hi] with lo_open.
+struct Range {
+    double lo;
+    double hi = kUnbounded;
+    bool lo_open = false;
+
+    bool contains(double v) const { return (lo_open ? v > lo : v >= lo) && v <= hi; }
+    std::string text() const {
+        return "in " + std::string(lo_open ? "(" : "[") + number_text(lo) + ", " + number_text(hi) + "]";
+    }
+};
+
+ApiError out_of_range(const char* name, const std::string& range, const json& value) {
+    return bad(std::string("'") + name + "' must be " + range + ", got " + value.dump(), name);
+}
+
+std::optional<double> optional_number(const json& body, const char* name, const Range& range) {
+    const json* v = field(body, name);
+    if (!v)
+        return std::nullopt;
+    if (!v->is_number())
+        throw wrong_type(name, "a number", *v);
+    if (!range.contains(v->get<double>()))
+        throw out_of_range(name, range.text(), *v);
+    return v->get<double>();
+}
+
+// 16.0 is an integer too (Python clients send it), within double's exact integers.
+bool is_integer(const json& v) {
+    constexpr double kExact = 9007199254740992.0; // 2^53
+    const double d = v.is_number_float() ? v.get<double>() : 0.0;
+    return v.is_number_integer() || (v.is_number_float() && std::trunc(d) == d && std::abs(d) <= kExact);
+}
+
+// Of a value is_integer accepted.
+std::int64_t integer_value(const json& v) {
+    return v.is_number_float() ? static_cast<std::int64_t>(v.get<double>()) : v.get<std::int64_t>();
+}
+
+bool in_int_range(const json& v, std::int64_t lo, std::int64_t hi) {
+    constexpr auto kMaxInt64 = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > kMaxInt64)
+        return false; // past every bound a field has
+    const std::int64_t i = integer_value(v);
+    return i >= lo && i <= hi;
+}
+
+std::optional<std::int64_t> optional_int(const json& body, const char* name, std::int64_t lo, std::int64_t hi) {
+    const json* v = field(body, name);
+    if (!v)
+        return std::nullopt;
+    if (!is_integer(*v))
+        throw wrong_type(name, "an integer", *v);
+    if (!in_int_range(*v, lo, hi))
+        throw out_of_range(name, "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", *v);
+    return integer_value(*v);
+}
+
+std::optional<bool> optional_bool(const json& body, const char* name) {
+    const json* v = field(body, name);
+    if (!v)
+        return std::nullopt;
+    if (!v->is_boolean())
+        throw wrong_type(name, "a boolean", *v);
+    return v->get<bool>();
+}
+
+std::optional<std::string> optional_string(const json& body, const char* name) {
+    const json* v = field(body, name);
+    if (!v)
+        return std::nullopt;
+    if (!v->is_string())
+        throw wrong_type(name, "a string", *v);
+    return v->get<std::string>();
+}
+
+std::string checked_model(const json& body, const ServedModel& model) {
+    const std::optional<std::string> name = optional_string(body, "model");
+    if (name && *name != model.name)
+        throw ApiError::not_found("The model `" + *name + "` does not exist.", "model");
+    return name.value_or(model.name);
+}
+
+std::vector<std::string> stop_strings(const json& body, const RequestLimits& limits) {
+    const json* v = field(body, "stop");
+    if (!v)
+        return {};
+    const json list = v->is_string() ? json::array({*v}) : *v;
+    if (!list.is_array())
+        throw wrong_type("stop", "a string or an array of strings", *v);
+    if (list.size() > limits.max_stop_strings)
+        throw bad("'stop' has " + std::to_string(list.size()) + " strings; at most " +
+                      std::to_string(limits.max_stop_strings) + " are allowed", "stop");
+    std::vector<std::string> stops;
+    for (const json& s : list) {
+        if (!s.is_string())
+            throw wrong_type("stop", "a string or an array of strings", s);
+        if (s.get_ref<const std::string&>().size() > limits.max_stop_bytes)
+            throw bad("a 'stop' string is longer than " + std::to_string(limits.max_stop_bytes) + " bytes", "stop");
+        stops.push_back(s.get<std::string>());
+    }
+    return stops;
+}
+
+std::uint64_t drawn_seed() {
+    std::random_device device;
+    return (std::uint64_t{device()} << 32) | device();
+}
+
+SamplingParams sampling_params(const json& body) {
+    SamplingParams s;
+    s.temperature = static_cast<float>(optional_number(body, "temperature", {0, 2}).value_or(kDefaultTemperature));
+    s.top_p = static_cast<float>(optional_number(body, "top_p", {0, 1, true}).value_or(1.0));
+    // -1 (vLLM) and 0 (llama.cpp) both mean off.
+    const std::int64_t top_k = optional_int(body, "top_k", -1, kMaxUint32).value_or(0);
+    s.top_k = top_k < 0 ? 0 : static_cast<std::uint32_t>(top_k);
+    s.min_p = static_cast<float>(optional_number(body, "min_p", {0, 1}).value_or(0.0));
+    s.repetition_penalty = static_cast<float>(
+        optional_number(body, "repetition_penalty", {0, kUnbounded, true}).value_or(1.0));
+    const std::optional<std::int64_t> seed = optional_int(body, "seed", 0, std::numeric_limits<std::int64_t>::max());
+    s.seed = seed ? static_cast<std::uint64_t>(*seed) : drawn_seed();
+    return s;
+}
+
+bool include_usage(const json& body) {
+    const json* options = field(body, "stream_options");
+    if (!options)
+        return false;
+    if (!options->is_object())
+        throw wrong_type("stream_options", "an object", *options);
+    const json* usage = field(*options, "include_usage");
+    if (usage && !usage->is_boolean())
+        throw wrong_type("stream_options.include_usage", "a boolean", *usage);
+    return usage && usage->get<bool>();
+}
+
+// stream, stream_options.include_usage, n, stop, ignore_eos and sampling:
+// what completions and chat share. max_tokens is the caller's.
+GenerationRequest common_request(Api api, const json& body, const ServedModel& model, const RequestLimits& limits) {
+    GenerationRequest r;
+    r.api = api;
+    r.model = checked_model(body, model);
+    r.params.sampling = sampling_params(body);
+    r.params.n = static_cast<std::uint32_t>(optional_int(body, "n", 1, limits.max_n).value_or(1));
+    r.params.stop_strings = stop_strings(body, limits);
+    r.params.ignore_eos = optional_bool(body, "ignore_eos").value_or(false);
+    r.stream = optional_bool(body, "stream").value_or(false);
+    r.include_usage = r.stream && include_usage(body);
+    return r;
+}
+
+TokenId checked_token(const json& id, const ServedModel& model, const char* param) {
+    if (!id.is_number_integer())
+        throw bad(std::string("'") + param + "' token ids must be integers, got " + id.type_name(), param);
+    const std::int64_t v = id.get<std::int64_t>();
+    if (v < 0 || v >= model.tokenizer->n_tokens())
+        throw bad("token id " + id.dump() + " is outside the vocabulary [0, " +
+                      std::to_string(model.tokenizer->n_tokens()) + ")", param);
+    return static_cast<TokenId>(v);
+}
+
+std::vector<TokenId> checked_tokens(const json& ids, const ServedModel& model, const char* param) {
+    std::vector<TokenId> out;
+    out.reserve(ids.size());
+    for (const json& id : ids)
+        out.push_back(checked_token(id, model, param));
+    return out;
+}
+
+// A string (encoded as `kvscope-cli generate --prompt` does) or token ids.
+std::vector<TokenId> single_prompt(const json& prompt, const ServedModel& model) {
+    if (prompt.is_string()) {
+        if (prompt.get_ref<const std::string&>().empty())
+            throw bad("the prompt is empty", "prompt");
+        return model.tokenizer->encode(prompt.get<std::string>());
+    }
+    if (prompt.is_array() && !prompt.empty())
+        return checked_tokens(prompt, model, "prompt");
+    if (prompt.is_array())
+        throw bad("the prompt is empty", "prompt");
+    throw wrong_type("prompt", "a string or an array of token ids", prompt);
+}
+
+// OpenAI allows a batch of prompts ([["a"], ["b"]] or ["a", "b"]); kvscope
+// takes one per request (n samples it), so a one-element batch is unwrapped.
+std::vector<TokenId> completion_prompt(const json& body, const ServedModel& model) {
+    const json* prompt = field(body, "prompt");
+    if (!prompt)
+        throw bad("'prompt' is required", "prompt");
+    const bool batch =
+        prompt->is_array() && !prompt->empty() && (prompt->front().is_string() || prompt->front().is_array());
+    if (!batch)
+        return single_prompt(*prompt, model);
+    if (prompt->size() > 1)
+        throw bad("kvscope takes one prompt per request, got " + std::to_string(prompt->size()) +
+                      "; send one request per prompt", "prompt");
+    return single_prompt(prompt->front(), model);
+}
+
+std::optional<std::uint32_t> max_tokens_field(const json& body, const char* name) {
+    const auto v = optional_int(body, name, 1, kMaxUint32);
+    return v ? std::optional(static_cast<std::uint32_t>(*v)) : std::nullopt;
+}
+
+// vLLM's words, so clients that parse them keep working.
+// `input`: "prompt" or "messages"; `param`: the field that asked for max_tokens.
+void check_context(std::size_t prompt_tokens, std::uint32_t max_tokens, const ServedModel& model, const char* input,
+                   const char* param) {
+    const std::uint64_t total = prompt_tokens + std::uint64_t{max_tokens};
+    if (total <= model.max_model_len)
+        return;
+    throw bad("This model's maximum context length is " + std::to_string(model.max_model_len) +
+                  " tokens. However, you requested " + std::to_string(total) + " tokens (" +
+                  std::to_string(prompt_tokens) + " in the " + input + ", " + std::to_string(max_tokens) +
+                  " in the completion). Please reduce the length of the " + input + " or completion.",
+              param);
+}
+
+std::string part_text(const json& part, std::size_t index) {
+    const std::string where = "messages[" + std::to_string(index) + "].content";
+    if (!part.is_object())
+        throw bad(where + " parts must be objects, got " + part.type_name(), "messages");
+    const json* type = field(part, "type");
+    if (!type || !type->is_string() || *type != "text")
+        throw bad(where + " has a part of type " + (type ? type->dump() : "null") +
+                      "; kvscope takes text parts only", "messages");
+    const json* text = field(part, "text");
+    if (!text || !text->is_string())
+        throw bad(where + " has a text part without a string 'text'", "messages");
+    return text->get<std::string>();
+}
+
+std::string message_content(const json& message, const std::string& role, std::size_t index) {
+    const json* content = field(message, "content");
+    if (!content && role == "assistant")
+        return {};
+    if (content && content->is_string())
+        return content->get<std::string>();
+    if (content && content->is_array()) {
+        std::string text;
+        for (const json& part : *content)
+            text += part_text(part, index);
+        return text;
+    }
+    throw bad("messages[" + std::to_string(index) + "].content must be a string or an array of text parts, got " +
+                  (content ? content->type_name() : "null"), "messages");
+}
+
+ChatMessage chat_message(const json& message, std::size_t index) {
+    const std::string where = "messages[" + std::to_string(index) + "]";
+    if (!message.is_object())
+        throw bad(where + " must be an object, got " + message.type_name(), "messages");
+    const json* role = field(message, "role");
+    if (!role || !role->is_string())
+        throw bad(where + " needs a string 'role'", "messages");
+    const std::string r = role->get<std::string>();
+    if (r != "system" && r != "user" && r != "assistant")
+        throw bad(where + " has role '" + r + "'; kvscope renders system, user and assistant messages", "messages");
+    return {r, message_content(message, r, index)};
+}
+
+std::vector<ChatMessage> chat_messages(const json& body) {
+    const json* messages = field(body, "messages");
+    if (!messages)
+        throw bad("'messages' is required", "messages");
+    if (!messages->is_array())
+        throw wrong_type("messages", "an array", *messages);
+    if (messages->empty())
+        throw bad("'messages' is empty", "messages");
+    std::vector<ChatMessage> out;
+    for (std::size_t i = 0; i < messages->size(); ++i)
+        out.push_back(chat_message((*messages)[i], i));
+    return out;
+}
+
+// The conversation through the model's template, ready to continue.
+std::vector<TokenId> chat_prompt(const json& body, const ServedModel& model) {
+    if (!model.chat_template || !model.chat_template->supported())
+        throw bad("The model `" + model.name + "` has no chat template kvscope can render; "
+                  "send the conversation as text to /v1/completions instead", "messages");
+    const std::vector<ChatMessage> messages = chat_messages(body);
+    ChatRenderOptions options;
+    options.add_generation_prompt = true; // the reply is the model's to write
+    std::string rendered;
+    try {
+        rendered = model.chat_template->render(messages, options);
+    } catch (const Error& e) {
+        throw bad(e.what(), "messages");
+    }
+    return model.chat_template->encode(*model.tokenizer, rendered);
+}
+
+// Checked before parsing, so the client reads "invalid UTF-8" rather than
+// a parser's complaint about a string.
+std::optional<std::size_t> first_invalid_utf8(std::string_view text) {
+    for (std::size_t at = 0; at < text.size();) {
+        const utf8::ScanResult r = utf8::scan(text.substr(at));
+        if (r.kind != utf8::Scan::complete)
+            return at;
+        at += r.length;
+    }
+    return std::nullopt;
+}
+
+// "parse error at line 1, column 5: ..." without the "[json.exception.parse_error.101] " in front.
+std::string parser_words(const json::parse_error& e) {
+    const std::string what = e.what();
+    const std::size_t end = what.find("] ");
+    return end == std::string::npos ? what : what.substr(end + 2);
+}
+
+} // namespace
+
+nlohmann::json parse_body(std::string_view body, const RequestLimits& limits) {
+    if (body.size() > limits.max_body_bytes)
+        throw ApiError::too_large("the request body has " + std::to_string(body.size()) + " bytes; at most " +
+                                  std::to_string(limits.max_body_bytes) + " are allowed");
+    if (const auto at = first_invalid_utf8(body))
+        throw ApiError::invalid_request("invalid UTF-8 in the request body at byte " + std::to_string(*at));
+    json parsed;
+    try {
+        parsed = json::parse(body);
+    } catch (const json::parse_error& e) {
+        throw ApiError::invalid_request("the request body is not valid JSON: " + parser_words(e));
+    }
+    if (!parsed.is_object())
+        throw ApiError::invalid_request(std::string("the request body must be a JSON object, got ") +
+                                        parsed.type_name());
+    return parsed;
+}
+
+GenerationRequest parse_completion_request(const json& body, const ServedModel& model, const RequestLimits& limits) {
+    GenerationRequest r = common_request(Api::Completions, body, model, limits);
+    r.prompt = completion_prompt(body, model);
+    r.params.max_new_tokens = max_tokens_field(body, "max_tokens").value_or(kDefaultCompletionTokens);
+    check_context(r.prompt.size(), r.params.max_new_tokens, model, "prompt", "max_tokens");
+    return r;
+}
+
+GenerationRequest parse_chat_request(const json& body, const ServedModel& model, const RequestLimits& limits) {
+    GenerationRequest r = common_request(Api::Chat, body, model, limits);
+    r.prompt = chat_prompt(body, model);
+    // max_completion_tokens replaced max_tokens in OpenAI's API; vLLM takes either, the new one first.
+    const std::optional<std::uint32_t> new_name = max_tokens_field(body, "max_completion_tokens");
+    const std::optional<std::uint32_t> max_tokens = new_name ? new_name : max_tokens_field(body, "max_tokens");
+    const std::uint32_t rest = r.prompt.size() < model.max_model_len
+                                   ? model.max_model_len - static_cast<std::uint32_t>(r.prompt.size())
+                                   : 1; // no room: check_context below says so
+    r.params.max_new_tokens = max_tokens.value_or(rest);
+    check_context(r.prompt.size(), r.params.max_new_tokens, model, "messages",
+                  new_name ? "max_completion_tokens" : "max_tokens");
+    return r;
+}
+
+std::vector<TokenId> parse_tokenize_request(const json& body, const ServedModel& model) {
+    if (field(body, "messages"))
+        return chat_prompt(body, model);
+    const std::optional<std::string> prompt = optional_string(body, "prompt");
+    if (!prompt)
+        throw bad("/tokenize needs 'prompt' (text) or 'messages'", "prompt");
+    return model.tokenizer->encode(*prompt);
+}
+
+std::vector<TokenId> parse_detokenize_request(const json& body, const ServedModel& model) {
+    const json* tokens = field(body, "tokens");
+    if (!tokens)
+        throw bad("'tokens' is required", "tokens");
+    if (!tokens->is_array())
+        throw wrong_type("tokens", "an array of token ids", *tokens);
+    return checked_tokens(*tokens, model, "tokens");
+}
+
+} // namespace kvscope::serve

@@ -1,0 +1,86 @@
+// net/serve: OpenAI request bodies -> what the engine runs. Parsing and every
+// check a request must pass before it reaches the engine live here, with no
+// HTTP: the server hands in the body text, gets a GenerationRequest or an
+// ApiError (400/404/413) whose message says what is wrong.
+//
+// Fields follow OpenAI's API as vLLM and llama.cpp's server accept it.
+// Unknown fields are ignored (clients send many); a known field of the
+// wrong type or out of range is an error naming it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "net/serve/api_error.h"
+#include "engine/engine.h"
+#include "engine/tokenizer/chat_template.h"
+
+namespace kvscope::serve {
+
+// The documented limits (README, "Serving"): past them a request is refused
+// with 400 (413 for the body), never cut short.
+//   body        8 MiB of JSON (a 128k-token prompt as ids is under 1 MiB)
+//   n           1..128 samples (kMaxSamplesPerRequest: the engine's own cap)
+//   stop        at most 16 strings of at most 1024 bytes each
+//   prompt + max_tokens   at most ServedModel::max_model_len tokens
+struct RequestLimits {
+    std::size_t max_body_bytes = 8u << 20;       // 413 beyond
+    std::uint32_t max_n = kMaxSamplesPerRequest; // samples per request
+    std::size_t max_stop_strings = 16;
+    std::size_t max_stop_bytes = 1024;           // each
+};
+
+// What the server serves: its name for the model and what a request is
+// checked against.
+struct ServedModel {
+    std::string name;              // --served-model-name, else the file's stem
+    std::uint32_t max_model_len = 0; // the model's context: prompt + max_tokens fit in it
+    std::uint32_t n_ctx_train = 0;   // the context it was trained with (GET /v1/models' meta)
+    const Tokenizer* tokenizer = nullptr;
+    const ChatTemplate* chat_template = nullptr; // unsupported(): chat answers 400
+};
+
+enum class Api : std::uint8_t { Completions, Chat };
+
+// One request, ready for Engine::add_request.
+struct GenerationRequest {
+    Api api = Api::Completions;
+    std::string model;          // as the client named it (checked against ServedModel::name)
+    std::vector<TokenId> prompt; // ids: the client's, or its text/messages encoded
+    RequestParams params;       // sampling, n, max_new_tokens, stop strings, ignore_eos
+    bool stream = false;
+    bool include_usage = false; // stream_options.include_usage
+};
+
+// The body as JSON. Throws ApiError: 413 past limits.max_body_bytes, 400 for
+// invalid UTF-8 or malformed JSON or a body that is not an object.
+nlohmann::json parse_body(std::string_view body, const RequestLimits& limits = {});
+
+// POST /v1/completions. `prompt`: a string (encoded as `kvscope-cli generate
+// --prompt` does: BOS where the vocabulary asks for it), an array of token
+// ids (ids outside the vocabulary are refused), or a one-element array of
+// either. max_tokens defaults to 16 (OpenAI's default); prompt + max_tokens
+// must fit in max_model_len. temperature defaults to 1 (OpenAI's); without
+// a seed each request draws one, so equal requests may differ.
+GenerationRequest parse_completion_request(const nlohmann::json& body, const ServedModel& model,
+                                           const RequestLimits& limits = {});
+
+// POST /v1/chat/completions. `messages`: role + content, content a string or
+// an array of {"type":"text","text":...} parts, rendered by the model's chat
+// template; 400 pointing at /v1/completions when the model has no template
+// kvscope can render. max_tokens (or max_completion_tokens) defaults to the
+// rest of the context.
+GenerationRequest parse_chat_request(const nlohmann::json& body, const ServedModel& model,
+                                     const RequestLimits& limits = {});
+
+// POST /tokenize: {"prompt": text} (or {"messages": [...]}, rendered as for
+// chat) -> the ids. POST /detokenize: {"tokens": [ids]} -> the text.
+std::vector<TokenId> parse_tokenize_request(const nlohmann::json& body, const ServedModel& model);
+std::vector<TokenId> parse_detokenize_request(const nlohmann::json& body, const ServedModel& model);
+
+} // namespace kvscope::serve

@@ -1,0 +1,116 @@
+// net/serve: what the engine produced -> OpenAI response bodies and
+// server-sent-event streams, for /v1/completions ("text_completion") and
+// /v1/chat/completions ("chat.completion" / "chat.completion.chunk").
+// No HTTP here: the server writes the strings these return.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "net/serve/openai_request.h"
+#include "engine/engine.h"
+
+namespace kvscope::serve {
+
+// OpenAI's words: "stop", "length"; "abort" as vLLM says for a request that
+// was aborted (client gone, server draining). Error never reaches a
+// response: a request that fails before its first token answers with an
+// ApiError, one that fails later ends its stream with an error event.
+std::string_view finish_reason_word(FinishReason reason);
+
+struct Usage {
+    std::uint32_t prompt_tokens = 0;
+    std::uint32_t completion_tokens = 0; // over all n samples
+    nlohmann::ordered_json to_json() const; // {prompt_tokens, completion_tokens, total_tokens}
+};
+
+// Identity shared by every chunk of one response.
+struct ResponseHeader {
+    Api api = Api::Completions;
+    std::string id;         // "cmpl-..." or "chatcmpl-..."
+    std::string model;
+    std::int64_t created = 0; // Unix seconds
+};
+
+// "data: <json>\n\n", and the stream's last event.
+std::string sse_event(const nlohmann::ordered_json& chunk);
+inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
+
+// What a FinishReason::Error output becomes: 400 (invalid_request_error)
+// when the request failed before any token (the engine refused it, e.g.
+// larger than the whole KV pool), 500 (internal_server_error) after.
+ApiError engine_error(const RequestOutput& out, bool any_token);
+
+// A streamed response, event by event. Chat sends each sample's role first
+// (begin), then content deltas, then a chunk with its finish reason; with
+// include_usage one chunk with `choices: []` and the usage, then [DONE].
+// completion_tokens counts what the engine sampled (RequestOutput::tokens,
+// the stop token included, as vLLM counts).
+class ResponseStream {
+public:
+    ResponseStream(ResponseHeader header, std::uint32_t n, bool include_usage, std::uint32_t prompt_tokens);
+
+    std::string begin();                              // chat: role chunks; completions: ""
+    // Text delta and/or finish chunk; "" when nothing to send. The first
+    // FinishReason::Error output becomes one `data: {"error": {...}}` event
+    // (engine_error); later outputs send nothing.
+    std::string on_output(const RequestOutput& out);
+    std::string end();                                // usage chunk (when asked) and [DONE]
+    const Usage& usage() const { return usage_; }
+    bool failed() const { return failed_; }
+
+private:
+    nlohmann::ordered_json chunk(nlohmann::ordered_json choices) const;
+    nlohmann::ordered_json choice(std::uint32_t index, std::string_view text, std::optional<FinishReason> finish) const;
+
+    ResponseHeader header_;
+    std::uint32_t n_;
+    bool include_usage_;
+    Usage usage_;
+    bool failed_ = false;
+};
+
+// A whole (non-streamed) response, collected output by output.
+class ResponseCollector {
+public:
+    ResponseCollector(ResponseHeader header, std::uint32_t n, std::uint32_t prompt_tokens);
+
+    void on_output(const RequestOutput& out);
+    // Every sample has its finish reason, or one failed: the server then
+    // answers error() with its status (and aborts what is left).
+    bool done() const;
+    const std::optional<ApiError>& error() const { return error_; } // the first FinishReason::Error, as engine_error
+    nlohmann::ordered_json to_json() const; // choices by index, usage
+    const Usage& usage() const { return usage_; }
+
+private:
+    struct Choice {
+        std::string text;
+        std::optional<FinishReason> finish;
+    };
+    ResponseHeader header_;
+    std::vector<Choice> choices_;
+    Usage usage_;
+    std::optional<ApiError> error_;
+};
+
+// Bodies of the other routes.
+// GET /v1/models: the one served model; `meta` as llama.cpp's server has it
+// (n_vocab: clients drawing random token ids read it).
+nlohmann::ordered_json models_response(const ServedModel& model, std::int64_t created);
+// POST /tokenize (vLLM's): {"tokens", "count", "max_model_len"}.
+nlohmann::ordered_json tokenize_response(std::span<const TokenId> tokens, const ServedModel& model);
+// POST /detokenize: {"prompt": text}, the ids decoded as
+// decode(encode(text)) == text wants.
+nlohmann::ordered_json detokenize_response(std::span<const TokenId> tokens, const ServedModel& model);
+
+// A fresh response id: prefix + random hex ("cmpl-3f9a...").
+std::string new_response_id(Api api);
+
+} // namespace kvscope::serve
