@@ -38,6 +38,8 @@ Completion run_to_completion(Engine& engine, std::vector<TokenId> prompt, const 
     std::optional<std::string> error;
     bool done = false;
     const Clock::time_point start = Clock::now();
+    if (const Admission admitted = engine.add_request(std::move(prompt), params); !admitted.accepted())
+        throw Error(admitted.refusal()->message);
     Clock::time_point first_token = start, last_token = start;
     engine.set_output_callback([&](const RequestOutput& out) {
         if (c.tokens.empty() && !out.tokens.empty())
@@ -55,7 +57,6 @@ Completion run_to_completion(Engine& engine, std::vector<TokenId> prompt, const 
         if (on_output)
             on_output(out);
     });
-    engine.add_request(std::move(prompt), params);
     while (!done && engine.has_work())
         engine.step();
     engine.set_output_callback({});

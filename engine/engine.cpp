@@ -11,7 +11,7 @@ namespace {
 
 KvLayout kv_layout(const EngineConfig& c, const Model& model) {
     const ModelConfig& m = model.config();
-    return KvLayout({m.n_layers, m.n_kv_heads, m.head_dim}, c.kv_dtype, c.block_size);
+    return KvLayout(m.kv_geometry(), c.kv_dtype, c.block_size);
 }
 
 KvCacheConfig kv_config(const EngineConfig& c, const Model& model, Backend backend) {
@@ -66,47 +66,81 @@ double Engine::now() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
-RequestId Engine::add_request(std::string_view prompt, const RequestParams& params) {
+std::string_view to_string(RefusalReason reason) {
+    switch (reason) {
+    case RefusalReason::EmptyPrompt: return "empty_prompt";
+    case RefusalReason::BadCount: return "bad_count";
+    case RefusalReason::OverContext: return "over_context";
+    case RefusalReason::TokenOutsideVocab: return "token_outside_vocab";
+    case RefusalReason::BadSampling: return "bad_sampling";
+    case RefusalReason::OverPool: return "over_pool";
+    }
+    return "?";
+}
+
+Admission Engine::add_request(std::string_view prompt, const RequestParams& params) {
     return add_request(tokenizer_->encode(prompt), params);
 }
 
-RequestId Engine::add_request(std::vector<TokenId> prompt, const RequestParams& params) {
+Admission Engine::add_request(std::vector<TokenId> prompt, const RequestParams& params) {
+    if (std::optional<RequestRefusal> refused = refusal(prompt, params)) {
+        logger("engine")->warn("request refused: {}", refused->message);
+        ++refused_;
+        return Admission(std::move(*refused));
+    }
     const RequestId id = next_request_++;
     Request& r = requests_[id];
     r.params = params;
     r.prompt_tokens = static_cast<std::uint32_t>(prompt.size());
     r.arrival = now();
-    // One error output, not n, for an n beyond the cap.
-    r.open = params.n > kMaxSamplesPerRequest ? 1 : std::max<std::uint32_t>(params.n, 1);
-    const std::size_t context = model_->config().context_length;
-    std::string problem;
-    if (prompt.empty())
-        problem = "the prompt is empty";
-    else if (params.n > kMaxSamplesPerRequest)
-        problem = "n = " + std::to_string(params.n) + " samples; a request may ask for at most " +
-                  std::to_string(kMaxSamplesPerRequest);
-    else if (params.n == 0 || params.max_new_tokens == 0)
-        problem = "n and max_new_tokens must be at least 1";
-    else if (context > 0 && prompt.size() + params.max_new_tokens > context)
-        problem = "prompt of " + std::to_string(prompt.size()) + " tokens + " + std::to_string(params.max_new_tokens) +
-                  " new tokens exceeds the model's context of " + std::to_string(context) + " tokens";
-    else if (const auto bad = std::find_if(prompt.begin(), prompt.end(), [&](TokenId t) {
-                 return t < 0 || t >= static_cast<TokenId>(model_->config().vocab_size);
-             }); bad != prompt.end())
-        problem = "token id " + std::to_string(*bad) + " is outside the vocabulary";
-    try {
-        Sampler check(params.sampling); // validates the sampling parameters
-    } catch (const Error& e) {
-        problem = e.what();
-    }
-    if (!problem.empty()) {
-        reject(id, problem);
-        return id;
-    }
+    r.open = params.n;
     const SeqId s = new_seq(id, 0);
     scheduler_.add({s, std::move(prompt), r.prompt_tokens + params.max_new_tokens, 0, SeqStatus::Waiting, arrivals_++,
                     params.priority});
-    return id;
+    return Admission(id);
+}
+
+// Why a request can never run, checked before it gets an id; nothing when
+// it can.
+std::optional<RequestRefusal> Engine::refusal(std::span<const TokenId> prompt, const RequestParams& params) const {
+    RequestRefusal r{RefusalReason::EmptyPrompt, static_cast<std::uint32_t>(prompt.size()), params.max_new_tokens,
+                     params.n, std::nullopt, {}};
+    const std::size_t context = model_->config().context_length;
+    const auto outside_vocab = std::find_if(prompt.begin(), prompt.end(), [&](TokenId t) {
+        return t < 0 || t >= static_cast<TokenId>(model_->config().vocab_size);
+    });
+    if (prompt.empty()) {
+        r.message = "the prompt is empty";
+    } else if (params.n > kMaxSamplesPerRequest) {
+        r.reason = RefusalReason::BadCount;
+        r.message = "n = " + std::to_string(params.n) + " samples; a request may ask for at most " +
+                    std::to_string(kMaxSamplesPerRequest);
+    } else if (params.n == 0 || params.max_new_tokens == 0) {
+        r.reason = RefusalReason::BadCount;
+        r.message = "n and max_new_tokens must be at least 1";
+    } else if (context > 0 && prompt.size() + params.max_new_tokens > context) {
+        r.reason = RefusalReason::OverContext;
+        r.message = "prompt of " + std::to_string(prompt.size()) + " tokens + " +
+                    std::to_string(params.max_new_tokens) + " new tokens exceeds the model's context of " +
+                    std::to_string(context) + " tokens";
+    } else if (outside_vocab != prompt.end()) {
+        r.reason = RefusalReason::TokenOutsideVocab;
+        r.message = "token id " + std::to_string(*outside_vocab) + " is outside the vocabulary";
+    } else if (std::optional<KvRefusal> pool = kv_.refusal(prompt, params.max_new_tokens);
+               pool && pool->status == AllocStatus::Never) {
+        r.reason = RefusalReason::OverPool;
+        r.message = pool->reason;
+        r.pool = std::move(pool);
+    } else {
+        try {
+            Sampler check(params.sampling); // validates the sampling parameters
+            return std::nullopt;
+        } catch (const Error& e) {
+            r.reason = RefusalReason::BadSampling;
+            r.message = e.what();
+        }
+    }
+    return r;
 }
 
 SeqId Engine::new_seq(RequestId request, std::uint32_t index) {
@@ -117,16 +151,6 @@ SeqId Engine::new_seq(RequestId request, std::uint32_t index) {
     seqs_.emplace(id, Seq{request, index, Sampler(sampling), StreamDecoder(*tokenizer_), {}, 0, 0});
     r.seqs.push_back(id);
     return id;
-}
-
-// A request that never starts: every one of its samples ends with the error.
-void Engine::reject(RequestId request, const std::string& why) {
-    Request& r = requests_.at(request);
-    logger("engine")->warn("request {} rejected: {}", request, why);
-    for (std::uint32_t i = 0; i < r.open; ++i)
-        publish({request, i, {}, {}, FinishReason::Error, why});
-    requests_.erase(request);
-    ++completed_;
 }
 
 void Engine::abort(RequestId request) {
@@ -143,11 +167,6 @@ void Engine::step() {
     last_batch_ = {};
     sampled_this_step_ = 0;
     const Schedule schedule = scheduler_.schedule();
-    for (const auto& [seq, why] : schedule.rejected) {
-        const RequestId request = seqs_.at(seq).request;
-        seqs_.erase(seq);
-        reject(request, why);
-    }
     const std::uint64_t prompt_tokens = schedule.chunks.empty() ? 0 : run(schedule.chunks);
     std::erase_if(ended_seqs_, [&](const auto& e) { return kv_.pool().cached_blocks_of(e.first) == 0; });
     ++step_;
@@ -339,6 +358,7 @@ std::shared_ptr<const EngineSnapshot> Engine::snapshot() const {
     snap->swapped = scheduler_.num_swapped();
     snap->preemptions = scheduler_.preemptions();
     snap->completed_requests = completed_;
+    snap->refused_requests = refused_;
     snap->prompt_tokens = metrics_.prompt_tokens();
     snap->generated_tokens = metrics_.generated_tokens();
     snap->prompt_tokens_per_s = metrics_.prompt_tokens_per_s();

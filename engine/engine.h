@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/admission.h"
 #include "engine/engine_config.h"
 #include "engine/engine_snapshot.h"
 #include "engine/kv/kv_cache_manager.h"
@@ -25,9 +26,8 @@
 namespace kvscope {
 
 // The most parallel samples one request may ask for (OpenAI's API allows
-// 128 too). Each is a sequence the scheduler holds, and a rejected request
-// emits an output per sample: without a cap, n = UINT32_MAX would hang the
-// engine in reject().
+// 128 too). Each is a sequence the scheduler holds: without a cap,
+// n = UINT32_MAX would exhaust memory.
 inline constexpr std::uint32_t kMaxSamplesPerRequest = 128;
 
 struct RequestParams {
@@ -85,13 +85,12 @@ public:
 
     void set_output_callback(OutputCallback callback) { on_output_ = std::move(callback); }
 
-    // Always returns an id. A request that can never run (empty prompt,
-    // longer than the model's context, larger than the whole KV pool) ends
-    // with FinishReason::Error and a message saying why, one output per
-    // sample; others are unaffected. n beyond kMaxSamplesPerRequest is
-    // refused with one output (index 0).
-    RequestId add_request(std::string_view prompt, const RequestParams& params);
-    RequestId add_request(std::vector<TokenId> prompt, const RequestParams& params);
+    // The new request's id, or a refusal for a request that can never run
+    // (empty prompt, longer than the model's context, larger than the whole
+    // KV pool, bad sampling parameters, ...): a refused request gets no id
+    // and no output, and nothing else is affected.
+    Admission add_request(std::string_view prompt, const RequestParams& params);
+    Admission add_request(std::vector<TokenId> prompt, const RequestParams& params);
     void abort(RequestId request);
 
     // Schedules and runs one batch. Never throws for a request's sake: a
@@ -134,7 +133,7 @@ private:
 
     double now() const;
     SeqId new_seq(RequestId request, std::uint32_t index);
-    void reject(RequestId request, const std::string& why);
+    std::optional<RequestRefusal> refusal(std::span<const TokenId> prompt, const RequestParams& params) const;
     std::uint64_t run(std::span<const ScheduledChunk> chunks);
     std::string forward(std::span<const ScheduledChunk> chunks, bool from_block_start);
     std::uint64_t use_logits(std::span<const ScheduledChunk> chunks);
@@ -164,6 +163,7 @@ private:
     std::uint64_t arrivals_ = 0;
     std::uint64_t step_ = 0;
     std::uint64_t completed_ = 0;
+    std::uint64_t refused_ = 0;
     std::uint64_t sampled_this_step_ = 0;
     StepBatch last_batch_;
     ServingMetrics metrics_;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/core/backend.h"
+#include "engine/core/percentiles.h"
 #include "engine/kv/pool_memory.h"
 #include "engine/kv/pool_snapshot.h"
 #include "engine/sched/scheduler.h"
@@ -57,15 +58,6 @@ struct EndedSeq {
     bool operator==(const EndedSeq&) const = default;
 };
 
-// Latency percentiles over the engine's recent requests, in milliseconds;
-// 0 until the first sample.
-struct Percentiles {
-    double p50_ms = 0;
-    double p95_ms = 0;
-
-    bool operator==(const Percentiles&) const = default;
-};
-
 // Where the engine computes and where its KV pool's bytes live.
 struct DeviceSnapshot {
     Backend backend = Backend::Cpu;            // what runs the forward pass: Cpu or Cuda, never Auto
@@ -94,7 +86,8 @@ struct EngineSnapshot {
     std::vector<EndedSeq> ended_seqs;
     std::size_t running = 0, waiting = 0, swapped = 0; // sequences in each SeqStatus
     std::uint64_t preemptions = 0;        // since the engine started
-    std::uint64_t completed_requests = 0; // finished for any reason, rejected included
+    std::uint64_t completed_requests = 0; // finished for any reason
+    std::uint64_t refused_requests = 0;   // refused by add_request (never ran, no id)
     std::uint64_t prompt_tokens = 0;      // computed so far (prefix-cache hits excluded)
     std::uint64_t generated_tokens = 0;
     // Throughput of the engine's recent work: tokens computed by the steps

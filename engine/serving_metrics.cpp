@@ -27,15 +27,4 @@ double ServingMetrics::rate(std::uint64_t total, std::uint64_t Step::*before) co
 double ServingMetrics::prompt_tokens_per_s() const { return rate(prompt_total_, &Step::prompt_before); }
 double ServingMetrics::generation_tokens_per_s() const { return rate(generated_total_, &Step::generated_before); }
 
-Percentiles ServingMetrics::percentiles(std::vector<double> values) {
-    if (values.empty())
-        return {};
-    std::sort(values.begin(), values.end());
-    auto at = [&](double q) {
-        const auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(values.size()))) - 1;
-        return values[std::min(i, values.size() - 1)] * 1000.0;
-    };
-    return {at(0.50), at(0.95)};
-}
-
 } // namespace kvscope

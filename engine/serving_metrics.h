@@ -29,8 +29,8 @@ public:
     double generation_tokens_per_s() const;
     double busy_s() const { return busy_total_; }
     double last_step_s() const { return last_step_s_; }
-    Percentiles ttft() const { return percentiles(ttft_); }
-    Percentiles itl() const { return percentiles(itl_); }
+    Percentiles ttft() const { return percentiles_of_seconds(ttft_); }
+    Percentiles itl() const { return percentiles_of_seconds(itl_); }
     std::uint64_t prompt_tokens() const { return prompt_total_; }
     std::uint64_t generated_tokens() const { return generated_total_; }
 
@@ -44,7 +44,6 @@ private:
         std::uint64_t generated_before;
     };
     double rate(std::uint64_t total, std::uint64_t Step::*before) const;
-    static Percentiles percentiles(std::vector<double> values);
 
     double window_s_;
     std::deque<Step> window_;

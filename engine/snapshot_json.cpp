@@ -43,7 +43,9 @@ Json to_json(const DeviceSnapshot& d) {
             {"memory_free", optional_value(d.memory_free)}};
 }
 
-Json to_json(const Percentiles& p) { return {{"p50_ms", p.p50_ms}, {"p95_ms", p.p95_ms}}; }
+Json to_json(const Percentiles& p) {
+    return {{"p50_ms", p.p50_ms}, {"p90_ms", p.p90_ms}, {"p95_ms", p.p95_ms}, {"p99_ms", p.p99_ms}};
+}
 
 Json to_json(const SeqSnapshot& s) {
     return {{"seq", s.seq},
@@ -172,7 +174,9 @@ DeviceSnapshot read_device(const Json& j) {
     return d;
 }
 
-Percentiles read_percentiles(const Json& j) { return {read<double>(j, "p50_ms"), read<double>(j, "p95_ms")}; }
+Percentiles read_percentiles(const Json& j) {
+    return {read<double>(j, "p50_ms"), read<double>(j, "p90_ms"), read<double>(j, "p95_ms"), read<double>(j, "p99_ms")};
+}
 
 SeqSnapshot read_seq(const Json& j) {
     SeqSnapshot s;
@@ -292,6 +296,7 @@ Json to_json(const EngineSnapshot& s) {
             {"swapped", s.swapped},
             {"preemptions", s.preemptions},
             {"completed_requests", s.completed_requests},
+            {"refused_requests", s.refused_requests},
             {"prompt_tokens", s.prompt_tokens},
             {"generated_tokens", s.generated_tokens},
             {"prompt_tokens_per_s", s.prompt_tokens_per_s},
@@ -323,6 +328,7 @@ EngineSnapshot engine_snapshot_from_json(const Json& j) {
     s.swapped = read<std::size_t>(j, "swapped");
     s.preemptions = read<std::uint64_t>(j, "preemptions");
     s.completed_requests = read<std::uint64_t>(j, "completed_requests");
+    s.refused_requests = read<std::uint64_t>(j, "refused_requests");
     s.prompt_tokens = read<std::uint64_t>(j, "prompt_tokens");
     s.generated_tokens = read<std::uint64_t>(j, "generated_tokens");
     s.prompt_tokens_per_s = read<double>(j, "prompt_tokens_per_s");

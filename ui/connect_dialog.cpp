@@ -8,21 +8,14 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
-#include "net/attach/server_readers.h"
+#include "net/attach/connect_options.h"
+#include "net/attach/kv_cache_types.h"
 #include "engine/core/error.h"
 
 namespace kvscope::ui {
 namespace {
 
 const QString kAuto = QStringLiteral("auto");
-
-std::vector<std::string> splitList(const QString& text) {
-    std::vector<std::string> items;
-    for (const QString& item : text.split(QLatin1Char(','), Qt::SkipEmptyParts))
-        if (!item.trimmed().isEmpty())
-            items.push_back(item.trimmed().toStdString());
-    return items;
-}
 
 } // namespace
 
@@ -42,26 +35,10 @@ QStringList serverKindNames() {
 }
 
 attach::ConnectOptions connectOptions(const ConnectText& text) {
-    attach::ConnectOptions options;
-    options.url = text.url.trimmed().toStdString();
-    while (options.url.ends_with('/'))
-        options.url.pop_back();
-    options.api_key = text.apiKey.trimmed().toStdString();
-    const QString kind = text.kind.trimmed();
-    if (!kind.isEmpty() && kind != kAuto) {
-        options.kind = attach::parse_server_kind(kind.toStdString());
-        if (!options.kind)
-            throw Error("unknown server kind '" + kind.toStdString() + "' (known: " +
-                        serverKindNames().join(QStringLiteral(", ")).toStdString() + ")");
-    }
-    options.kv_events = splitList(text.kvEvents);
-    options.kv_replay = splitList(text.kvReplay);
-    options.kv_topic = text.kvTopic.trimmed().toStdString();
-    if (!text.kvDtype.trimmed().isEmpty())
-        options.kv_dtype = text.kvDtype.trimmed().toStdString();
-    options.kv_unified = attach::parse_kv_unified(text.kvUnified.trimmed().toStdString());
-    attach::validate(options);
-    return options;
+    return attach::parse_connect_options({text.url.toStdString(), text.apiKey.toStdString(), text.kind.toStdString(),
+                                          text.kvEvents.toStdString(), text.kvReplay.toStdString(),
+                                          text.kvTopic.toStdString(), text.kvDtype.toStdString(),
+                                          text.kvUnified.toStdString()});
 }
 
 ConnectDialog::ConnectDialog(QWidget* parent)

@@ -28,10 +28,9 @@ struct ConnectText {
     QString kvUnified{}; // llama.cpp's slots share one KV buffer (-kvu): "yes", "no", "auto" or empty: guess
 };
 
-// The options the text asks for. Throws kvscope::Error, with a message
-// that says what to fix, for text that cannot work (an unknown kind, and
-// whatever attach::validate refuses: a URL that is not http://HOST:PORT,
-// an endpoint that is not tcp://HOST:PORT, an unknown KV dtype).
+// The options the text asks for, as attach::parse_connect_options reads
+// them (the one parser, shared with kvscope-cli top). Throws
+// kvscope::Error, with a message that says what to fix.
 attach::ConnectOptions connectOptions(const ConnectText& text);
 
 // The KV cache types llama.cpp's server takes (-ctk/-ctv), f16 first (its

@@ -147,15 +147,15 @@ void EngineController::submitChat(const ChatTurn& turn) {
     }
     const auto promptTokens = static_cast<std::uint32_t>(fitted.prompt.size());
     failed.dropped_messages = fitted.dropped_messages;
-    rejection_.reset();
-    const RequestId id = engine_->add_request(std::move(fitted.prompt), fitted.params);
-    if (rejection_ && rejection_->first == id) {
+    const Admission admitted = engine_->add_request(std::move(fitted.prompt), fitted.params);
+    if (const RequestRefusal* refused = admitted.refusal()) {
         conversations_.at(turn.chat).drop_last();
-        failed.error = rejection_->second;
+        failed.error = refused->message;
         failed.prompt_tokens = promptTokens;
         emit chatFinished(failed);
         return;
     }
+    const RequestId id = admitted.id();
     ChatRequest& chat = chats_[id];
     chat.chat = turn.chat;
     chat.prompt_tokens = promptTokens;
@@ -282,11 +282,8 @@ void EngineController::onOutput(const RequestOutput& out) {
             finishChat(it->first, out);
         return;
     }
-    if (workload_ && workload_->on_output(out))
-        return;
-    // Neither a chat nor a workload request yet: add_request is rejecting it.
-    if (out.finish == FinishReason::Error)
-        rejection_ = {out.request, out.error};
+    if (workload_)
+        workload_->on_output(out);
 }
 
 void EngineController::finishChat(RequestId request, const RequestOutput& out) {

@@ -142,8 +142,6 @@ private:
     // Each chat's conversation as token ids (engine/chat): valid for the
     // loaded model's vocabulary, so kept across Apply and forgotten on load.
     std::map<int, Conversation> conversations_;
-    // add_request rejects a request synchronously, before its id is known here.
-    std::optional<std::pair<RequestId, std::string>> rejection_;
     std::optional<WorkloadFeeder> workload_;
     QTimer* arrivalTimer_;
     bool stepQueued_ = false;

@@ -4,16 +4,9 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/core/percentiles.h"
+
 namespace kvscope::ui {
-namespace {
-
-// The value below which a share `q` of the sorted samples lie (nearest rank).
-double quantile(const std::vector<double>& sorted, double q) {
-    const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(sorted.size())));
-    return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
-}
-
-} // namespace
 
 LatencyWindow::LatencyWindow(double span_s) : span_s_(std::max(span_s, 0.0)) {}
 
@@ -36,8 +29,8 @@ LatencySummary LatencyWindow::recent(double span_s) const {
     for (const Sample& s : recent_)
         if (s.time_s >= from)
             late.push_back(s.late_ms);
-    std::sort(late.begin(), late.end());
-    return {late.size(), late.back(), quantile(late, 0.95), quantile(late, 0.5)};
+    const double worst = *std::max_element(late.begin(), late.end());
+    return {late.size(), worst, percentile(late, 95), percentile(late, 50)};
 }
 
 double LatencyWindow::bucket_quantile(double q) const {

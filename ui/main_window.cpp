@@ -513,7 +513,7 @@ void MainWindow::onModelLoaded(const ModelSummary& summary) {
     kvQuant_->setModel(summary.model, summary.source.label());
     compare_->setModelSource(summary.source);
     const ModelShape shape{summary.source.label(),
-                           {summary.config.n_layers, summary.config.n_kv_heads, summary.config.head_dim},
+                           summary.config.kv_geometry(),
                            summary.config.context_length};
     settings_->setModelShape(shape);
     compare_->setModelShape(shape);

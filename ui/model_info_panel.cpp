@@ -89,17 +89,6 @@ QString countText(double count) {
     return QString::number(count, 'f', 0);
 }
 
-QString bytesText(double bytes) {
-    constexpr double kib = 1024;
-    if (bytes >= kib * kib * kib)
-        return QStringLiteral("%1 GiB").arg(bytes / (kib * kib * kib), 0, 'f', 2);
-    if (bytes >= kib * kib)
-        return QStringLiteral("%1 MiB").arg(bytes / (kib * kib), 0, 'f', 1);
-    if (bytes >= kib)
-        return QStringLiteral("%1 KiB").arg(bytes / kib, 0, 'f', 1);
-    return QStringLiteral("%1 bytes").arg(bytes, 0, 'f', 0);
-}
-
 ModelInfoPanel::ModelInfoPanel(QWidget* parent) : QWidget(parent), label_(new QLabel) {
     label_->setObjectName(QStringLiteral("modelInfo"));
     label_->setTextFormat(Qt::RichText);

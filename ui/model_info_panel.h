@@ -2,6 +2,7 @@
 
 #include <QWidget>
 
+#include "engine/core/byte_text.h"
 #include "engine/engine_snapshot.h"
 
 #include "ui/model_summary.h"
@@ -31,8 +32,8 @@ private:
 QString kvLocationText(const DeviceSnapshot& device);
 // What runs the engine: "CPU · 8 threads", "GPU · NVIDIA H200".
 QString backendText(const DeviceSnapshot& device, int threads);
-// "1.1 B", "260.0 K"; "12.3 MiB".
+// "1.1 B", "260.0 K". Byte counts: bytesText, engine/core/byte_text.h's words as a QString.
 QString countText(double count);
-QString bytesText(double bytes);
+inline QString bytesText(double bytes) { return QString::fromStdString(bytes_text(bytes)); }
 
 } // namespace kvscope::ui

@@ -5,6 +5,9 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include "engine/core/byte_text.h"
+#include "net/attach/kv_cache_types.h"
+
 namespace kvscope::ui {
 namespace {
 
@@ -25,17 +28,6 @@ std::string count(std::uint64_t n) {
 }
 
 std::string percent(double share) { return fmt::format("{:.1f}%", share * 100.0); }
-
-std::string bytes(double n) {
-    constexpr double kib = 1024;
-    if (n >= kib * kib * kib)
-        return fmt::format("{:.2f} GiB", n / (kib * kib * kib));
-    if (n >= kib * kib)
-        return fmt::format("{:.1f} MiB", n / (kib * kib));
-    if (n >= kib)
-        return fmt::format("{:.1f} KiB", n / kib);
-    return fmt::format("{:.0f} bytes", n);
-}
 
 std::string rate(double per_s) { return fmt::format("{:.1f}", per_s); }
 
@@ -78,9 +70,9 @@ void add_kv_rows(std::vector<FigureText>& rows, const ServerFigures& f) {
         add(rows, "KV tokens", count(*capacity) + " capacity");
     if (f.kv_bytes_per_token && capacity)
         add(rows, "KV bytes",
-            (used ? bytes(static_cast<double>(*used * *f.kv_bytes_per_token)) + " of " : std::string()) +
-                bytes(static_cast<double>(*capacity * *f.kv_bytes_per_token)) +
-                fmt::format(" ({} per token)", bytes(static_cast<double>(*f.kv_bytes_per_token))));
+            (used ? bytes_text(static_cast<double>(*used * *f.kv_bytes_per_token)) + " of " : std::string()) +
+                bytes_text(static_cast<double>(*capacity * *f.kv_bytes_per_token)) +
+                fmt::format(" ({} per token)", bytes_text(static_cast<double>(*f.kv_bytes_per_token))));
 }
 
 // What storing K and V as `dtype` saves against f16: in bytes when the
@@ -88,7 +80,7 @@ void add_kv_rows(std::vector<FigureText>& rows, const ServerFigures& f) {
 void add_quant_row(std::vector<FigureText>& rows, const ServerFigures& f) {
     if (!f.kv_dtype)
         return;
-    const auto bits = kv_dtype_bits(*f.kv_dtype);
+    const auto bits = attach::kv_cache_type_bits(*f.kv_dtype);
     if (!bits) {
         add(rows, "KV dtype", *f.kv_dtype + " (its size is not known here)");
         return;
@@ -101,7 +93,7 @@ void add_quant_row(std::vector<FigureText>& rows, const ServerFigures& f) {
     if (f.kv_bytes_per_token && capacity) {
         const double pool = static_cast<double>(*capacity * *f.kv_bytes_per_token);
         const double as_f16 = pool * kF16Bits / *bits;
-        add(rows, "Saved vs f16", bytes(as_f16 - pool) + " (" + percent(saved_share) + ")");
+        add(rows, "Saved vs f16", bytes_text(as_f16 - pool) + " (" + percent(saved_share) + ")");
     } else {
         add(rows, "Saved vs f16", percent(saved_share) + " of the KV bytes (pool bytes not reported)");
     }
@@ -231,20 +223,6 @@ std::string server_kind_title(ServerKind kind) {
     case ServerKind::Vllm: return "vLLM server";
     }
     return "server";
-}
-
-std::optional<double> kv_dtype_bits(std::string_view name) {
-    // llama.cpp's block types: bytes per 32-value block * 8 / 32.
-    static constexpr std::array<std::pair<std::string_view, double>, 18> kBits{{
-        {"f32", 32},      {"float32", 32},  {"f16", 16},      {"float16", 16},  {"half", 16},
-        {"bf16", 16},     {"bfloat16", 16}, {"auto", 16},     {"fp8", 8},       {"fp8_e4m3", 8},
-        {"fp8_e5m2", 8},  {"fp8_inc", 8},   {"q8_0", 8.5},    {"q5_1", 6},      {"q5_0", 5.5},
-        {"q4_1", 5},      {"q4_0", 4.5},    {"iq4_nl", 4.5},
-    }};
-    for (const auto& [known, bits] : kBits)
-        if (known == name)
-            return bits;
-    return std::nullopt;
 }
 
 ServerView server_view(const RemoteSample& s) {

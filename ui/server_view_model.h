@@ -75,11 +75,5 @@ ServerView server_view(const attach::RemoteSample& sample);
 // "llama.cpp server", "kvscope server", "vLLM server".
 std::string server_kind_title(attach::ServerKind kind);
 
-// Bits per K or V value of a KV cache type as vLLM ("fp8", "fp8_e5m2",
-// "auto") or llama.cpp ("q8_0", "iq4_nl") names it, block scales included;
-// nullopt for a name not known here. vLLM's "auto" is the model's own
-// 16-bit type. (A kvscope server's types are the KV quantization
-// dashboard's business: it has the exact layout.)
-std::optional<double> kv_dtype_bits(std::string_view name);
 
 } // namespace kvscope::ui

@@ -115,7 +115,7 @@ nlohmann::ordered_json dtype_comparison(const std::vector<ServeRunResult>& runs,
         const ServeRunResult& f16 = *std::find_if(runs.begin(), runs.end(), [&](const ServeRunResult& x) {
             return x.config.kv_dtype == KvDtype::F16 && x.config.allocation == r.config.allocation;
         });
-        const KvLayout layout({m.n_layers, m.n_kv_heads, m.head_dim}, r.config.kv_dtype, r.config.block_size);
+        const KvLayout layout(m.kv_geometry(), r.config.kv_dtype, r.config.block_size);
         rows.push_back({{"kv_dtype", std::string(to_string(r.config.kv_dtype))},
                         {"mode", std::string(to_string(r.config.allocation))},
                         {"bytes_per_block", layout.bytes_per_block()},

@@ -9,22 +9,11 @@
 #include "engine/core/error.h"
 #include "engine/presets/device_presets.h"
 #include "engine/presets/kv_calculator.h"
+#include "engine/core/byte_text.h"
 #include "engine/presets/model_presets.h"
 
 namespace kvscope::cli {
 namespace {
-
-std::string bytes_text(double bytes) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (bytes >= 1024.0 && u < 4) {
-        bytes /= 1024.0;
-        ++u;
-    }
-    char text[32];
-    std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
-    return text;
-}
 
 std::string count_text(double n) {
     const char* units[] = {"", "K", "M", "B"};

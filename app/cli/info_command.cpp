@@ -38,7 +38,7 @@ nlohmann::ordered_json info_json(const GgufFile& file, const ModelConfig& c, con
             {"tensors", t.tensors}, {"parameters", t.parameters}, {"bytes", t.bytes}};
     for (KvDtype d : all_kv_dtypes())
         j["kv_bytes_per_token"][std::string(to_string(d))] =
-            KvLayout({c.n_layers, c.n_kv_heads, c.head_dim}, d, 16).bytes_per_token();
+            KvLayout(c.kv_geometry(), d, 16).bytes_per_token();
     return j;
 }
 

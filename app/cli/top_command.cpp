@@ -27,34 +27,17 @@ using attach::ServerFigures;
 // --once waits this long for the first complete answer before it gives up.
 constexpr auto kOnceDeadline = 10s;
 
-std::vector<std::string> split_commas(const std::string& list) {
-    std::vector<std::string> items;
-    for (std::size_t at = 0; at <= list.size();) {
-        const std::size_t end = std::min(list.find(',', at), list.size());
-        if (end > at)
-            items.push_back(list.substr(at, end - at));
-        at = end + 1;
-    }
-    return items;
-}
-
 attach::ConnectOptions read_options(Args& args) {
-    attach::ConnectOptions o;
     const auto url = args.value("--url");
     if (!url)
         throw Error("top needs --url, the server's address, e.g. --url http://127.0.0.1:8000");
-    o.url = *url;
-    if (const auto kind = args.value("--server-kind")) {
-        o.kind = attach::parse_server_kind(*kind);
-        if (!o.kind)
-            throw Error("--server-kind must be kvscope, llama.cpp or vllm, got '" + *kind + "'");
-    }
-    o.api_key = args.value_or("--api-key", "");
-    o.kv_events = split_commas(args.value_or("--kv-events", ""));
-    o.kv_replay = split_commas(args.value_or("--kv-replay", ""));
-    o.kv_topic = args.value_or("--kv-topic", "");
-    o.kv_dtype = args.value_or("--kv-dtype", o.kv_dtype);
-    o.kv_unified = attach::parse_kv_unified(args.value_or("--kv-unified", "auto"));
+    attach::ConnectOptions o = attach::parse_connect_options({*url, args.value_or("--api-key", ""),
+                                                              args.value_or("--server-kind", ""),
+                                                              args.value_or("--kv-events", ""),
+                                                              args.value_or("--kv-replay", ""),
+                                                              args.value_or("--kv-topic", ""),
+                                                              args.value_or("--kv-dtype", ""),
+                                                              args.value_or("--kv-unified", "")});
     o.interval = std::chrono::milliseconds(static_cast<std::int64_t>(1000 * args.number_or("--interval", 1, 0.1, 3600)));
     attach::validate(o);
     return o;

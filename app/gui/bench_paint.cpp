@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/gui/bench_paint.h"
+#include "engine/core/percentiles.h"
 #include "engine/kv/kv_cache_manager.h"
 #include "ui/block_map_widget.h"
 
@@ -19,11 +20,6 @@ namespace {
 
 constexpr std::uint32_t kBlockSize = 16;
 constexpr std::size_t kSystemPromptTokens = 64; // shared by every 6th sequence: prefix-cache hits
-
-struct PaintTimes {
-    double median_ms = 0;
-    double p95_ms = 0;
-};
 
 // A pool that looks like a busy server's: ~90 % used by sequences of mixed
 // lengths (partially filled last blocks), shared blocks from forks and a
@@ -54,15 +50,9 @@ std::shared_ptr<const PoolSnapshot> busy_pool(std::uint32_t num_blocks) {
     return m.snapshot();
 }
 
-double percentile(std::vector<double> samples, double p) {
-    std::sort(samples.begin(), samples.end());
-    const auto index = static_cast<std::size_t>(p * static_cast<double>(samples.size() - 1) + 0.5);
-    return samples[index];
-}
-
 // Each frame hands the widget the snapshot again, as a live view would on
 // every engine update, so the cells are rendered anew rather than reused.
-PaintTimes time_frames(ui::BlockMapWidget& widget, const std::shared_ptr<const PoolSnapshot>& snapshot,
+Percentiles time_frames(ui::BlockMapWidget& widget, const std::shared_ptr<const PoolSnapshot>& snapshot,
                        QImage& target, int frames) {
     widget.setSnapshot(snapshot);
     widget.render(&target); // warm-up: polish, first allocation of the cell image
@@ -73,7 +63,7 @@ PaintTimes time_frames(ui::BlockMapWidget& widget, const std::shared_ptr<const P
         widget.render(&target);
         ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
-    return {percentile(ms, 0.5), percentile(ms, 0.95)};
+    return percentiles_ms(std::move(ms));
 }
 
 } // namespace
@@ -84,18 +74,18 @@ int run_bench_paint(const BenchPaintOptions& options) {
     ui::BlockMapWidget widget;
     widget.resize(width, height);
     QImage target(width, height, QImage::Format_ARGB32_Premultiplied);
-    const PaintTimes t = time_frames(widget, snapshot, target, frames);
+    const Percentiles t = time_frames(widget, snapshot, target, frames);
     const int cell = widget.blockRect(0).width();
 
     if (json) {
-        const nlohmann::json out = {{"blocks", blocks}, {"frames", frames},     {"median_ms", t.median_ms},
+        const nlohmann::json out = {{"blocks", blocks}, {"frames", frames},     {"median_ms", t.p50_ms},
                                     {"p95_ms", t.p95_ms}, {"width", width},     {"height", height},
                                     {"cell_px", cell}};
         std::printf("%s\n", out.dump().c_str());
     } else {
         std::printf("block map paint: %u blocks at %dx%d (%d px cells), %d frames\n", blocks, width, height, cell,
                     frames);
-        std::printf("  median %.2f ms/frame, p95 %.2f ms/frame (60 fps budget: 16 ms)\n", t.median_ms, t.p95_ms);
+        std::printf("  median %.2f ms/frame, p95 %.2f ms/frame (60 fps budget: 16 ms)\n", t.p50_ms, t.p95_ms);
     }
     return 0;
 }

@@ -36,7 +36,7 @@ std::string row_name(const BatchedBenchShape& s) {
 
 KvLayout model_kv_layout(const EngineConfig& config, const Model& model) {
     const ModelConfig& m = model.config();
-    return KvLayout({m.n_layers, m.n_kv_heads, m.head_dim}, config.kv_dtype, config.block_size);
+    return KvLayout(m.kv_geometry(), config.kv_dtype, config.block_size);
 }
 
 } // namespace
@@ -109,8 +109,14 @@ BatchedBenchRow run_batched_bench_row(Engine& engine, const BatchedBenchShape& s
             error = out.error;
     });
     std::vector<RequestId> ids;
-    for (std::vector<TokenId>& prompt : bench_prompts(engine.model(), shape))
-        ids.push_back(engine.add_request(std::move(prompt), params));
+    for (std::vector<TokenId>& prompt : bench_prompts(engine.model(), shape)) {
+        const Admission admitted = engine.add_request(std::move(prompt), params);
+        if (!admitted.accepted()) {
+            error = admitted.refusal()->message;
+            break;
+        }
+        ids.push_back(admitted.id());
+    }
     const std::uint64_t preemptions = engine.scheduler().preemptions();
 
     BatchedBenchRow row{shape};

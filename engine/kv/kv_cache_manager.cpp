@@ -95,28 +95,38 @@ AllocStatus KvCacheManager::can_allocate(std::span<const TokenId> prompt, std::u
     return AllocStatus::Ok;
 }
 
-std::string KvCacheManager::refusal(std::span<const TokenId> prompt, std::uint32_t max_new_tokens) const {
+std::optional<KvRefusal> KvCacheManager::refusal(std::span<const TokenId> prompt, std::uint32_t max_new_tokens) const {
+    const AllocStatus status = can_allocate(prompt, max_new_tokens);
+    if (status == AllocStatus::Ok)
+        return std::nullopt;
+    KvRefusal r{status, prompt.size(), max_new_tokens, 0, pool_.num_free(), config_.num_blocks, watermark_blocks(), {}};
     const std::string request = str(prompt.size()) + " prompt + " + str(max_new_tokens) + " new tokens";
-    if (prompt.empty())
-        return "a sequence needs at least one prompt token";
-    const std::size_t lifetime_blocks = config_.layout.blocks_for_tokens(prompt.size() + max_new_tokens);
-    if (can_allocate(prompt, max_new_tokens) == AllocStatus::Never)
-        return "request of " + request + " needs " + str(lifetime_blocks) + " blocks of " + str(block_size()) +
-               " tokens but the pool has " + str(config_.num_blocks) + " blocks" +
-               (watermark_blocks() ? " (" + str(watermark_blocks()) + " kept free as watermark)" : "") +
-               ": it can never fit";
-    const std::size_t needed = blocks_needed(prompt, max_new_tokens, prefix_hits(prompt));
-    if (config_.mode == AllocationMode::Contiguous && pool_.num_free() >= needed + watermark_blocks()) {
-        std::vector<BlockInfo> infos = block_infos(nullptr);
-        const FragmentationStats f = compute_fragmentation(infos, block_size(), config_.mode, needed);
-        return "contiguous allocation of " + str(needed) + " blocks for " + request + " failed: " +
-               str(f.free_blocks) + " blocks are free but the largest free run is " + str(f.largest_free_run) +
-               " (external fragmentation: " + str(f.external_blocks) + " of " + str(f.total_blocks) +
-               " blocks, " + percent(f.external_fragmentation()) + ")";
+    if (prompt.empty()) {
+        r.reason = "a sequence needs at least one prompt token";
+        return r;
     }
-    return "request of " + request + " needs " + str(needed) + " free blocks" +
-           (watermark_blocks() ? " plus a watermark of " + str(watermark_blocks()) : "") + " but only " +
-           str(pool_.num_free()) + " of " + str(config_.num_blocks) + " are free";
+    if (status == AllocStatus::Never) {
+        r.blocks_needed = config_.layout.blocks_for_tokens(prompt.size() + max_new_tokens);
+        r.reason = "request of " + request + " needs " + str(r.blocks_needed) + " blocks of " + str(block_size()) +
+                   " tokens but the pool has " + str(config_.num_blocks) + " blocks" +
+                   (r.watermark_blocks ? " (" + str(r.watermark_blocks) + " kept free as watermark)" : "") +
+                   ": it can never fit";
+        return r;
+    }
+    r.blocks_needed = blocks_needed(prompt, max_new_tokens, prefix_hits(prompt));
+    if (config_.mode == AllocationMode::Contiguous && r.free_blocks >= r.blocks_needed + r.watermark_blocks) {
+        std::vector<BlockInfo> infos = block_infos(nullptr);
+        const FragmentationStats f = compute_fragmentation(infos, block_size(), config_.mode, r.blocks_needed);
+        r.reason = "contiguous allocation of " + str(r.blocks_needed) + " blocks for " + request + " failed: " +
+                   str(f.free_blocks) + " blocks are free but the largest free run is " + str(f.largest_free_run) +
+                   " (external fragmentation: " + str(f.external_blocks) + " of " + str(f.total_blocks) +
+                   " blocks, " + percent(f.external_fragmentation()) + ")";
+        return r;
+    }
+    r.reason = "request of " + request + " needs " + str(r.blocks_needed) + " free blocks" +
+               (r.watermark_blocks ? " plus a watermark of " + str(r.watermark_blocks) : "") + " but only " +
+               str(r.free_blocks) + " of " + str(r.total_blocks) + " are free";
+    return r;
 }
 
 std::vector<BlockId> KvCacheManager::take_blocks(std::size_t count) {
@@ -140,11 +150,10 @@ std::vector<BlockId> KvCacheManager::take_run(std::size_t count, const std::stri
 std::uint32_t KvCacheManager::allocate(SeqId seq, std::span<const TokenId> prompt, std::uint32_t max_new_tokens) {
     if (seqs_.contains(seq))
         throw KvError("sequence " + std::to_string(seq) + " already exists");
-    const AllocStatus status = can_allocate(prompt, max_new_tokens);
-    if (status != AllocStatus::Ok) {
-        if (status == AllocStatus::Later)
-            pending_request_blocks_ = blocks_needed(prompt, max_new_tokens, prefix_hits(prompt));
-        throw KvError(refusal(prompt, max_new_tokens));
+    if (const std::optional<KvRefusal> refused = refusal(prompt, max_new_tokens)) {
+        if (refused->status == AllocStatus::Later)
+            pending_request_blocks_ = refused->blocks_needed;
+        throw KvError(refused->reason);
     }
     Sequence s;
     s.tokens.assign(prompt.begin(), prompt.end());

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -36,6 +37,19 @@ struct KvCacheConfig {
 // Whether a request can be allocated: now, after others finish, or never.
 enum class AllocStatus : std::uint8_t { Ok, Later, Never };
 
+// Why the pool cannot take a request: what was asked, what the pool holds,
+// and the reason in words a person can act on.
+struct KvRefusal {
+    AllocStatus status = AllocStatus::Never; // Later or Never, never Ok
+    std::size_t prompt_tokens = 0;           // asked
+    std::size_t max_new_tokens = 0;
+    std::size_t blocks_needed = 0;           // over the request's life (Never) or now (Later)
+    std::size_t free_blocks = 0;             // what the pool holds
+    std::size_t total_blocks = 0;
+    std::size_t watermark_blocks = 0;
+    std::string reason;
+};
+
 // Where a token's K and V go: slot `slot` of physical block `block`.
 struct SlotRef {
     BlockId block = 0;
@@ -61,10 +75,12 @@ public:
     // Admission. A prompt of prompt.size() tokens that will grow by at most
     // max_new_tokens. Never: it cannot fit even in an empty pool.
     AllocStatus can_allocate(std::span<const TokenId> prompt, std::uint32_t max_new_tokens) const;
+    // Why can_allocate is not Ok, in numbers and words; nothing when it is.
+    std::optional<KvRefusal> refusal(std::span<const TokenId> prompt, std::uint32_t max_new_tokens) const;
     // Allocates slots for the whole prompt and returns how many of its tokens
     // came from the prefix cache (their K/V need no recompute). Throws KvError
-    // saying why when can_allocate is not Ok (and records the request as
-    // pending for the external fragmentation figure).
+    // with refusal()'s reason when can_allocate is not Ok (and records the
+    // request as pending for the external fragmentation figure).
     std::uint32_t allocate(SeqId seq, std::span<const TokenId> prompt, std::uint32_t max_new_tokens);
 
     // Decode. can_append: one more token fits without preempting anyone.
@@ -138,7 +154,6 @@ private:
     std::vector<BlockId> prefix_hits(std::span<const TokenId> prompt) const;
     std::size_t blocks_needed(std::span<const TokenId> prompt, std::uint32_t max_new_tokens,
                               std::span<const BlockId> hits) const;
-    std::string refusal(std::span<const TokenId> prompt, std::uint32_t max_new_tokens) const;
     std::vector<BlockId> take_blocks(std::size_t count);
     std::vector<BlockId> take_run(std::size_t count, const std::string& purpose);
     void seal_full_block(Sequence& s, std::size_t logical_block);

@@ -4,15 +4,9 @@
 #include <cstdint>
 
 #include "engine/kv/kv_dtype.h"
+#include "engine/kv/kv_geometry.h"
 
 namespace kvscope {
-
-// The shape of a model's KV cache: what every token stores.
-struct KvGeometry {
-    std::uint32_t n_layers = 0;
-    std::uint32_t n_kv_heads = 0;
-    std::uint32_t head_dim = 0;
-};
 
 // The one source of truth for KV byte accounting and addressing.
 //

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/kv/kv_geometry.h"
 #include "engine/model/gguf_file.h"
 
 namespace kvscope {
@@ -47,6 +48,7 @@ struct ModelConfig {
 
     std::uint32_t q_dim() const { return n_heads * head_dim; }
     std::uint32_t kv_dim() const { return n_kv_heads * head_dim; }
+    KvGeometry kv_geometry() const { return {n_layers, n_kv_heads, head_dim}; }
 };
 
 // Reads the configuration of a `llama` (also Mistral, TinyLlama) or `qwen2`

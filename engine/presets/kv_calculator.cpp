@@ -22,7 +22,7 @@ CalcModel calc_model(const ModelGeometry& preset) {
 
 CalcModel calc_model(const ModelConfig& config, const TensorStats& stats, const std::string& fallback_name) {
     return {config.name.empty() ? fallback_name : config.name,
-            {config.n_layers, config.n_kv_heads, config.head_dim},
+            config.kv_geometry(),
             stats.parameters,
             stats.bytes,
             config.context_length};

@@ -16,7 +16,7 @@ constexpr SeqId kSeq = 1;
 
 KvLayout layout_for(const Model& model, KvDtype dtype, std::uint32_t block_size) {
     const ModelConfig& c = model.config();
-    return KvLayout({c.n_layers, c.n_kv_heads, c.head_dim}, dtype, block_size);
+    return KvLayout(c.kv_geometry(), dtype, block_size);
 }
 
 // One sequence teacher-forced through its own paged KV cache in one dtype,

@@ -17,7 +17,7 @@ std::vector<float> teacher_forced_logits(const Model& model, std::span<const Tok
         throw Error(std::to_string(tokens.size()) + " tokens exceed the model's context of " +
                     std::to_string(c.context_length) + " tokens");
     constexpr SeqId kSeq = 1;
-    const KvLayout layout({c.n_layers, c.n_kv_heads, c.head_dim}, kv_dtype, block_size);
+    const KvLayout layout(c.kv_geometry(), kv_dtype, block_size);
     KvCacheManager kv({layout, static_cast<std::uint32_t>(layout.blocks_for_tokens(tokens.size())),
                        AllocationMode::Paged, false, 0, 0.0, MemoryPlace::Host});
     Runner runner(c, model.cpu_weights(threads), layout, threads);

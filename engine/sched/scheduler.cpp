@@ -54,6 +54,8 @@ const SchedSeq& Scheduler::seq(SeqId id) const {
 void Scheduler::add(SchedSeq s) {
     if (s.tokens.empty())
         throw Error("scheduler: sequence " + std::to_string(s.id) + " has no tokens");
+    if (const auto refused = kv_.refusal(s.tokens, new_tokens(s)); refused && refused->status == AllocStatus::Never)
+        throw KvError("scheduler: sequence " + std::to_string(s.id) + ": " + refused->reason);
     s.status = SeqStatus::Waiting;
     s.computed = 0;
     const SeqId id = s.id;
@@ -212,20 +214,9 @@ void Scheduler::admit_waiting(std::uint32_t& budget, Schedule& out) {
         SchedSeq& s = seqs_.at(waiting_.front());
         const std::uint32_t max_new = new_tokens(s);
         const AllocStatus status = kv_.can_allocate(s.tokens, max_new);
-        if (status == AllocStatus::Later)
-            return; // FCFS: nobody overtakes the oldest waiting sequence
+        if (status != AllocStatus::Ok)
+            return; // FCFS: nobody overtakes the oldest waiting sequence (add() let in none that never fit)
         waiting_.pop_front();
-        if (status == AllocStatus::Never) {
-            std::string reason;
-            try {
-                kv_.allocate(s.id, s.tokens, max_new);
-            } catch (const KvError& e) {
-                reason = e.what();
-            }
-            out.rejected.emplace_back(s.id, reason);
-            seqs_.erase(s.id);
-            continue;
-        }
         s.computed = kv_.allocate(s.id, s.tokens, max_new);
         s.status = SeqStatus::Running;
         enter_running(s.id);

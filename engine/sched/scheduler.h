@@ -64,8 +64,6 @@ struct ScheduledChunk {
 struct Schedule {
     std::vector<ScheduledChunk> chunks;
     std::vector<SeqId> preempted;
-    // Sequences that can never fit the pool, with the KV cache's reason.
-    std::vector<std::pair<SeqId, std::string>> rejected;
 };
 
 // Continuous batching (vLLM's scheduler, with chunked prefill). FCFS:
@@ -87,7 +85,10 @@ class Scheduler {
 public:
     Scheduler(const SchedulerConfig& config, KvCacheManager& kv);
 
-    void add(SchedSeq seq); // joins the waiting queue
+    // Joins the waiting queue. Throws KvError, adding nothing, for a
+    // sequence that can never fit the pool (KvCacheManager::refusal says
+    // Never): Engine::add_request refuses those before they get here.
+    void add(SchedSeq seq);
     Schedule schedule();
     // After a chunk ran: its tokens' K/V are in the cache.
     void mark_computed(SeqId id, std::uint32_t computed);

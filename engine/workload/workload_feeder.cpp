@@ -24,29 +24,20 @@ std::vector<WorkloadRejection> WorkloadFeeder::admit_arrivals() {
     std::vector<WorkloadRejection> rejections;
     for (; !all_submitted() && requests_[next_].arrival_s <= elapsed_s(); ++next_) {
         const WorkloadRequest& r = requests_[next_];
-        refusal_.reset();
-        adding_ = true;
         RequestParams params = request_params(r, n_);
         params.priority = priority_;
-        const RequestId id = engine_.add_request(r.prompt, params);
-        adding_ = false;
-        if (refusal_) {
-            ++failed_;
-            rejections.push_back({next_, std::move(*refusal_)});
+        const Admission admitted = engine_.add_request(r.prompt, params);
+        if (admitted.accepted()) {
+            open_.insert(admitted.id());
         } else {
-            open_.insert(id);
+            ++failed_;
+            rejections.push_back({next_, admitted.refusal()->message});
         }
     }
     return rejections;
 }
 
 bool WorkloadFeeder::on_output(const RequestOutput& out) {
-    if (adding_ && !open_.contains(out.request)) {
-        // add_request refuses a request by ending it before returning its id.
-        if (out.finish == FinishReason::Error && out.index == 0)
-            refusal_ = out.error;
-        return true;
-    }
     if (!open_.contains(out.request))
         return false;
     // A request ends with its first sample, as serving benchmarks count it.

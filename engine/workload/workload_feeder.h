@@ -17,8 +17,8 @@ namespace kvscope {
 // ignored, as serving benchmarks do; n samples.
 RequestParams request_params(const WorkloadRequest& w, std::uint32_t n);
 
-// A workload request the engine refused as it was added (add_request's
-// synchronous FinishReason::Error), with the engine's reason.
+// A workload request the engine refused as it was added, with the
+// engine's reason.
 struct WorkloadRejection {
     std::size_t index = 0; // in the workload
     std::string error;
@@ -79,9 +79,6 @@ private:
     std::set<RequestId> open_; // added, not ended
     std::size_t completed_ = 0, failed_ = 0, aborted_ = 0;
     bool stopped_ = false;
-    // While add_request runs: the refusal it may report before its id is known.
-    bool adding_ = false;
-    std::optional<std::string> refusal_;
 };
 
 } // namespace kvscope

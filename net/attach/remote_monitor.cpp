@@ -37,22 +37,6 @@ constexpr auto kStreamReadTimeoutMin = 3s;
 // down (a request may have started just after the previous stop()).
 constexpr auto kStopRetry = 20ms;
 
-// "HOST:PORT" after `scheme`, with nothing else but an optional trailing '/'.
-bool is_host_port(std::string_view text, std::string_view scheme, bool allow_trailing_slash) {
-    if (!text.starts_with(scheme))
-        return false;
-    text.remove_prefix(scheme.size());
-    if (allow_trailing_slash && text.ends_with('/'))
-        text.remove_suffix(1);
-    const std::size_t colon = text.rfind(':');
-    if (colon == std::string_view::npos || colon == 0 || text.find('/') != std::string_view::npos)
-        return false;
-    const std::string_view port = text.substr(colon + 1);
-    int value = 0;
-    const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), value);
-    return error == std::errc() && end == port.data() + port.size() && value > 0 && value <= 65535;
-}
-
 std::string without_trailing_slash(std::string url) {
     if (url.ends_with('/'))
         url.pop_back();
@@ -165,50 +149,6 @@ std::optional<ServerKind> kind_from_metrics(const std::string& text) {
 }
 
 } // namespace
-
-std::optional<bool> parse_kv_unified(std::string_view text) {
-    if (text.empty() || text == "auto")
-        return std::nullopt;
-    if (text == "yes")
-        return true;
-    if (text == "no")
-        return false;
-    throw ConnectOptionsError("--kv-unified takes yes (the slots share one KV buffer: -kvu), no (each slot owns "
-                              "its own) or auto (guess); got '" + std::string(text) + "'");
-}
-
-void validate(const ConnectOptions& options) {
-    if (options.url.starts_with("https://"))
-        throw ConnectOptionsError("'" + options.url + "': HTTPS is not supported; give the server's plain "
-                                  "http://HOST:PORT (a TLS proxy in front of it can be bypassed on its own host)");
-    if (!is_host_port(options.url, "http://", true))
-        throw ConnectOptionsError("'" + options.url + "' is not a server URL: expected http://HOST:PORT, "
-                                  "e.g. http://127.0.0.1:8000");
-    for (const std::vector<std::string>* list : {&options.kv_events, &options.kv_replay})
-        for (const std::string& endpoint : *list) {
-            if (endpoint.starts_with("tcp://*:"))
-                throw ConnectOptionsError("'" + endpoint + "' is the address the server binds; give the host "
-                                          "to connect to instead of '*', e.g. tcp://127.0.0.1:5557");
-            if (!is_host_port(endpoint, "tcp://", false))
-                throw ConnectOptionsError("'" + endpoint + "' is not a KV-events endpoint: expected "
-                                          "tcp://HOST:PORT, e.g. tcp://127.0.0.1:5557");
-        }
-    if (options.kv_replay.size() > options.kv_events.size())
-        throw ConnectOptionsError(std::to_string(options.kv_replay.size()) + " replay endpoints for " +
-                                  std::to_string(options.kv_events.size()) +
-                                  " KV-events endpoints: give one replay endpoint per rank, in rank order");
-    if (!options.kv_events.empty() && options.kind && *options.kind != ServerKind::Vllm)
-        throw ConnectOptionsError("KV-events endpoints are vLLM's; a " +
-                                  std::string(server_kind_name(*options.kind)) + " server has none");
-    if (!is_llama_cache_type(options.kv_dtype)) {
-        std::string known;
-        for (std::string_view name : llama_cache_types())
-            known += (known.empty() ? "" : ", ") + std::string(name);
-        throw ConnectOptionsError("'" + options.kv_dtype + "' is not a KV cache type llama.cpp has: " + known);
-    }
-    if (options.interval <= 0ms || options.timeout <= 0ms)
-        throw ConnectOptionsError("the poll interval and the request timeout must be positive");
-}
 
 struct RemoteMonitor::Impl {
     const ConnectOptions options;

@@ -21,46 +21,11 @@
 #include <string_view>
 #include <vector>
 
+#include "net/attach/connect_options.h"
 #include "net/attach/remote_sample.h"
 #include "engine/core/error.h"
 
 namespace kvscope::attach {
-
-class ConnectOptionsError : public Error {
-public:
-    using Error::Error;
-};
-
-struct ConnectOptions {
-    std::string url;                 // http://HOST:PORT of the server's HTTP API
-    std::optional<ServerKind> kind;  // nullopt: detected from /v1/models, /props, /kv/snapshot, /metrics
-    std::string api_key;             // sent as "Authorization: Bearer KEY" when not empty
-    // vLLM: one ZeroMQ PUB endpoint per data-parallel rank, rank 0 first
-    // ("tcp://HOST:5557", "tcp://HOST:5558", ...), and optionally their
-    // replay (ROUTER) endpoints, in the same order.
-    std::vector<std::string> kv_events;
-    std::vector<std::string> kv_replay;
-    std::string kv_topic;            // the publisher's topic ("" subscribes to all)
-    // llama.cpp does not report its KV cache type: the user says it (-ctk).
-    std::string kv_dtype = "f16";
-    // Nor whether its slots share one KV buffer (-kvu, the default with
-    // -np auto) or own one each: yes, no, or nullopt to guess (shared with
-    // 4 slots, -np auto's count; separate otherwise; separate whenever the
-    // slots hold more together than one slot's context).
-    std::optional<bool> kv_unified;
-    std::chrono::milliseconds interval{1000}; // between polls
-    std::chrono::milliseconds timeout{3000};  // one HTTP request's limit
-};
-
-// Throws ConnectOptionsError (a kvscope::Error) for options that cannot
-// work: an URL that is not http://HOST:PORT, an endpoint that is not
-// tcp://HOST:PORT, more replay endpoints than event endpoints, a KV dtype
-// llama.cpp does not have.
-void validate(const ConnectOptions& options);
-
-// "yes" / "no" as --kv-unified takes them; "auto" or "" is nullopt (guess).
-// Throws ConnectOptionsError for anything else.
-std::optional<bool> parse_kv_unified(std::string_view text);
 
 class RemoteMonitor {
 public:

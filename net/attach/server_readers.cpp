@@ -225,29 +225,6 @@ std::vector<std::string> KvscopeReader::take_faults() { return impl_->faults.tak
 
 namespace {
 
-// llama.cpp's -ctk/-ctv names and their ggml types (common/arg.cpp's
-// kv_cache_types), f16 (its default) first. Bytes per element come from the engine's ggml block
-// table (engine/model/ggml_type.h): f32 4, f16/bf16 2, q8_0 34/32, q5_1
-// 24/32, q5_0 22/32, q4_1 20/32, q4_0 and iq4_nl 18/32.
-constexpr std::array<std::pair<std::string_view, GgmlType>, 9> kCacheTypes{{
-    {"f16", GgmlType::F16},
-    {"f32", GgmlType::F32},
-    {"bf16", GgmlType::BF16},
-    {"q8_0", GgmlType::Q8_0},
-    {"q4_0", GgmlType::Q4_0},
-    {"q4_1", GgmlType::Q4_1},
-    {"iq4_nl", GgmlType::IQ4_NL},
-    {"q5_0", GgmlType::Q5_0},
-    {"q5_1", GgmlType::Q5_1},
-}};
-
-std::optional<GgmlType> cache_type(std::string_view name) {
-    for (const auto& [n, type] : kCacheTypes)
-        if (n == name)
-            return type;
-    return std::nullopt;
-}
-
 // K and V bytes of one token, all layers, as llama.cpp's KV cache stores
 // them: per layer one K row of n_kv_heads * key_length values and one V
 // row of n_kv_heads * value_length, in `type`. Read from the GGUF's
@@ -325,15 +302,6 @@ SlotSample slot_of(const Json& j) {
 
 } // namespace
 
-bool is_llama_cache_type(std::string_view name) { return cache_type(name).has_value(); }
-
-std::vector<std::string_view> llama_cache_types() {
-    std::vector<std::string_view> names;
-    for (const auto& entry : kCacheTypes)
-        names.push_back(entry.first);
-    return names;
-}
-
 struct LlamaCppReader::Impl {
     std::string kv_dtype;
     std::optional<bool> kv_unified; // the user's answer; nullopt: guess (capacity())
@@ -356,7 +324,7 @@ void LlamaCppReader::Impl::read_model_file(const std::string& path) {
     std::error_code ec;
     if (path.empty() || !std::filesystem::is_regular_file(path, ec))
         return; // the server runs elsewhere: bytes stay unknown
-    if (const auto type = cache_type(kv_dtype))
+    if (const auto type = llamacpp_cache_type(kv_dtype))
         bytes_per_token = gguf_kv_bytes_per_token(path, *type);
 }
 

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "net/attach/kv_cache_types.h"
 #include "net/attach/remote_sample.h"
 
 namespace kvscope::attach {
@@ -38,11 +39,6 @@ private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
-
-// The KV cache types llama-server takes for -ctk/-ctv: f16 (its default)
-// first, then f32, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1.
-std::vector<std::string_view> llama_cache_types();
-bool is_llama_cache_type(std::string_view name);
 
 // llama.cpp's llama-server: /props, /slots, /metrics (when --metrics).
 // Tokens a slot holds: its cached tokens (newer servers' n_prompt_tokens

@@ -279,22 +279,6 @@ RequestOutcome ResponseStream::finish(BenchClock::time_point now, const std::str
     return outcome_;
 }
 
-double percentile(std::vector<double> values, double p) {
-    if (values.empty())
-        return 0;
-    std::sort(values.begin(), values.end());
-    const double rank = p / 100 * static_cast<double>(values.size() - 1);
-    const std::size_t below = static_cast<std::size_t>(std::floor(rank));
-    const std::size_t above = std::min(below + 1, values.size() - 1);
-    return values[below] + (rank - static_cast<double>(below)) * (values[above] - values[below]);
-}
-
-LatencyPercentiles latency_percentiles_ms(const std::vector<double>& seconds) {
-    std::vector<double> ms(seconds.size());
-    std::transform(seconds.begin(), seconds.end(), ms.begin(), [](double s) { return 1000 * s; });
-    return {percentile(ms, 50), percentile(ms, 90), percentile(ms, 99)};
-}
-
 double BenchClientReport::requests_per_second() const { return per_second(completed, duration_s); }
 double BenchClientReport::output_tokens_per_second() const {
     return per_second(static_cast<double>(output_tokens), duration_s);
@@ -321,9 +305,9 @@ BenchClientReport summarize(const std::vector<RequestOutcome>& outcomes, double 
         itl.insert(itl.end(), o.itl_s.begin(), o.itl_s.end());
         e2e.push_back(o.e2e_s);
     }
-    r.ttft_ms = latency_percentiles_ms(ttft);
-    r.itl_ms = latency_percentiles_ms(itl);
-    r.e2e_ms = latency_percentiles_ms(e2e);
+    r.ttft_ms = percentiles_of_seconds(ttft);
+    r.itl_ms = percentiles_of_seconds(itl);
+    r.e2e_ms = percentiles_of_seconds(e2e);
     return r;
 }
 
@@ -364,9 +348,9 @@ nlohmann::ordered_json to_json(const BenchClientReport& r) {
         {"requests_per_second", r.requests_per_second()},
         {"output_tokens_per_second", r.output_tokens_per_second()},
         {"total_tokens_per_second", r.total_tokens_per_second()},
-        {"ttft_ms", {{"p50", r.ttft_ms.p50}, {"p90", r.ttft_ms.p90}, {"p99", r.ttft_ms.p99}}},
-        {"itl_ms", {{"p50", r.itl_ms.p50}, {"p99", r.itl_ms.p99}}},
-        {"e2e_ms", {{"p50", r.e2e_ms.p50}, {"p99", r.e2e_ms.p99}}},
+        {"ttft_ms", {{"p50", r.ttft_ms.p50_ms}, {"p90", r.ttft_ms.p90_ms}, {"p99", r.ttft_ms.p99_ms}}},
+        {"itl_ms", {{"p50", r.itl_ms.p50_ms}, {"p99", r.itl_ms.p99_ms}}},
+        {"e2e_ms", {{"p50", r.e2e_ms.p50_ms}, {"p99", r.e2e_ms.p99_ms}}},
         {"prompt_tokens", r.prompt_tokens},
         {"output_tokens", r.output_tokens},
         {"url", r.url},

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "net/client/sse_reader.h"
+#include "engine/core/percentiles.h"
 #include "engine/workload/workload.h"
 
 namespace kvscope::client {
@@ -113,15 +114,6 @@ private:
     std::optional<std::uint32_t> usage_prompt_, usage_completion_;
 };
 
-// Percentiles by linear interpolation between the two nearest ranks, as
-// numpy.percentile's default ("linear") computes them: rank p/100 * (n-1)
-// of the sorted values. 0 for no values.
-double percentile(std::vector<double> values, double p);
-
-struct LatencyPercentiles {
-    double p50 = 0, p90 = 0, p99 = 0; // milliseconds
-};
-LatencyPercentiles latency_percentiles_ms(const std::vector<double>& seconds);
 
 struct BenchClientReport {
     std::string url;
@@ -133,7 +125,7 @@ struct BenchClientReport {
     double duration_s = 0;               // first request sent -> last one ended
     std::uint64_t prompt_tokens = 0;     // of the completed requests
     std::uint64_t output_tokens = 0;
-    LatencyPercentiles ttft_ms, itl_ms, e2e_ms; // of the completed requests
+    Percentiles ttft_ms, itl_ms, e2e_ms; // of the completed requests (engine/core/percentiles.h)
     std::string first_error;             // of the first request that failed, by index
 
     double requests_per_second() const;

@@ -126,7 +126,7 @@ struct EngineService::Impl {
                 continue;
             ++submissions;
             if (cancelled.erase(s->handle.get()))
-                end_unstarted(*s);
+                end_unstarted(follow(*s), FinishReason::Abort);
             else
                 add(*s);
         }
@@ -136,13 +136,12 @@ struct EngineService::Impl {
     }
 
     void add(Submission& s) {
-        // A request the engine refuses ends inside add_request, before its
-        // id is known: on_output finds it here.
-        adding = follow(s);
-        const RequestId id = engine.add_request(std::move(s.prompt), s.params);
-        if (adding->open > 0)
-            in_flight.emplace(id, std::move(*adding));
-        adding.reset();
+        InFlight f = follow(s);
+        const Admission admitted = engine.add_request(std::move(s.prompt), s.params);
+        if (const RequestRefusal* refused = admitted.refusal())
+            end_unstarted(std::move(f), FinishReason::Error, refused->message);
+        else
+            in_flight.emplace(admitted.id(), std::move(f));
         dirty = true;
     }
 
@@ -154,11 +153,11 @@ struct EngineService::Impl {
         dirty = true;
     }
 
-    // A request that never reached the engine: each sample ends with Abort.
-    void end_unstarted(const Submission& s) {
-        InFlight f = follow(s);
+    // A request that never ran (cancelled before it reached the engine, or
+    // refused by it): each sample ends with `reason`.
+    void end_unstarted(InFlight f, FinishReason reason, const std::string& error = {}) {
         for (std::uint32_t i = 0; i < f.last_token.size(); ++i)
-            deliver(f, RequestOutput{0, i, {}, {}, FinishReason::Abort, {}});
+            deliver(f, RequestOutput{0, i, {}, {}, reason, error});
     }
 
     InFlight follow(const Submission& s) const {
@@ -174,12 +173,9 @@ struct EngineService::Impl {
     }
 
     void on_output(const RequestOutput& out) {
-        if (const auto it = in_flight.find(out.request); it != in_flight.end()) {
+        if (const auto it = in_flight.find(out.request); it != in_flight.end())
             if (deliver(it->second, out))
                 in_flight.erase(it);
-        } else if (adding) {
-            deliver(*adding, out);
-        }
     }
 
     // Tells the observer, then the handle (so that whoever sees the handle
@@ -252,7 +248,7 @@ struct EngineService::Impl {
         }
         for (const Item& item : left)
             if (const auto* s = std::get_if<Submission>(&item))
-                end_unstarted(*s);
+                end_unstarted(follow(*s), FinishReason::Abort);
         std::vector<RequestId> ids;
         for (const auto& entry : in_flight)
             ids.push_back(entry.first);
@@ -293,7 +289,6 @@ struct EngineService::Impl {
 
     // Engine thread only.
     std::map<RequestId, InFlight> in_flight;
-    std::optional<InFlight> adding; // the request inside add_request
     Clock::time_point last_publish;
     bool dirty = false; // the engine changed since the last snapshot
 

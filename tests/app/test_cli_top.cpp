@@ -221,7 +221,7 @@ void TestCliTop::options_that_cannot_work_are_errors() {
     QVERIFY2(bad_url.err.contains("http://HOST:PORT"), bad_url.err.constData());
     const auto bad_kind = run_cli({"top", "--url", serve_.url(), "--server-kind", "tgi", "--once"});
     QCOMPARE(bad_kind.exit_code, 1);
-    QVERIFY2(bad_kind.err.contains("--server-kind"), bad_kind.err.constData());
+    QVERIFY2(bad_kind.err.contains("unknown server kind 'tgi'"), bad_kind.err.constData());
     const auto bad_unified = run_cli({"top", "--url", serve_.url(), "--kv-unified", "sometimes", "--once"});
     QCOMPARE(bad_unified.exit_code, 1);
     QVERIFY2(bad_unified.err.contains("--kv-unified takes yes"), bad_unified.err.constData());

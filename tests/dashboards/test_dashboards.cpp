@@ -55,7 +55,7 @@ Snapshots serve(const std::shared_ptr<const Model>& model, AllocationMode mode) 
         p.max_new_tokens = 12 + 9 * static_cast<std::uint32_t>(i);
         p.n = i == 1 ? 2 : 1;
         p.ignore_eos = true;
-        engine.add_request(system + prompts[i], p);
+        engine.add_request(system + prompts[i], p).id();
     }
     Snapshots snaps{engine.snapshot()};
     for (int i = 0; i < 1000 && engine.has_work(); ++i) {

@@ -86,7 +86,7 @@ void TestBackend::this_machine_without_a_device_runs_on_the_cpu() {
     if (detect_device().cuda)
         QSKIP("this machine has a CUDA device");
     const ModelConfig m = small_model();
-    const KvLayout layout({m.n_layers, m.n_kv_heads, m.head_dim}, KvDtype::F16, 16);
+    const KvLayout layout(m.kv_geometry(), KvDtype::F16, 16);
     QCOMPARE(choose_backend(Backend::Auto, m, layout), Backend::Cpu);
     QCOMPARE(choose_backend(Backend::Cpu, m, layout), Backend::Cpu);
     QVERIFY_THROWS_EXCEPTION(Error, choose_backend(Backend::Cuda, m, layout));

@@ -92,10 +92,10 @@ private slots:
     void greedy_equals_reference_in_every_situation();
     void prefix_cache_shares_a_system_prompt();
     void parallel_samples_share_the_prompt();
-    void impossible_requests_fail_alone();
+    void impossible_requests_are_refused_alone();
     void a_kernel_refusal_ends_only_its_request_data();
     void a_kernel_refusal_ends_only_its_request();
-    void n_beyond_the_cap_is_refused_once();
+    void n_beyond_the_cap_is_refused();
     void each_engine_keeps_its_threads();
     void abort_frees_blocks();
     void stop_strings_cut_the_text();
@@ -143,7 +143,7 @@ void TestEngine::greedy_equals_reference_in_every_situation() {
     const auto refs = references();
     std::vector<RequestId> ids;
     for (const Reference& r : refs)
-        ids.push_back(engine.add_request(r.prompt, greedy(static_cast<std::uint32_t>(r.generated.size()))));
+        ids.push_back(engine.add_request(r.prompt, greedy(static_cast<std::uint32_t>(r.generated.size()))).id());
     drain(engine);
     for (std::size_t i = 0; i < refs.size(); ++i) {
         const Collected& got = out[{ids[i], 0}];
@@ -162,10 +162,10 @@ void TestEngine::prefix_cache_shares_a_system_prompt() {
     Outputs out;
     collect_into(engine, out);
     const auto refs = references();
-    const RequestId first = engine.add_request(refs[0].prompt, greedy(48));
+    const RequestId first = engine.add_request(refs[0].prompt, greedy(48)).id();
     drain(engine);
     // The same prompt again: its full blocks come from the cache.
-    const RequestId second = engine.add_request(refs[0].prompt, greedy(48));
+    const RequestId second = engine.add_request(refs[0].prompt, greedy(48)).id();
     drain(engine);
     QVERIFY(engine.snapshot()->prefix_hit_tokens >= 4);
     QCOMPARE(of(out, second, 0).tokens, of(out, first, 0).tokens);
@@ -184,7 +184,7 @@ void TestEngine::parallel_samples_share_the_prompt() {
     p.sampling.temperature = 1.0f;
     p.sampling.seed = 11;
     const std::vector<TokenId> prompt(13, 300); // 3 full blocks + 1 token
-    const RequestId id = engine.add_request(prompt, p);
+    const RequestId id = engine.add_request(prompt, p).id();
     engine.step(); // prefill, first tokens, fork
     const auto snap = engine.snapshot();
     QCOMPARE(snap->seqs.size(), std::size_t{4});
@@ -207,23 +207,43 @@ void TestEngine::parallel_samples_share_the_prompt() {
     QCOMPARE(engine.kv().fragmentation().used_blocks, std::size_t{0});
 }
 
-void TestEngine::impossible_requests_fail_alone() {
+void TestEngine::impossible_requests_are_refused_alone() {
     EngineConfig c = small_config(8, 16); // 128 slots
     Engine engine(c, model_);
     Outputs out;
     collect_into(engine, out);
     const auto refs = references();
-    const RequestId ok = engine.add_request(refs[1].prompt, greedy(48));
-    const RequestId too_big = engine.add_request(std::vector<TokenId>(100, 300), greedy(100)); // > pool
-    const RequestId too_long = engine.add_request(std::vector<TokenId>(500, 300), greedy(20)); // > context 512
-    const RequestId empty = engine.add_request(std::vector<TokenId>{}, greedy(5));
-    const RequestId bad_id = engine.add_request(std::vector<TokenId>{1, 99999}, greedy(5));
+    const RequestId ok = engine.add_request(refs[1].prompt, greedy(48)).id();
+    struct Case {
+        std::vector<TokenId> prompt;
+        std::uint32_t max_new_tokens;
+        RefusalReason reason;
+        const char* says;
+    };
+    const std::vector<Case> cases{
+        {std::vector<TokenId>(100, 300), 100, RefusalReason::OverPool, "never fit"},
+        {std::vector<TokenId>(500, 300), 20, RefusalReason::OverContext, "context of 512"},
+        {{}, 5, RefusalReason::EmptyPrompt, "empty"},
+        {{1, 99999}, 5, RefusalReason::TokenOutsideVocab, "99999"},
+    };
+    for (const Case& k : cases) {
+        const Admission a = engine.add_request(k.prompt, greedy(k.max_new_tokens));
+        QVERIFY(!a.accepted());
+        QCOMPARE(a.refusal()->reason, k.reason);
+        QCOMPARE(a.refusal()->prompt_tokens, static_cast<std::uint32_t>(k.prompt.size()));
+        QCOMPARE(a.refusal()->max_new_tokens, k.max_new_tokens);
+        QVERIFY2(QString::fromStdString(a.refusal()->message).contains(k.says), a.refusal()->message.c_str());
+        QVERIFY_THROWS_EXCEPTION(Error, a.id());
+    }
+    const Admission over_pool = engine.add_request(cases[0].prompt, greedy(100));
+    QVERIFY(over_pool.refusal()->pool);
+    QCOMPARE(over_pool.refusal()->pool->total_blocks, std::size_t{8}); // what the pool holds
+    QCOMPARE(over_pool.refusal()->pool->blocks_needed, std::size_t{13}); // 200 tokens in blocks of 16
     drain(engine);
     QCOMPARE(of(out, ok, 0).tokens, refs[1].generated);
-    for (RequestId r : {too_big, too_long, empty, bad_id})
-        QCOMPARE(of(out, r, 0).finish, std::optional(FinishReason::Error));
-    QVERIFY(QString::fromStdString(of(out, too_big, 0).error).contains("never fit"));
-    QVERIFY(QString::fromStdString(of(out, too_long, 0).error).contains("context of 512"));
+    QCOMPARE(out.size(), std::size_t{1}); // a refused request has no output
+    QCOMPARE(engine.snapshot()->refused_requests, std::uint64_t{cases.size() + 1});
+    QCOMPARE(engine.snapshot()->completed_requests, std::uint64_t{1});
 }
 
 void TestEngine::a_kernel_refusal_ends_only_its_request_data() {
@@ -252,7 +272,7 @@ void TestEngine::a_kernel_refusal_ends_only_its_request() {
         Engine engine(c, model_);
         Outputs out;
         collect_into(engine, out);
-        const RequestId id = engine.add_request(prompt, greedy(30));
+        const RequestId id = engine.add_request(prompt, greedy(30)).id();
         drain(engine);
         return of(out, id, 0).tokens;
     };
@@ -261,9 +281,9 @@ void TestEngine::a_kernel_refusal_ends_only_its_request() {
     });
     Outputs out;
     collect_into(engine, out);
-    const RequestId refused = engine.add_request(poisoned, greedy(30));
-    const RequestId first = engine.add_request(longer, greedy(30));
-    const RequestId last = engine.add_request(refs[1].prompt, greedy(30));
+    const RequestId refused = engine.add_request(poisoned, greedy(30)).id();
+    const RequestId first = engine.add_request(longer, greedy(30)).id();
+    const RequestId last = engine.add_request(refs[1].prompt, greedy(30)).id();
     drain(engine);
     QCOMPARE(of(out, refused, 0).finish, std::optional(FinishReason::Error));
     QVERIFY2(QString::fromStdString(of(out, refused, 0).error).contains("refused by the test"),
@@ -275,22 +295,20 @@ void TestEngine::a_kernel_refusal_ends_only_its_request() {
     QCOMPARE(engine.kv().fragmentation().used_blocks, std::size_t{0});
 }
 
-void TestEngine::n_beyond_the_cap_is_refused_once() {
+void TestEngine::n_beyond_the_cap_is_refused() {
     Engine engine(small_config(8), model_);
     int outputs = 0;
-    std::string error;
-    engine.set_output_callback([&](const RequestOutput& o) {
-        ++outputs;
-        error = o.error;
-    });
+    engine.set_output_callback([&](const RequestOutput&) { ++outputs; });
     for (const std::uint32_t n : {kMaxSamplesPerRequest + 1, std::uint32_t{UINT32_MAX}}) {
-        outputs = 0;
         RequestParams p = greedy(4);
         p.n = n;
-        engine.add_request(std::vector<TokenId>{1, 403}, p);
-        QCOMPARE(outputs, 1);
-        QVERIFY2(QString::fromStdString(error).contains("at most 128"), error.c_str());
+        const Admission a = engine.add_request(std::vector<TokenId>{1, 403}, p);
+        QVERIFY(!a.accepted());
+        QCOMPARE(a.refusal()->reason, RefusalReason::BadCount);
+        QCOMPARE(a.refusal()->n, n);
+        QVERIFY2(QString::fromStdString(a.refusal()->message).contains("at most 128"), a.refusal()->message.c_str());
     }
+    QCOMPARE(outputs, 0);
     QVERIFY(!engine.has_work());
 }
 
@@ -307,8 +325,8 @@ void TestEngine::each_engine_keeps_its_threads() {
     Outputs out_a, out_b;
     collect_into(a, out_a);
     collect_into(b, out_b);
-    const RequestId ra = a.add_request(refs[0].prompt, greedy(static_cast<std::uint32_t>(refs[0].generated.size())));
-    const RequestId rb = b.add_request(refs[1].prompt, greedy(static_cast<std::uint32_t>(refs[1].generated.size())));
+    const RequestId ra = a.add_request(refs[0].prompt, greedy(static_cast<std::uint32_t>(refs[0].generated.size()))).id();
+    const RequestId rb = b.add_request(refs[1].prompt, greedy(static_cast<std::uint32_t>(refs[1].generated.size()))).id();
     while (a.has_work() || b.has_work()) {
         a.step();
         b.step();
@@ -322,7 +340,7 @@ void TestEngine::abort_frees_blocks() {
     Engine engine(small_config(64, 8), model_);
     Outputs out;
     collect_into(engine, out);
-    const RequestId id = engine.add_request(references()[0].prompt, greedy(48));
+    const RequestId id = engine.add_request(references()[0].prompt, greedy(48)).id();
     engine.step();
     engine.step();
     QVERIFY(engine.kv().fragmentation().used_blocks > 0);
@@ -338,7 +356,7 @@ void TestEngine::stop_strings_cut_the_text() {
     collect_into(engine, out);
     RequestParams p = greedy(48);
     p.stop_strings = {"Lily"};
-    const RequestId id = engine.add_request("Once upon a time", p); // "..., there was a little girl named Lily."
+    const RequestId id = engine.add_request("Once upon a time", p).id(); // "..., there was a little girl named Lily."
     drain(engine);
     QCOMPARE(of(out, id, 0).finish, std::optional(FinishReason::Stop));
     QCOMPARE(QString::fromStdString(of(out, id, 0).text), QStringLiteral(", there was a little girl named "));
@@ -354,7 +372,7 @@ void TestEngine::a_drawn_reply_length_ends_the_request() {
     const Reference ref = references().front();
     RequestParams p = greedy(40);
     p.end_after_tokens = 7;
-    const RequestId id = engine.add_request(ref.prompt, p);
+    const RequestId id = engine.add_request(ref.prompt, p).id();
     drain(engine);
     QCOMPARE(of(out, id, 0).finish, std::optional(FinishReason::Stop));
     QCOMPARE(of(out, id, 0).tokens, std::vector<TokenId>(ref.generated.begin(), ref.generated.begin() + 7));
@@ -366,7 +384,7 @@ void TestEngine::snapshot_counts() {
     const auto refs = references();
     std::uint32_t prompt_tokens = 0;
     for (int i = 0; i < 3; ++i) {
-        engine.add_request(refs[static_cast<std::size_t>(i)].prompt, greedy(10));
+        engine.add_request(refs[static_cast<std::size_t>(i)].prompt, greedy(10)).id();
         prompt_tokens += static_cast<std::uint32_t>(refs[static_cast<std::size_t>(i)].prompt.size());
     }
     engine.step(); // the three prompts, whole
@@ -413,7 +431,7 @@ void TestEngine::a_conversation_reuses_its_blocks_turn_after_turn() {
     Conversation conversation;
     conversation.add_user("Once upon a time", encoder);
     const std::vector<TokenId> first = conversation.prompt_within(context, params.max_new_tokens, encoder);
-    engine.add_request(first, params);
+    engine.add_request(first, params).id();
     drain(engine);
     QVERIFY(!reply.empty());
     conversation.add_reply(reply, text);
@@ -425,7 +443,7 @@ void TestEngine::a_conversation_reuses_its_blocks_turn_after_turn() {
     QVERIFY(second.size() > expected.size());
     QVERIFY(std::equal(expected.begin(), expected.end(), second.begin()));
     const std::uint64_t hits_before = engine.snapshot()->prefix_hit_tokens;
-    engine.add_request(second, params);
+    engine.add_request(second, params).id();
     engine.step(); // admitted: its prefix looked up
     const std::uint64_t computed_by_turn_1 = expected.size() - 1;
     QVERIFY2(engine.snapshot()->prefix_hit_tokens - hits_before >= computed_by_turn_1 / kBlock * kBlock,
@@ -440,7 +458,7 @@ void TestEngine::waiting_sequences_know_their_queue_position() {
     Engine engine(c, model_);
     const auto refs = references();
     for (int i = 0; i < 3; ++i)
-        engine.add_request(refs[static_cast<std::size_t>(i)].prompt, greedy(10));
+        engine.add_request(refs[static_cast<std::size_t>(i)].prompt, greedy(10)).id();
     engine.step();
     const auto s = engine.snapshot();
     QCOMPARE(s->seqs.size(), std::size_t{3});

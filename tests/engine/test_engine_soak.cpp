@@ -48,6 +48,7 @@ void TestEngineSoak::thousand_requests() {
     std::vector<RequestId> live;
     std::map<RequestId, std::uint32_t> samples;
     int added = 0;
+    std::uint64_t refused = 0;
     for (int round = 0; added < 1000 || engine.has_work(); ++round) {
         for (int k = pick(0, 3); k > 0 && added < 1000; --k, ++added) {
             RequestParams p;
@@ -61,19 +62,26 @@ void TestEngineSoak::thousand_requests() {
                 t = pick(3, 511);
             if (never_fits)
                 p.max_new_tokens = 40;
-            const RequestId id = engine.add_request(prompt, p);
-            live.push_back(id);
-            samples[id] = p.n;
+            const Admission admitted = engine.add_request(prompt, p);
+            QCOMPARE(admitted.accepted(), !never_fits); // a refusal is an answer, not an output
+            if (!admitted.accepted()) {
+                ++refused;
+                continue;
+            }
+            live.push_back(admitted.id());
+            samples[admitted.id()] = p.n;
         }
         if (!live.empty() && pick(0, 29) == 0)
             engine.abort(live[static_cast<std::size_t>(pick(0, static_cast<int>(live.size()) - 1))]);
         engine.step(); // must not throw
         QVERIFY(round < 200000);
     }
-    QCOMPARE(finishes.size(), std::size_t{1000});
+    QVERIFY(refused > 0);
+    QCOMPARE(finishes.size(), std::size_t{1000 - refused});
     for (const auto& [id, n] : samples)
         QCOMPARE(finishes[id], static_cast<int>(n));
     const auto snap = engine.snapshot();
+    QCOMPARE(snap->refused_requests, refused);
     QVERIFY(snap->preemptions > 0);
     QCOMPARE(snap->pool->fragmentation.used_blocks, std::size_t{0});
     QCOMPARE(snap->pool->swap_blocks_used, 0u);

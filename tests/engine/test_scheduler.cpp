@@ -53,7 +53,7 @@ private slots:
     void recompute_preempts_the_youngest_and_resumes_it();
     void swap_preempts_and_resumes();
     void fcfs_head_of_line_waits();
-    void never_fitting_requests_are_rejected();
+    void never_fitting_sequences_are_not_added();
     void max_num_seqs_limits_admission();
     void priority_admits_a_later_interactive_request_first();
     void priority_preempts_the_lowest_priority_latest_arrival();
@@ -147,16 +147,18 @@ void TestScheduler::fcfs_head_of_line_waits() {
         QVERIFY(c.seq != 3);
 }
 
-void TestScheduler::never_fitting_requests_are_rejected() {
+void TestScheduler::never_fitting_sequences_are_not_added() {
     KvCacheManager kv = cache(4, 4);
     Scheduler s({8, 64, PreemptionMode::Recompute}, kv);
-    s.add(seq(1, 10, 10, 0)); // 20 tokens > 16 slots
+    try {
+        s.add(seq(1, 10, 10, 0)); // 20 tokens > 16 slots
+        QFAIL("a sequence that can never fit was added");
+    } catch (const KvError& e) {
+        QVERIFY2(QString::fromUtf8(e.what()).contains("never fit"), e.what());
+    }
+    QVERIFY(!s.contains(1));
     s.add(seq(2, 4, 4, 1));
     const Schedule sched = s.schedule();
-    QCOMPARE(sched.rejected.size(), std::size_t{1});
-    QCOMPARE(sched.rejected[0].first, SeqId{1});
-    QVERIFY2(QString::fromStdString(sched.rejected[0].second).contains("never fit"), sched.rejected[0].second.c_str());
-    QVERIFY(!s.contains(1));
     QCOMPARE(sched.chunks.size(), std::size_t{1}); // 2 is unaffected
 }
 

@@ -1,7 +1,9 @@
 // ServingMetrics' rates come from steps and the time they took: a step
 // longer than the window still counts, idle time between steps never does.
+// And the one percentile definition (engine/core/percentiles.h) they report.
 #include <QtTest>
 
+#include "engine/core/percentiles.h"
 #include "engine/serving_metrics.h"
 
 using namespace kvscope;
@@ -14,7 +16,23 @@ private slots:
     void idle_time_is_in_no_rate();
     void old_steps_leave_the_window();
     void totals_and_busy_time_add_up();
+    void percentiles_interpolate_like_numpy();
 };
+
+void TestServingMetrics::percentiles_interpolate_like_numpy() {
+    QCOMPARE(percentile({}, 50), 0.0);
+    QCOMPARE(percentile({5}, 99), 5.0);
+    QCOMPARE(percentile({4, 1, 3, 2}, 50), 2.5); // numpy.percentile([1,2,3,4], 50)
+    QVERIFY(qFuzzyCompare(percentile({4, 1, 3, 2}, 90), 3.7));
+    QVERIFY(qFuzzyCompare(percentile({1, 2, 3, 4}, 99), 3.97));
+    QCOMPARE(percentile({1, 2, 3, 4}, 100), 4.0);
+    const Percentiles p = percentiles_of_seconds({0.004, 0.001, 0.003, 0.002});
+    QCOMPARE(p.p50_ms, 2.5);
+    QVERIFY(qFuzzyCompare(p.p90_ms, 3.7));
+    QVERIFY(qFuzzyCompare(p.p95_ms, 3.85));
+    QVERIFY(qFuzzyCompare(p.p99_ms, 3.97));
+    QCOMPARE(percentiles_ms({}), Percentiles{});
+}
 
 void TestServingMetrics::no_step_reads_zero() {
     const ServingMetrics m;

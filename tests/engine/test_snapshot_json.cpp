@@ -75,6 +75,7 @@ void compare_snapshots(const EngineSnapshot& a, const EngineSnapshot& b) {
     QCOMPARE(a.swapped, b.swapped);
     QCOMPARE(a.preemptions, b.preemptions);
     QCOMPARE(a.completed_requests, b.completed_requests);
+    QCOMPARE(a.refused_requests, b.refused_requests);
     QCOMPARE(a.prompt_tokens, b.prompt_tokens);
     QCOMPARE(a.generated_tokens, b.generated_tokens);
     QCOMPARE(a.prompt_tokens_per_s, b.prompt_tokens_per_s);
@@ -235,7 +236,7 @@ void TestSnapshotJson::a_running_engine_round_trips() {
         std::vector<TokenId> prompt = system;
         prompt.push_back(400 + t);
         p.n = t == 0 ? 2 : 1;
-        engine.add_request(prompt, p);
+        engine.add_request(prompt, p).id();
     }
     bool sawWaiting = false, sawShared = false, sawSwapped = false, sawEnded = false;
     for (;;) {

@@ -82,7 +82,7 @@ void TestWorkload::feeder_runs_a_workload_to_its_end() {
     WorkloadFeeder feeder(*e, make_workload(spec), spec.n);
     std::size_t others = 0;
     e->set_output_callback([&](const RequestOutput& o) { others += !feeder.on_output(o); });
-    const RequestId chat = e->add_request(std::vector<TokenId>{1, 7, 8}, RequestParams{}); // not the feeder's
+    const RequestId chat = e->add_request(std::vector<TokenId>{1, 7, 8}, RequestParams{}).id(); // not the feeder's
     while (!feeder.done()) {
         QVERIFY(feeder.admit_arrivals().empty());
         e->step();

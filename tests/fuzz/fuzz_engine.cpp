@@ -78,6 +78,20 @@ kvscope::RequestParams params(FuzzedDataProvider& in) {
     return p;
 }
 
+// A request is accepted with an id, or refused with a reason and a message
+// and nothing else changes.
+void add(kvscope::Engine& engine, std::vector<kvscope::TokenId> prompt, const kvscope::RequestParams& params,
+         std::vector<kvscope::RequestId>& ids) {
+    const bool had_work = engine.has_work();
+    const kvscope::Admission a = engine.add_request(std::move(prompt), params);
+    if (a.accepted()) {
+        ids.push_back(a.id());
+        return;
+    }
+    require(!a.refusal()->message.empty(), "a refusal says why");
+    require(engine.has_work() == had_work, "a refused request leaves no work behind");
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -96,7 +110,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::vector<kvscope::RequestId> ids;
     for (int op = 0; op < kMaxOps && in.remaining_bytes() > 0; ++op) {
         switch (in.ConsumeIntegralInRange(0, 3)) {
-        case 0: ids.push_back(engine.add_request(prompt(in), params(in))); break;
+        case 0: add(engine, prompt(in), params(in), ids); break;
         case 1: engine.abort(ids.empty() ? 0 : in.PickValueInArray<kvscope::RequestId>({ids.back(), ids.front(), 12345})); break;
         default: engine.step(); break;
         }

@@ -265,6 +265,15 @@ void TestKvCacheManager::swap_out_and_in_preserves_contents() {
 void TestKvCacheManager::refusals_say_why() {
     KvCacheManager kv(config(4, 4, AllocationMode::Paged));
     QCOMPARE(kv.can_allocate(tokens(10, 1), 7), AllocStatus::Never); // 17 tokens > 16 slots
+    const std::optional<KvRefusal> never = kv.refusal(tokens(10, 1), 7);
+    QVERIFY(never);
+    QCOMPARE(never->status, AllocStatus::Never);
+    QCOMPARE(never->prompt_tokens, std::size_t{10});
+    QCOMPARE(never->max_new_tokens, std::size_t{7});
+    QCOMPARE(never->blocks_needed, std::size_t{5});
+    QCOMPARE(never->total_blocks, std::size_t{4});
+    QVERIFY2(QString::fromStdString(never->reason).contains("never fit"), never->reason.c_str());
+    QVERIFY(!kv.refusal(tokens(10, 1), 6)); // 16 tokens fit
     try {
         kv.allocate(1, tokens(10, 1), 7);
         QFAIL("should never fit");
@@ -273,6 +282,11 @@ void TestKvCacheManager::refusals_say_why() {
     }
     QVERIFY_THROWS_EXCEPTION(KvError, kv.allocate(1, {}, 4));
     kv.allocate(1, tokens(12, 1), 0);
+    const std::optional<KvRefusal> later = kv.refusal(tokens(8, 100), 0);
+    QVERIFY(later);
+    QCOMPARE(later->status, AllocStatus::Later);
+    QCOMPARE(later->blocks_needed, std::size_t{2});
+    QCOMPARE(later->free_blocks, std::size_t{1});
     try {
         kv.allocate(2, tokens(8, 100), 0);
         QFAIL("should not fit now");

@@ -61,7 +61,7 @@ done
 
 # Run from the unpacked root, not the build tree.
 calc=$(usr/bin/kvscope-cli calc --preset llama-3-8b --tokens 8192 --seqs 16 --gpu h100-80gb)
-grep -Eq '^f16 +128\.00 KiB +1\.00 GiB +16\.00 GiB ' <<<"$calc" ||
+grep -Eq '^f16 +128\.0 KiB +1\.00 GiB +16\.00 GiB ' <<<"$calc" ||
   fail "kvscope-cli calc: llama-3-8b's f16 KV is not 128 KiB a token, 16 GiB for 16 x 8192 tokens: $calc"
 XDG_CONFIG_HOME="$root/config" QT_QPA_PLATFORM=offscreen usr/bin/kvscope --screenshot "$root/shot.png"
 file "$root/shot.png" | grep -q 'PNG image data, 1280 x 800' || fail "kvscope --screenshot made no 1280x800 PNG"

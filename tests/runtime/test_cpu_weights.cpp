@@ -36,7 +36,7 @@ std::vector<const WeightMatrix*> matrices(const ModelWeights& w) {
 
 std::vector<float> prompt_logits(const Model& model, const ModelWeights& weights) {
     const ModelConfig& c = model.config();
-    KvCacheManager kv({KvLayout({c.n_layers, c.n_kv_heads, c.head_dim}, KvDtype::F32, 4), 64, AllocationMode::Paged,
+    KvCacheManager kv({KvLayout(c.kv_geometry(), KvDtype::F32, 4), 64, AllocationMode::Paged,
                        false, 0, 0.0});
     const std::vector<TokenId> prompt{1, 403, 407, 261, 378, 320, 411};
     kv.allocate(1, prompt, 8);

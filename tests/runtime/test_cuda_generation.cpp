@@ -62,7 +62,7 @@ void TestCudaGeneration::engine_serves_a_batch_in_vram() {
         RequestParams p;
         p.max_new_tokens = 40;
         for (const std::string& prompt : prompts)
-            engine.add_request(prompt, p);
+            engine.add_request(prompt, p).id();
         drain(engine);
         engine.kv().check_invariants();
         QCOMPARE(engine.kv().pool().num_free(), engine.kv().pool().num_blocks()); // every block returned

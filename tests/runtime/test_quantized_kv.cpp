@@ -161,7 +161,7 @@ void TestQuantizedKv::kivi_fork_matches_generate() {
     Engine engine(engine_config(dtype, static_cast<std::uint32_t>(block_size), 64), model);
     Outputs outputs;
     collect_into(engine, outputs);
-    const RequestId id = engine.add_request(prompt, greedy_params(2));
+    const RequestId id = engine.add_request(prompt, greedy_params(2)).id();
     drain(engine);
     for (std::uint32_t i = 0; i < 2; ++i) {
         QCOMPARE(of(outputs, id, i).finish, std::optional(FinishReason::Length));
@@ -185,7 +185,7 @@ void TestQuantizedKv::kivi_tail_survives_swap() {
     collect_into(engine, outputs);
     std::vector<RequestId> ids;
     for (std::size_t i = 0; i < 3; ++i)
-        ids.push_back(engine.add_request(prompts[i], greedy_params(1)));
+        ids.push_back(engine.add_request(prompts[i], greedy_params(1)).id());
     drain(engine);
     QVERIFY(engine.scheduler().preemptions() > 0);
     for (std::size_t i = 0; i < 3; ++i)

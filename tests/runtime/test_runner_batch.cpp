@@ -15,7 +15,7 @@ namespace {
 
 KvCacheManager make_cache(const Model& m) {
     const ModelConfig& c = m.config();
-    return KvCacheManager({KvLayout({c.n_layers, c.n_kv_heads, c.head_dim}, KvDtype::F32, 4), 64,
+    return KvCacheManager({KvLayout(c.kv_geometry(), KvDtype::F32, 4), 64,
                            AllocationMode::Paged, false, 0, 0.0});
 }
 

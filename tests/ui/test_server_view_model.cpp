@@ -148,16 +148,6 @@ private slots:
         QCOMPARE(value(view.figures, "KV dtype"), QStringLiteral("fp6_weird (its size is not known here)"));
         QVERIFY(!figure(view.figures, "Saved vs f16"));
     }
-
-    void dtypeBits() {
-        QCOMPARE(kv_dtype_bits("f16"), std::optional<double>(16));
-        QCOMPARE(kv_dtype_bits("auto"), std::optional<double>(16));
-        QCOMPARE(kv_dtype_bits("fp8_e5m2"), std::optional<double>(8));
-        QCOMPARE(kv_dtype_bits("q4_0"), std::optional<double>(4.5));
-        QCOMPARE(kv_dtype_bits("iq4_nl"), std::optional<double>(4.5));
-        QCOMPARE(kv_dtype_bits("q5_1"), std::optional<double>(6));
-        QVERIFY(!kv_dtype_bits("nonsense"));
-    }
 };
 
 QTEST_MAIN(TestServerViewModel)

@@ -8,11 +8,11 @@
 #include <QFormLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QLocale>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include "engine/core/byte_text.h"
 #include "engine/core/error.h"
 #include "engine/presets/device_presets.h"
 
@@ -29,9 +29,7 @@ const QString kAsInFile = QStringLiteral("as in the file");
 
 QString text(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 
-QString bytes(std::uint64_t n) {
-    return QLocale().formattedDataSize(static_cast<qint64>(n), 2, QLocale::DataSizeIecFormat);
-}
+QString bytes(std::uint64_t n) { return QString::fromStdString(bytes_text(static_cast<double>(n))); }
 
 QTableWidgetItem* cell(const QString& shown, std::optional<double> value, const QString& tip = {}) {
     auto* item = new QTableWidgetItem(shown);

@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "app/cli/stop_signals.h"
-#include "attach/fake_vllm_publisher.h"
-#include "attach/fake_vllm_server.h"
+#include "net/attach/fake_vllm_publisher.h"
+#include "net/attach/fake_vllm_server.h"
 
 namespace {
 

@@ -13,12 +13,13 @@
 #include <httplib.h>
 
 #include "net/attach/remote_monitor.h"
-#include "attach/fake_vllm_publisher.h"
-#include "attach/fake_vllm_server.h"
+#include "net/attach/fake_vllm_publisher.h"
+#include "net/attach/fake_vllm_server.h"
 
 using namespace std::chrono_literals;
 using kvscope::attach::ConnectOptions;
 using kvscope::attach::ConnectOptionsError;
+using kvscope::attach::parse_connect_options;
 using kvscope::attach::LinkState;
 using kvscope::attach::RemoteMonitor;
 using kvscope::attach::RemoteSample;
@@ -91,6 +92,7 @@ class TestRemoteMonitor : public QObject {
     Q_OBJECT
 private slots:
     void options_that_cannot_work_are_refused();
+    void typed_text_is_parsed_one_way();
     void detects_vllm_and_reads_each_rank();
     void kv_events_fill_each_ranks_prefix_cache();
     void a_server_that_names_no_kind_is_a_fault();
@@ -99,6 +101,35 @@ private slots:
     void a_slow_server_blocks_no_caller();
     void destructor_returns_while_a_request_hangs();
 };
+
+// The one parser of what a person types (the app's dialog, --connect, top).
+void TestRemoteMonitor::typed_text_is_parsed_one_way() {
+    const ConnectOptions o = parse_connect_options({.url = "  http://127.0.0.1:8000// ",
+                                                    .api_key = " key ",
+                                                    .kind = "vllm",
+                                                    .kv_events = " tcp://127.0.0.1:5557 ,, tcp://127.0.0.1:5558,",
+                                                    .kv_replay = "tcp://127.0.0.1:5567",
+                                                    .kv_topic = " kv ",
+                                                    .kv_dtype = "",
+                                                    .kv_unified = " yes "});
+    QCOMPARE(o.url, std::string("http://127.0.0.1:8000"));
+    QCOMPARE(o.api_key, std::string("key"));
+    QCOMPARE(o.kind, std::optional(ServerKind::Vllm));
+    QCOMPARE(o.kv_events, (std::vector<std::string>{"tcp://127.0.0.1:5557", "tcp://127.0.0.1:5558"}));
+    QCOMPARE(o.kv_replay, std::vector<std::string>{"tcp://127.0.0.1:5567"});
+    QCOMPARE(o.kv_topic, std::string("kv"));
+    QCOMPARE(o.kv_dtype, std::string("f16")); // empty: llama.cpp's default
+    QCOMPARE(o.kv_unified, std::optional(true));
+    QVERIFY(!parse_connect_options({.url = "http://h:1", .kind = " auto "}).kind);
+    try {
+        parse_connect_options({.url = "http://h:1", .kind = "tgi"});
+        QFAIL("an unknown kind was taken");
+    } catch (const ConnectOptionsError& e) {
+        QVERIFY2(QString::fromUtf8(e.what()).contains("unknown server kind 'tgi'"), e.what());
+    }
+    QVERIFY_THROWS_EXCEPTION(ConnectOptionsError, parse_connect_options({.url = "http://h:1", .kv_dtype = "fp8"}));
+    QVERIFY_THROWS_EXCEPTION(ConnectOptionsError, parse_connect_options({.url = "http://h:1", .kv_unified = "maybe"}));
+}
 
 void TestRemoteMonitor::options_that_cannot_work_are_refused() {
     const auto refused = [](std::function<void(ConnectOptions&)> change) {

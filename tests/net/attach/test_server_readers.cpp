@@ -377,7 +377,7 @@ private slots:
         KVSCOPE_REQUIRE_MODEL(path, "stories260K-f32.gguf");
         const GgufFile file(path.toStdString());
         const ModelConfig config = read_model_config(file);
-        const KvGeometry geometry{config.n_layers, config.n_kv_heads, config.head_dim};
+        const KvGeometry geometry = config.kv_geometry();
         LlamaCppReader f16("f16");
         f16.read_props(llama_props(path.toStdString()));
         RemoteSample sample;
@@ -395,6 +395,19 @@ private slots:
             QVERIFY(!sample.total.kv_bytes_per_token); // rows not made of whole q8_0 blocks
         QVERIFY(is_llama_cache_type("iq4_nl"));
         QVERIFY(!is_llama_cache_type("fp8"));
+    }
+
+    // Bits per value from the one cache-type table, block scales included.
+    void cache_type_bits() {
+        QCOMPARE(kv_cache_type_bits("f16"), std::optional<double>(16));
+        QCOMPARE(kv_cache_type_bits("auto"), std::optional<double>(16));
+        QCOMPARE(kv_cache_type_bits("fp8_e5m2"), std::optional<double>(8));
+        QCOMPARE(kv_cache_type_bits("q8_0"), std::optional<double>(8.5));
+        QCOMPARE(kv_cache_type_bits("q4_0"), std::optional<double>(4.5));
+        QCOMPARE(kv_cache_type_bits("iq4_nl"), std::optional<double>(4.5));
+        QCOMPARE(kv_cache_type_bits("q5_1"), std::optional<double>(6));
+        QVERIFY(!kv_cache_type_bits("nonsense"));
+        QCOMPARE(llama_cache_types().front(), std::string_view("f16")); // llama-server's default first
     }
 
     // vLLM ----------------------------------------------------------------

@@ -569,7 +569,7 @@ void TestOpenaiProtocol::engine_outputs_through_the_translation() {
         collector.on_output(out);
         sampled += static_cast<std::uint32_t>(out.tokens.size());
     });
-    engine.add_request(r.prompt, r.params);
+    engine.add_request(r.prompt, r.params).id();
     for (int i = 0; i < 1000 && engine.has_work(); ++i)
         engine.step();
     sse += stream.end();
