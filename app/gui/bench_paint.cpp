@@ -13,7 +13,7 @@
 #include "app/gui/bench_paint.h"
 #include "engine/core/percentiles.h"
 #include "engine/kv/kv_cache_manager.h"
-#include "ui/block_map_widget.h"
+#include "ui/blockmap/block_map_widget.h"
 
 namespace kvscope::gui {
 namespace {

@@ -17,13 +17,13 @@
 #include "app/gui/bench_paint.h"
 #include "engine/core/error.h"
 #include "engine/core/log.h"
-#include "ui/app_info.h"
-#include "ui/compare_panel.h"
-#include "ui/connect_dialog.h"
-#include "ui/dashboards/workload_dock.h"
-#include "ui/main_window.h"
-#include "ui/playground_panel.h"
-#include "ui/theme.h"
+#include "ui/shell/app_info.h"
+#include "ui/compare/compare_panel.h"
+#include "ui/server/connect_dialog.h"
+#include "ui/settings/workload_dock.h"
+#include "ui/shell/main_window.h"
+#include "ui/playground/playground_panel.h"
+#include "ui/shell/theme.h"
 
 namespace {
 

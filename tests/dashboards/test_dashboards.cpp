@@ -23,13 +23,13 @@
 #include "engine/kv/contiguous_reservation.h"
 #include "engine/model/tensor_stats.h"
 #include "ui/dashboards/fragmentation_panel.h"
-#include "ui/dashboards/kv_calculator_dialog.h"
+#include "ui/settings/kv_calculator_dialog.h"
 #include "ui/dashboards/kv_quant_panel.h"
 #include "ui/dashboards/snapshot_history.h"
-#include "ui/dashboards/snapshot_metatype.h"
+#include "ui/bridge/snapshot_metatype.h"
 #include "ui/dashboards/throughput_panel.h"
 #include "ui/dashboards/token_rate_spans.h"
-#include "ui/dashboards/workload_dock.h"
+#include "ui/settings/workload_dock.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;

@@ -16,7 +16,7 @@
 #include "engine/kv/kv_dtype.h"
 #include "engine/presets/device_presets.h"
 #include "support/test_models.h"
-#include "ui/dashboards/kv_calculator_dialog.h"
+#include "ui/settings/kv_calculator_dialog.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;

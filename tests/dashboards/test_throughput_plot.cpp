@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "ui/dashboards/fragmentation_panel.h"
-#include "ui/dashboards/snapshot_metatype.h"
+#include "ui/bridge/snapshot_metatype.h"
 #include "ui/dashboards/throughput_panel.h"
 #include "ui/dashboards/token_rate_spans.h"
 

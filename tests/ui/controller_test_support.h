@@ -6,7 +6,7 @@
 #include <QSignalSpy>
 #include <QtTest>
 
-#include "ui/engine_controller.h"
+#include "ui/bridge/engine_controller.h"
 
 namespace kvscope::ui::test {
 

@@ -21,17 +21,17 @@
 #include <QtTest>
 
 #include "support/test_models.h"
-#include "ui/block_look.h"
-#include "ui/block_map_widget.h"
-#include "ui/chat_panel.h"
-#include "ui/chat_tabs.h"
-#include "ui/compare_panel.h"
+#include "ui/blockmap/block_look.h"
+#include "ui/blockmap/block_map_widget.h"
+#include "ui/chat/chat_panel.h"
+#include "ui/chat/chat_tabs.h"
+#include "ui/compare/compare_panel.h"
 #include "ui/dashboards/snapshot_history.h"
-#include "ui/dashboards/workload_dock.h"
-#include "ui/live_pool_panel.h"
-#include "ui/main_window.h"
-#include "ui/model_info_panel.h"
-#include "ui/recent_files.h"
+#include "ui/settings/workload_dock.h"
+#include "ui/blockmap/live_pool_panel.h"
+#include "ui/shell/main_window.h"
+#include "ui/settings/model_info_panel.h"
+#include "ui/shell/recent_files.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;

@@ -5,10 +5,10 @@
 #include <QToolTip>
 #include <QtTest>
 
-#include "ui/block_look.h"
-#include "ui/block_map_layout.h"
-#include "ui/block_map_widget.h"
-#include "ui/playground_model.h"
+#include "ui/blockmap/block_look.h"
+#include "ui/blockmap/block_map_layout.h"
+#include "ui/blockmap/block_map_widget.h"
+#include "ui/playground/playground_model.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;

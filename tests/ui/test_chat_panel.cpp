@@ -5,8 +5,8 @@
 #include <QTextBrowser>
 #include <QtTest>
 
-#include "ui/chat_panel.h"
-#include "ui/chat_tabs.h"
+#include "ui/chat/chat_panel.h"
+#include "ui/chat/chat_tabs.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;

@@ -14,10 +14,10 @@
 #include <QTableWidget>
 
 #include "support/test_models.h"
-#include "ui/block_map_widget.h"
-#include "ui/compare_panel.h"
-#include "ui/live_pool_panel.h"
-#include "ui/main_window.h"
+#include "ui/blockmap/block_map_widget.h"
+#include "ui/compare/compare_panel.h"
+#include "ui/blockmap/live_pool_panel.h"
+#include "ui/shell/main_window.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;

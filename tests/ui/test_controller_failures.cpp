@@ -9,7 +9,7 @@
 #include <QtTest>
 
 #include "controller_test_support.h"
-#include "ui/engine_controller.h"
+#include "ui/bridge/engine_controller.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;

@@ -18,8 +18,8 @@
 
 #include "controller_test_support.h"
 #include "support/test_models.h"
-#include "ui/engine_controller.h"
-#include "ui/live_pool_panel.h"
+#include "ui/bridge/engine_controller.h"
+#include "ui/blockmap/live_pool_panel.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;

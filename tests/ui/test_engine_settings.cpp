@@ -15,8 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ui/engine_controller.h"
-#include "ui/engine_settings_panel.h"
+#include "ui/bridge/engine_controller.h"
+#include "ui/settings/engine_settings_panel.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;

@@ -18,9 +18,9 @@
 #include <QtTest>
 
 #include "support/test_models.h"
-#include "ui/main_window.h"
-#include "ui/start_page.h"
-#include "ui/theme.h"
+#include "ui/shell/main_window.h"
+#include "ui/shell/start_page.h"
+#include "ui/shell/theme.h"
 
 using namespace kvscope::ui;
 

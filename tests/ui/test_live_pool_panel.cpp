@@ -11,16 +11,16 @@
 #include <QtTest>
 
 #include "support/test_models.h"
-#include "ui/block_look.h"
-#include "ui/block_map_layout.h"
-#include "ui/block_map_legend.h"
-#include "ui/block_map_widget.h"
-#include "ui/chat_panel.h"
-#include "ui/chat_tabs.h"
-#include "ui/live_pool_panel.h"
-#include "ui/main_window.h"
-#include "ui/snapshot_replay.h"
-#include "ui/snapshot_replay_bar.h"
+#include "ui/blockmap/block_look.h"
+#include "ui/blockmap/block_map_layout.h"
+#include "ui/blockmap/block_map_legend.h"
+#include "ui/blockmap/block_map_widget.h"
+#include "ui/chat/chat_panel.h"
+#include "ui/chat/chat_tabs.h"
+#include "ui/blockmap/live_pool_panel.h"
+#include "ui/shell/main_window.h"
+#include "ui/blockmap/snapshot_replay.h"
+#include "ui/blockmap/snapshot_replay_bar.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;

@@ -12,12 +12,12 @@
 #include <QtTest>
 
 #include "engine/kv/kv_cache_manager.h"
-#include "ui/block_map_widget.h"
-#include "ui/compare_panel.h"
+#include "ui/blockmap/block_map_widget.h"
+#include "ui/compare/compare_panel.h"
 #include "ui/dashboards/snapshot_history.h"
-#include "ui/live_pool_panel.h"
-#include "ui/main_window.h"
-#include "ui/playground_panel.h"
+#include "ui/blockmap/live_pool_panel.h"
+#include "ui/shell/main_window.h"
+#include "ui/playground/playground_panel.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;

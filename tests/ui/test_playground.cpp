@@ -7,11 +7,11 @@
 #include <QSpinBox>
 #include <QtTest>
 
-#include "ui/block_map_widget.h"
-#include "ui/playground_chart.h"
-#include "ui/playground_model.h"
-#include "ui/playground_panel.h"
-#include "ui/pool_view.h"
+#include "ui/blockmap/block_map_widget.h"
+#include "ui/playground/playground_chart.h"
+#include "ui/playground/playground_model.h"
+#include "ui/playground/playground_panel.h"
+#include "ui/playground/pool_view.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;

@@ -6,7 +6,7 @@
 #include <QThread>
 #include <QtTest>
 
-#include "ui/remote_controller.h"
+#include "ui/bridge/remote_controller.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;

@@ -12,16 +12,16 @@
 #include <QtTest>
 
 #include "tests/ui/remote_samples.h"
-#include "ui/block_map_widget.h"
-#include "ui/chat_tabs.h"
-#include "ui/compare_panel.h"
-#include "ui/connect_dialog.h"
+#include "ui/blockmap/block_map_widget.h"
+#include "ui/chat/chat_tabs.h"
+#include "ui/compare/compare_panel.h"
+#include "ui/server/connect_dialog.h"
 #include "ui/dashboards/snapshot_history.h"
-#include "ui/dashboards/workload_dock.h"
-#include "ui/live_pool_panel.h"
-#include "ui/main_window.h"
-#include "ui/server_panel.h"
-#include "ui/slot_map_widget.h"
+#include "ui/settings/workload_dock.h"
+#include "ui/blockmap/live_pool_panel.h"
+#include "ui/shell/main_window.h"
+#include "ui/server/server_panel.h"
+#include "ui/server/slot_map_widget.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;

@@ -4,9 +4,9 @@
 #include <QtTest>
 
 #include "tests/ui/remote_samples.h"
-#include "ui/server_history.h"
-#include "ui/server_history_plot.h"
-#include "ui/server_panel.h"
+#include "ui/server/server_history.h"
+#include "ui/server/server_history_plot.h"
+#include "ui/server/server_panel.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;

@@ -11,13 +11,13 @@
 
 #include "engine/core/error.h"
 #include "tests/ui/remote_samples.h"
-#include "ui/block_look.h"
-#include "ui/connect_dialog.h"
-#include "ui/prefix_cache_widget.h"
-#include "ui/recent_servers.h"
-#include "ui/sequence_palette.h"
-#include "ui/server_panel.h"
-#include "ui/slot_map_widget.h"
+#include "ui/blockmap/block_look.h"
+#include "ui/server/connect_dialog.h"
+#include "ui/server/prefix_cache_widget.h"
+#include "ui/server/recent_servers.h"
+#include "ui/blockmap/sequence_palette.h"
+#include "ui/server/server_panel.h"
+#include "ui/server/slot_map_widget.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;

@@ -7,7 +7,7 @@
 #include <QtTest>
 
 #include "tests/ui/remote_samples.h"
-#include "ui/server_view_model.h"
+#include "ui/server/server_view_model.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;

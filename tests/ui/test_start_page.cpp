@@ -8,10 +8,10 @@
 #include <QTimer>
 #include <QtTest>
 
-#include "ui/connect_dialog.h"
-#include "ui/main_window.h"
-#include "ui/recent_servers.h"
-#include "ui/start_page.h"
+#include "ui/server/connect_dialog.h"
+#include "ui/shell/main_window.h"
+#include "ui/server/recent_servers.h"
+#include "ui/shell/start_page.h"
 
 using namespace kvscope::ui;
 

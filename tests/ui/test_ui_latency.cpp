@@ -5,8 +5,8 @@
 #include <QSignalSpy>
 #include <QtTest>
 
-#include "ui/latency_probe.h"
-#include "ui/latency_window.h"
+#include "ui/shell/latency_probe.h"
+#include "ui/shell/latency_window.h"
 
 using namespace kvscope::ui;
 

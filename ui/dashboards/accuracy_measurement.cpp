@@ -9,7 +9,7 @@
 #include "engine/core/error.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/vocabulary.h"
-#include "ui/background_priority.h"
+#include "ui/bridge/background_priority.h"
 
 namespace kvscope::ui {
 namespace {

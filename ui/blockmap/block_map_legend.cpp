@@ -1,0 +1,116 @@
+#include "ui/blockmap/block_map_legend.h"
+
+#include <algorithm>
+
+#include <QHelpEvent>
+#include <QPainter>
+#include <QResizeEvent>
+#include <QToolTip>
+
+namespace kvscope::ui {
+namespace {
+
+constexpr int kSwatch = 18;
+constexpr int kTextGap = 4;   // swatch to its name
+constexpr int kEntryGap = 16; // between entries on a row
+constexpr int kRowGap = 4;
+constexpr QRgb kSampleOwner = 0xFF4E79A7; // the first sequence colour, Chat 1's
+
+QImage swatch(const CellLook& look, QColor background) {
+    QImage image(kSwatch, kSwatch, QImage::Format_RGB32);
+    image.fill(background);
+    CellPainter(image).paint(image.rect(), look);
+    return image;
+}
+
+} // namespace
+
+BlockMapLegend::BlockMapLegend(QWidget* parent)
+    : QWidget(parent),
+      entries_{
+          {{BlockState::Free, 0, 0.0}, tr("Free"), tr("No holder, nothing kept")},
+          {{BlockState::Used, kSampleOwner, 0.6}, tr("Used (fill from the bottom)"),
+           tr("One sequence holds it; the solid part is the share of slots holding tokens")},
+          {{BlockState::Shared, kSampleOwner, 1.0}, tr("Shared"),
+           tr("Held by several sequences (fork or prefix-cache hit); coloured as its first owner")},
+          {{BlockState::Reserved, kSampleOwner, 0.0}, tr("Reserved (not yet written)"),
+           tr("Contiguous mode: reserved up front for tokens that may never come")},
+          {{BlockState::CachedFree, 0, 1.0}, tr("Cached free"),
+           tr("No holder, but its full content stays in the prefix cache until evicted")},
+          {{BlockState::CachedFree, kSampleOwner, 1.0}, tr("Cached, from a chat"),
+           tr("A chat's ended turn left it in the prefix cache: the chat's colour, muted; a later turn of the "
+              "conversation reuses it. Hover a block to see which chat")},
+      } {
+    QSizePolicy policy(QSizePolicy::Preferred, QSizePolicy::Preferred);
+    policy.setHeightForWidth(true);
+    setSizePolicy(policy);
+}
+
+int BlockMapLegend::entryWidth(const Entry& entry) const {
+    return kSwatch + kTextGap + fontMetrics().horizontalAdvance(entry.text);
+}
+
+int BlockMapLegend::rowHeight() const { return std::max(kSwatch, fontMetrics().height()); }
+
+std::vector<QRect> BlockMapLegend::layoutAt(int width) const {
+    std::vector<QRect> rects;
+    QPoint at(0, 0);
+    for (const Entry& e : entries_) {
+        const int w = entryWidth(e);
+        if (at.x() > 0 && at.x() + w > width)
+            at = QPoint(0, at.y() + rowHeight() + kRowGap);
+        rects.emplace_back(at, QSize(w, rowHeight()));
+        at.rx() += w + kEntryGap;
+    }
+    return rects;
+}
+
+int BlockMapLegend::heightForWidth(int width) const { return layoutAt(width).back().bottom() + 1; }
+
+void BlockMapLegend::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    // A layout in a short window gives less than heightForWidth asks; a
+    // minimum height for the width it got keeps every row in view.
+    setMinimumHeight(heightForWidth(width()));
+}
+
+QSize BlockMapLegend::sizeHint() const {
+    const QRect last = layoutAt(QWIDGETSIZE_MAX).back();
+    return {last.right() + 1, rowHeight()};
+}
+
+QSize BlockMapLegend::minimumSizeHint() const {
+    int widest = 0;
+    for (const Entry& e : entries_)
+        widest = std::max(widest, entryWidth(e));
+    return {widest, rowHeight()};
+}
+
+bool BlockMapLegend::event(QEvent* event) {
+    if (event->type() != QEvent::ToolTip)
+        return QWidget::event(event);
+    const auto* help = static_cast<QHelpEvent*>(event);
+    const std::vector<QRect> rects = layoutAt(width());
+    for (std::size_t i = 0; i < rects.size(); ++i)
+        if (rects[i].contains(help->pos())) {
+            QToolTip::showText(help->globalPos(), entries_[i].tip, this, rects[i]);
+            return true;
+        }
+    QToolTip::hideText();
+    return true;
+}
+
+void BlockMapLegend::paintEvent(QPaintEvent*) {
+    QPainter painter(this);
+    painter.setPen(palette().color(QPalette::WindowText));
+    const std::vector<QRect> rects = layoutAt(width());
+    for (std::size_t i = 0; i < rects.size(); ++i) {
+        const QRect& r = rects[i];
+        painter.drawImage(r.left(), r.top() + (r.height() - kSwatch) / 2,
+                          swatch(entries_[i].look, palette().color(QPalette::Base)));
+        painter.drawText(r.adjusted(kSwatch + kTextGap, 0, 0, 0), Qt::AlignLeft | Qt::AlignVCenter,
+                         entries_[i].text);
+    }
+}
+
+} // namespace kvscope::ui

@@ -1,0 +1,223 @@
+#include "ui/blockmap/block_map_widget.h"
+
+#include <algorithm>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+
+#include <QHelpEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QStringList>
+#include <QToolTip>
+
+#include "ui/blockmap/block_look.h"
+
+namespace kvscope::ui {
+namespace {
+
+constexpr int kHintPitch = 28;
+constexpr int kHintColumns = 16;
+
+QString stateLine(BlockState state) {
+    switch (state) {
+    case BlockState::Reserved: return QStringLiteral("Reserved: held, not yet written");
+    case BlockState::CachedFree:
+        return QStringLiteral("Cached free: no holder, content kept for prefix reuse until evicted");
+    case BlockState::Shared: return QStringLiteral("Shared: held by more than one sequence");
+    default: return block_state_name(state);
+    }
+}
+
+// The colour of each block's CellLook: its first owner's, or for a cached
+// block the chat it came from. Colours are looked up once per sequence, not
+// per block (the palette may compute them), and neighbouring blocks mostly
+// share an owner.
+class CellColors {
+public:
+    CellColors(const PoolSnapshot& snapshot, const SequencePalette& palette) : snapshot_(snapshot), palette_(palette) {
+        for (const SequenceInfo& seq : snapshot.sequences)
+            owners_.emplace(seq.id, palette.color(seq.id));
+    }
+
+    QRgb of(const BlockInfo& info) {
+        if (info.state == BlockState::CachedFree)
+            return info.last_holder ? cachedFrom(*info.last_holder) : 0;
+        if (info.owner_count == 0)
+            return block_colors::kFree;
+        const SeqId seq = snapshot_.owners[info.owner_begin];
+        if (!last_ || last_->first != seq) {
+            const auto it = owners_.find(seq);
+            last_.emplace(seq, it != owners_.end() ? it->second : palette_.color(seq));
+        }
+        return last_->second;
+    }
+
+private:
+    // 0 (plain cached grey) unless the palette attributes the block to a chat.
+    QRgb cachedFrom(SeqId seq) {
+        const auto [it, fresh] = cached_.try_emplace(seq, 0);
+        if (fresh && !palette_.cachedFrom(seq).isEmpty())
+            it->second = palette_.color(seq);
+        return it->second;
+    }
+
+    const PoolSnapshot& snapshot_;
+    const SequencePalette& palette_;
+    std::unordered_map<SeqId, QRgb> owners_, cached_;
+    std::optional<std::pair<SeqId, QRgb>> last_;
+};
+
+} // namespace
+
+BlockMapWidget::BlockMapWidget(QWidget* parent) : QWidget(parent) {
+    setMouseTracking(true);
+    setAttribute(Qt::WA_OpaquePaintEvent); // the cell image covers every pixel
+    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
+}
+
+void BlockMapWidget::setSnapshot(std::shared_ptr<const PoolSnapshot> snapshot) {
+    const std::size_t blocksBefore = blockCount();
+    snapshot_ = std::move(snapshot);
+    if (hovered_ && *hovered_ >= blockCount())
+        hovered_.reset();
+    invalidate();
+    // The size hint follows the pool size; asking for a new layout at every
+    // snapshot would lay out the whole window ~30 times a second.
+    if (blockCount() != blocksBefore)
+        updateGeometry();
+}
+
+void BlockMapWidget::setSequencePalette(SequencePalette palette) {
+    palette_ = std::move(palette);
+    invalidate();
+}
+
+const BlockMapLayout& BlockMapWidget::cells() const {
+    if (cellsSize_ != size() || cells_.blocks != blockCount()) {
+        cells_ = BlockMapLayout::fit(size(), blockCount());
+        cellsSize_ = size();
+    }
+    return cells_;
+}
+
+std::optional<BlockId> BlockMapWidget::blockAt(QPoint point) const {
+    const auto block = cells().blockAt(point);
+    if (!block)
+        return std::nullopt;
+    return static_cast<BlockId>(*block);
+}
+
+QRect BlockMapWidget::blockRect(BlockId block) const { return cells().cellRect(block); }
+
+QString BlockMapWidget::toolTipFor(BlockId block) const {
+    if (block >= blockCount())
+        return {};
+    const BlockInfo& info = snapshot_->blocks[block];
+    const QString from = info.last_holder ? palette_.cachedFrom(*info.last_holder) : QString();
+    QStringList lines;
+    lines << QStringLiteral("Block %1 · %2")
+                 .arg(block)
+                 .arg(from.isEmpty() ? block_state_name(info.state) : QStringLiteral("cached, from %1").arg(from));
+    if (info.state != BlockState::Used && info.state != BlockState::Free)
+        lines << stateLine(info.state);
+    QStringList owners;
+    for (SeqId seq : snapshot_->owners_of(block))
+        owners << palette_.name(seq);
+    if (!owners.isEmpty())
+        lines << (owners.size() == 1 ? QStringLiteral("Owner: ") : QStringLiteral("Owners: ")) +
+                     owners.join(QStringLiteral(", "));
+    lines << QStringLiteral("Ref count: %1").arg(info.ref_count);
+    lines << QStringLiteral("Fill: %1 / %2 slots").arg(info.fill).arg(snapshot_->layout.block_size());
+    lines << QStringLiteral("KV dtype: %1 · %2 bytes per block")
+                 .arg(QString::fromStdString(std::string(to_string(snapshot_->layout.dtype()))))
+                 .arg(snapshot_->layout.bytes_per_block());
+    return lines.join(QLatin1Char('\n'));
+}
+
+QSize BlockMapWidget::sizeHint() const {
+    const auto blocks = static_cast<int>(std::min<std::size_t>(blockCount(), 4096));
+    const int columns = std::clamp(blocks, 1, kHintColumns);
+    const int rows = std::max(1, (blocks + columns - 1) / columns);
+    const int margin = 2 * BlockMapLayout::kMargin;
+    return QSize(columns * kHintPitch + margin, rows * kHintPitch + margin).expandedTo(minimumSizeHint()).boundedTo({640, 420});
+}
+
+QSize BlockMapWidget::minimumSizeHint() const { return {160, 60}; }
+
+bool BlockMapWidget::event(QEvent* event) {
+    if (event->type() != QEvent::ToolTip)
+        return QWidget::event(event);
+    const auto* help = static_cast<QHelpEvent*>(event);
+    if (const auto block = blockAt(help->pos()))
+        QToolTip::showText(help->globalPos(), toolTipFor(*block), this, blockRect(*block));
+    else
+        QToolTip::hideText();
+    return true;
+}
+
+void BlockMapWidget::paintEvent(QPaintEvent*) {
+    if (dirty_ || image_.size() != size())
+        renderCells();
+    QPainter painter(this);
+    painter.drawImage(0, 0, image_);
+    if (hovered_) {
+        painter.setPen(QPen(palette().color(QPalette::Text), 1));
+        painter.drawRect(blockRect(*hovered_).adjusted(-1, -1, 0, 0));
+    }
+    paintNotes(painter);
+}
+
+void BlockMapWidget::resizeEvent(QResizeEvent*) { invalidate(); }
+
+void BlockMapWidget::mouseMoveEvent(QMouseEvent* event) { setHovered(blockAt(event->position().toPoint())); }
+
+void BlockMapWidget::leaveEvent(QEvent*) { setHovered(std::nullopt); }
+
+void BlockMapWidget::invalidate() {
+    dirty_ = true;
+    update();
+}
+
+void BlockMapWidget::renderCells() {
+    if (image_.size() != size())
+        image_ = QImage(size(), QImage::Format_RGB32);
+    // A panel in the palette's base colour just behind the cells: a small
+    // pool should not look like a large empty one.
+    image_.fill(palette().color(QPalette::Window));
+    dirty_ = false;
+    if (!snapshot_ || image_.isNull())
+        return;
+    const QSize grid = cells().gridSize();
+    QPainter(&image_).fillRect(QRect(0, 0, grid.width() + 2 * BlockMapLayout::kMargin,
+                                     grid.height() + 2 * BlockMapLayout::kMargin),
+                               palette().color(QPalette::Base));
+    const double blockSize = snapshot_->layout.block_size();
+    CellColors colors(*snapshot_, palette_);
+    CellPainter cellPainter(image_);
+    cells().forEachCell([&](std::size_t b, const QRect& rect) {
+        const BlockInfo& info = snapshot_->blocks[b];
+        cellPainter.paint(rect, {info.state, colors.of(info), info.fill / blockSize});
+    });
+}
+
+void BlockMapWidget::setHovered(std::optional<BlockId> block) {
+    if (block == hovered_)
+        return;
+    hovered_ = block;
+    update();
+}
+
+void BlockMapWidget::paintNotes(QPainter& painter) {
+    painter.setPen(palette().color(QPalette::Text));
+    if (!snapshot_) {
+        painter.drawText(rect(), Qt::AlignCenter, tr("No pool"));
+        return;
+    }
+    const BlockMapLayout& grid = cells();
+    if (grid.visible < grid.blocks)
+        painter.drawText(rect().adjusted(4, 4, -4, -4), Qt::AlignBottom | Qt::AlignRight,
+                         tr("showing %1 of %2 blocks: enlarge the window").arg(grid.visible).arg(grid.blocks));
+}
+
+} // namespace kvscope::ui

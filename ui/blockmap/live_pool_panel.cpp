@@ -1,0 +1,105 @@
+#include "ui/blockmap/live_pool_panel.h"
+
+#include <algorithm>
+
+#include <QLabel>
+#include <QVBoxLayout>
+
+#include "ui/blockmap/block_map_legend.h"
+#include "ui/blockmap/block_map_widget.h"
+#include "ui/settings/model_info_panel.h"
+#include "ui/blockmap/snapshot_replay_bar.h"
+
+namespace kvscope::ui {
+namespace {
+
+QString percent(double fraction) { return QStringLiteral("%1%").arg(fraction * 100, 0, 'f', 1); }
+
+QString describe(const EngineSnapshot& s) {
+    const FragmentationStats& f = s.pool->fragmentation;
+    return QObject::tr("%1 of %2 blocks used (%3 of slots hold tokens) \u00b7 %4 cached \u00b7 waste: internal %5, "
+                       "reserved %6, external %7 \u00b7 %8 running, %9 waiting, %10 swapped \u00b7 in %11")
+        .arg(f.used_blocks)
+        .arg(f.total_blocks)
+        .arg(percent(f.token_occupancy()))
+        .arg(f.cached_free_blocks)
+        .arg(percent(f.internal_waste()), percent(f.reserved_waste()), percent(f.external_fragmentation()))
+        .arg(s.running)
+        .arg(s.waiting)
+        .arg(s.swapped)
+        .arg(kvLocationText(s.device));
+}
+
+bool hasPool(const std::shared_ptr<const EngineSnapshot>& snapshot) { return snapshot && snapshot->pool; }
+
+} // namespace
+
+LivePoolPanel::LivePoolPanel(QWidget* parent)
+    : QWidget(parent),
+      map_(new BlockMapWidget),
+      legend_(new BlockMapLegend),
+      replayBar_(new SnapshotReplayBar),
+      figures_(new QLabel(tr("No model loaded"))) {
+    map_->setObjectName(QStringLiteral("liveBlockMap"));
+    legend_->setObjectName(QStringLiteral("blockMapLegend"));
+    figures_->setObjectName(QStringLiteral("poolFigures"));
+    figures_->setWordWrap(true);
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(map_, 1);
+    layout->addWidget(legend_); // wraps onto more rows when narrow
+    layout->addWidget(replayBar_);
+    layout->addWidget(figures_);
+    connect(replayBar_, &SnapshotReplayBar::picked, this, &LivePoolPanel::pick);
+    connect(replayBar_, &SnapshotReplayBar::liveRequested, this, &LivePoolPanel::goLive);
+    replayBar_->display(replay_);
+}
+
+void LivePoolPanel::setSnapshot(std::shared_ptr<const EngineSnapshot> snapshot, SequencePalette palette) {
+    if (!hasPool(snapshot))
+        return;
+    livePalette_ = std::move(palette);
+    replay_.add(std::move(snapshot));
+    if (replay_.live())
+        showShown();
+    else
+        replayBar_->display(replay_);
+}
+
+void LivePoolPanel::addSteps(const SnapshotBatch& steps) {
+    for (const auto& step : steps)
+        if (hasPool(step))
+            replay_.add(step);
+    replayBar_->display(replay_); // the live picture comes with the next setSnapshot
+}
+
+void LivePoolPanel::clear() {
+    replay_.clear();
+    livePalette_ = SequencePalette();
+    map_->setSnapshot(nullptr);
+    figures_->setText(tr("Waiting for a snapshot"));
+    replayBar_->display(replay_);
+}
+
+void LivePoolPanel::pick(int index) {
+    replay_.pick(static_cast<std::size_t>(std::max(index, 0)));
+    showShown();
+}
+
+void LivePoolPanel::goLive() {
+    replay_.goLive();
+    showShown();
+}
+
+void LivePoolPanel::showShown() {
+    replayBar_->display(replay_);
+    const auto shown = replay_.shown();
+    if (!shown)
+        return;
+    figures_->setText(describe(*shown));
+    map_->setSequencePalette(!replay_.live() && paletteMaker_ ? paletteMaker_(*shown) : livePalette_);
+    map_->setSnapshot(shown->pool);
+}
+
+QString LivePoolPanel::figures() const { return figures_->text(); }
+
+} // namespace kvscope::ui

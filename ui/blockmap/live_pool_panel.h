@@ -1,0 +1,64 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include <QWidget>
+
+#include "engine/engine_snapshot.h"
+#include "ui/blockmap/sequence_palette.h"
+#include "ui/blockmap/snapshot_replay.h"
+
+class QLabel;
+
+namespace kvscope::ui {
+
+class BlockMapLegend;
+class BlockMapWidget;
+class SnapshotReplayBar;
+
+// The engine's KV pool: the block map (each chat in its tab's colour), its
+// legend, a replay slider over the recent snapshots and a line of figures
+// ending with where the pool lives (Compare A/B's engines may differ there).
+// Live, it shows the latest snapshot; scrubbed back, the picked one.
+class LivePoolPanel : public QWidget {
+    Q_OBJECT
+public:
+    // The palette for a snapshot being replayed (the app's chatPalette);
+    // without one, a replayed snapshot gets the latest snapshot's palette.
+    using PaletteMaker = std::function<SequencePalette(const EngineSnapshot&)>;
+
+    explicit LivePoolPanel(QWidget* parent = nullptr);
+
+    void setSnapshot(std::shared_ptr<const EngineSnapshot> snapshot, SequencePalette palette);
+    // Snapshots of steps the engine ran between two published ones (see
+    // EngineController::stepsRecorded), kept for the replay only.
+    void addSteps(const SnapshotBatch& steps);
+    // Forgets the kept snapshots and the painted one: the panel is about to
+    // show another engine (a server's, or the local one again), whose steps
+    // must not follow the old engine's on the slider.
+    void clear();
+    void setPaletteMaker(PaletteMaker maker) { paletteMaker_ = std::move(maker); }
+
+    BlockMapWidget* map() const { return map_; }
+    BlockMapLegend* legend() const { return legend_; }
+    SnapshotReplayBar* replayBar() const { return replayBar_; }
+    const SnapshotReplay& replay() const { return replay_; }
+    // Shows the index-th kept snapshot (0 = oldest); the newest goes live.
+    void pick(int index);
+    void goLive();
+    QString figures() const;
+
+private:
+    void showShown();
+
+    BlockMapWidget* map_;
+    BlockMapLegend* legend_;
+    SnapshotReplayBar* replayBar_;
+    QLabel* figures_;
+    SnapshotReplay replay_;
+    SequencePalette livePalette_;
+    PaletteMaker paletteMaker_;
+};
+
+} // namespace kvscope::ui

@@ -1,0 +1,96 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <QColor>
+#include <QWidget>
+
+#include "engine/engine_snapshot.h"
+#include "engine/tokenizer/chat_template.h"
+#include "ui/bridge/chat_turn.h"
+
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QPushButton;
+class QSpinBox;
+class QTextBrowser;
+
+namespace kvscope::ui {
+
+// One conversation: its transcript with text streaming into it, a system
+// prompt, sampling controls, Send and Stop. It keeps the conversation and
+// asks for turns; the engine answers through appendText and finishTurn.
+//
+// The transcript follows the newest line as text arrives. While a turn
+// waits in the engine's queue, a line under the transcript says what for.
+//
+// Object names for tests: systemPrompt, transcript, waiting, input, send,
+// stop, temperature, topP, topK, maxTokens, seed.
+class ChatPanel : public QWidget {
+    Q_OBJECT
+public:
+    ChatPanel(int chat, QColor color, QWidget* parent = nullptr);
+
+    int chat() const { return chat_; }
+    QColor color() const { return color_; }
+    bool busy() const { return busy_; }
+    QString transcriptText() const;
+    const std::vector<ChatMessage>& history() const { return history_; }
+
+    void setSystemPrompt(const QString& text);
+    // What the turn in flight waits for (waitingText); empty hides the line.
+    void setWaiting(const QString& text);
+    QString waitingLine() const;
+    // Tells the user that the model has no known chat template.
+    void setTemplateNote(const QString& note);
+    // Sends `text` as the next user message (what Send does with the input).
+    void submit(const QString& text);
+    void stop();
+
+public slots:
+    void appendText(const QString& text);
+    void finishTurn(const kvscope::ui::TurnStats& stats);
+
+signals:
+    void submitRequested(const kvscope::ui::ChatTurn& turn);
+    void stopRequested(int chat);
+    void busyChanged(bool busy);
+
+private:
+    QWidget* buildSamplingRow();
+    RequestParams requestParams() const;
+    void sendInput();
+    void setBusy(bool busy);
+    void appendHeading(const QString& who, const QColor& color);
+    void scrollToNewest();
+
+    int chat_;
+    QColor color_;
+    std::vector<ChatMessage> history_; // user and assistant turns, without the system prompt
+    std::string reply_;                // the assistant turn streaming in
+    bool busy_ = false;
+    QLineEdit* systemPrompt_;
+    QLabel* templateNote_;
+    QTextBrowser* transcript_;
+    QLabel* waiting_;
+    QPlainTextEdit* input_;
+    QPushButton* send_;
+    QPushButton* stop_;
+    QDoubleSpinBox* temperature_;
+    QDoubleSpinBox* topP_;
+    QSpinBox* topK_;
+    QSpinBox* maxTokens_;
+    QSpinBox* seed_;
+};
+
+// The text under a finished reply: "42 tokens · 310.5 tok/s · first token 12 ms · stop".
+QString turnStatsLine(const TurnStats& stats);
+// What a turn's sequence waits for: "Waiting for KV blocks..." at the head
+// of the queue, "Queued behind 3 requests..." behind others, "Preempted:
+// waiting for KV blocks..." when swapped out; empty while it runs.
+QString waitingText(const SeqSnapshot& seq);
+
+} // namespace kvscope::ui

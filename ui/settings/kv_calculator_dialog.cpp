@@ -1,0 +1,293 @@
+#include "ui/settings/kv_calculator_dialog.h"
+
+#include <limits>
+
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include "engine/core/byte_text.h"
+#include "engine/core/error.h"
+#include "engine/presets/device_presets.h"
+
+namespace kvscope::ui {
+namespace {
+
+// Model combo data: -1 the loaded model, else the preset's index.
+constexpr int kLoadedModel = -1;
+// GPU combo data: -2 none, -1 custom memory, else the preset's index.
+constexpr int kNoGpu = -2;
+constexpr int kCustomGpu = -1;
+// The weights combo's first entry: the file's own tensor bytes.
+const QString kAsInFile = QStringLiteral("as in the file");
+
+QString text(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
+
+QString bytes(std::uint64_t n) { return QString::fromStdString(bytes_text(static_cast<double>(n))); }
+
+QTableWidgetItem* cell(const QString& shown, std::optional<double> value, const QString& tip = {}) {
+    auto* item = new QTableWidgetItem(shown);
+    item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    if (value)
+        item->setData(Qt::UserRole, *value);
+    item->setToolTip(tip);
+    return item;
+}
+
+QTableWidgetItem* bytesCell(std::uint64_t n) {
+    return cell(bytes(n), static_cast<double>(n), QObject::tr("%1 bytes").arg(n));
+}
+
+} // namespace
+
+KvCalculatorDialog::KvCalculatorDialog(QWidget* parent)
+    : QDialog(parent),
+      model_(new QComboBox(this)),
+      tokens_(new QSpinBox(this)),
+      sequences_(new QSpinBox(this)),
+      blockSize_(new QSpinBox(this)),
+      dtype_(new QComboBox(this)),
+      gpu_(new QComboBox(this)),
+      gpuGib_(new QDoubleSpinBox(this)),
+      weights_(new QComboBox(this)),
+      gpuUtil_(new QDoubleSpinBox(this)),
+      summary_(new QLabel(this)),
+      error_(new QLabel(this)),
+      table_(new QTableWidget(0, kColumns, this)) {
+    setWindowTitle(tr("KV cache calculator"));
+    model_->setObjectName(QStringLiteral("model"));
+    tokens_->setObjectName(QStringLiteral("tokens"));
+    sequences_->setObjectName(QStringLiteral("sequences"));
+    blockSize_->setObjectName(QStringLiteral("blockSize"));
+    dtype_->setObjectName(QStringLiteral("dtype"));
+    gpu_->setObjectName(QStringLiteral("gpu"));
+    gpuGib_->setObjectName(QStringLiteral("gpuGib"));
+    weights_->setObjectName(QStringLiteral("weights"));
+    gpuUtil_->setObjectName(QStringLiteral("gpuUtil"));
+
+    const auto presets = model_presets();
+    for (std::size_t i = 0; i < presets.size(); ++i)
+        model_->addItem(QString::fromStdString(presets[i].name), static_cast<int>(i));
+    tokens_->setRange(1, std::numeric_limits<int>::max());
+    sequences_->setRange(1, 1 << 20);
+    blockSize_->setRange(1, 1024);
+    blockSize_->setValue(16);
+    for (KvDtype d : all_kv_dtypes())
+        dtype_->addItem(text(to_string(d)), static_cast<int>(d));
+    dtype_->setCurrentIndex(dtype_->findData(static_cast<int>(KvDtype::F16)));
+    gpu_->addItem(tr("none"), kNoGpu);
+    const auto devices = device_presets();
+    for (std::size_t i = 0; i < devices.size(); ++i)
+        gpu_->addItem(QString::fromStdString(devices[i].name), static_cast<int>(i));
+    gpu_->addItem(tr("custom memory"), kCustomGpu);
+    gpuGib_->setRange(0, 1 << 20);
+    gpuGib_->setSpecialValueText(tr("no GPU")); // shown at 0: with GPU "none"
+    gpuGib_->setSuffix(tr(" GiB"));
+    for (GgmlType t : weight_formats())
+        weights_->addItem(QString::fromStdString(weight_format_name(t)));
+    weights_->setCurrentText(QStringLiteral("f16"));
+    gpuUtil_->setRange(0.01, 1.0);
+    gpuUtil_->setSingleStep(0.05);
+    gpuUtil_->setValue(0.9);
+    gpuUtil_->setToolTip(tr("Share of the GPU's memory the engine may use (vLLM's gpu_memory_utilization)"));
+    summary_->setWordWrap(true);
+    error_->setWordWrap(true);
+    error_->setStyleSheet(QStringLiteral("color: #c62828"));
+    table_->setHorizontalHeaderLabels(
+        {tr("KV dtype"), tr("per token"), tr("per sequence"), tr("total"), tr("vs f16"), tr("sequences that fit")});
+    table_->verticalHeader()->setVisible(false);
+    table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+
+    auto* form = new QFormLayout;
+    form->addRow(tr("Model"), model_);
+    form->addRow(tr("Tokens per sequence"), tokens_);
+    form->addRow(tr("Sequences"), sequences_);
+    form->addRow(tr("Block size"), blockSize_);
+    form->addRow(tr("KV dtype"), dtype_);
+    form->addRow(tr("GPU"), gpu_);
+    form->addRow(tr("GPU memory"), gpuGib_);
+    form->addRow(tr("Weights"), weights_);
+    form->addRow(tr("GPU memory usable"), gpuUtil_);
+    auto* close = new QDialogButtonBox(QDialogButtonBox::Close, this);
+    connect(close, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addWidget(summary_);
+    layout->addWidget(error_);
+    layout->addWidget(table_, 1);
+    layout->addWidget(close);
+    resize(720, 560);
+
+    connect(model_, &QComboBox::currentIndexChanged, this, &KvCalculatorDialog::modelChanged);
+    for (QSpinBox* box : {tokens_, sequences_, blockSize_})
+        connect(box, &QSpinBox::valueChanged, this, &KvCalculatorDialog::recompute);
+    for (QDoubleSpinBox* box : {gpuGib_, gpuUtil_})
+        connect(box, &QDoubleSpinBox::valueChanged, this, &KvCalculatorDialog::recompute);
+    for (QComboBox* box : {dtype_, gpu_, weights_})
+        connect(box, &QComboBox::currentIndexChanged, this, &KvCalculatorDialog::recompute);
+    modelChanged();
+}
+
+void KvCalculatorDialog::setLoadedModel(const CalcModel& model) {
+    loaded_ = model;
+    const int at = model_->findData(kLoadedModel);
+    const QString label = tr("%1 (loaded)").arg(QString::fromStdString(model.name));
+    if (at >= 0)
+        model_->setItemText(at, label);
+    else
+        model_->insertItem(0, label, kLoadedModel);
+    if (model_->currentIndex() != 0)
+        model_->setCurrentIndex(0); // modelChanged follows
+    else
+        modelChanged();
+}
+
+void KvCalculatorDialog::setEngineSettings(KvDtype dtype, std::uint32_t blockSize) {
+    dtype_->setCurrentIndex(dtype_->findData(static_cast<int>(dtype)));
+    blockSize_->setValue(static_cast<int>(blockSize));
+}
+
+bool KvCalculatorDialog::selectPreset(const QString& name) {
+    const auto presets = model_presets();
+    for (std::size_t i = 0; i < presets.size(); ++i)
+        if (QString::fromStdString(presets[i].name) == name) {
+            model_->setCurrentIndex(model_->findData(static_cast<int>(i)));
+            return true;
+        }
+    return false;
+}
+
+CalcInputs KvCalculatorDialog::inputs() const {
+    CalcInputs in;
+    const int m = model_->currentData().toInt();
+    in.model = m == kLoadedModel && loaded_ ? *loaded_ : calc_model(model_presets()[static_cast<std::size_t>(m)]);
+    in.tokens_per_sequence = static_cast<std::uint64_t>(tokens_->value());
+    in.sequences = static_cast<std::uint64_t>(sequences_->value());
+    in.block_size = static_cast<std::uint32_t>(blockSize_->value());
+    const int g = gpu_->currentData().toInt();
+    if (g == kCustomGpu)
+        in.device = CalcDevice{"custom", static_cast<std::uint64_t>(gpuGib_->value() * 1024 * 1024 * 1024)};
+    else if (g != kNoGpu) {
+        const DevicePreset& d = device_presets()[static_cast<std::size_t>(g)];
+        in.device = CalcDevice{d.name, d.memory_bytes};
+    }
+    if (weights_->currentText() != kAsInFile)
+        in.weights = weights_->currentText().toStdString();
+    in.memory_fraction = gpuUtil_->value();
+    return in;
+}
+
+void KvCalculatorDialog::modelChanged() {
+    const bool fromFile = model_->currentData().toInt() == kLoadedModel && loaded_ && loaded_->file_weight_bytes;
+    const int asInFile = weights_->findText(kAsInFile);
+    if (fromFile && asInFile < 0) {
+        weights_->insertItem(0, kAsInFile);
+        weights_->setCurrentIndex(0);
+    } else if (!fromFile && asInFile >= 0) {
+        weights_->removeItem(asInFile);
+        weights_->setCurrentText(QStringLiteral("f16"));
+    }
+    // A model's natural question is its own context length (the CLI's default).
+    const QSignalBlocker quiet(tokens_);
+    tokens_->setValue(static_cast<int>(std::min<std::uint64_t>(inputs().model.context,
+                                                               std::numeric_limits<int>::max())));
+    recompute();
+}
+
+// A preset GPU's memory shows in the (then greyed) memory field, so the
+// field never contradicts the GPU chosen.
+void KvCalculatorDialog::showGpuMemory() {
+    constexpr double kCustomStartGib = 24;
+    const int g = gpu_->currentData().toInt();
+    gpuGib_->setEnabled(g == kCustomGpu);
+    const QSignalBlocker quiet(gpuGib_);
+    if (g == kNoGpu)
+        gpuGib_->setValue(0);
+    else if (g == kCustomGpu && gpuGib_->value() == 0)
+        gpuGib_->setValue(kCustomStartGib);
+    else if (g != kCustomGpu)
+        gpuGib_->setValue(static_cast<double>(device_presets()[static_cast<std::size_t>(g)].memory_bytes) /
+                          (1024.0 * 1024.0 * 1024.0));
+}
+
+void KvCalculatorDialog::recompute() {
+    const int g = gpu_->currentData().toInt();
+    showGpuMemory();
+    weights_->setEnabled(g != kNoGpu);
+    gpuUtil_->setEnabled(g != kNoGpu);
+    error_->clear();
+    const CalcInputs in = inputs();
+    try {
+        result_ = run_kv_calculator(in);
+    } catch (const Error& e) {
+        result_ = CalcResult{};
+        error_->setText(QString::fromStdString(e.what()));
+    }
+    error_->setVisible(!error_->text().isEmpty());
+    const KvGeometry& kv = in.model.kv;
+    QString summary = tr("%1: %2 layers × %3 KV heads × head_dim %4. %5 tokens × %6 sequences.")
+                          .arg(QString::fromStdString(in.model.name))
+                          .arg(kv.n_layers)
+                          .arg(kv.n_kv_heads)
+                          .arg(kv.head_dim)
+                          .arg(in.tokens_per_sequence)
+                          .arg(in.sequences);
+    if (in.device && !result_.answers.empty())
+        summary += QLatin1Char(' ') + tr("On %1 (%2, %3% usable) next to %4 of weights (%5).")
+                                          .arg(QString::fromStdString(in.device->name), bytes(in.device->memory_bytes))
+                                          .arg(in.memory_fraction * 100, 0, 'f', 0)
+                                          .arg(bytes(result_.question.weight_bytes),
+                                               QString::fromStdString(result_.weights));
+    summary_->setText(summary);
+    fillTable();
+}
+
+void KvCalculatorDialog::fillTable() {
+    table_->setRowCount(static_cast<int>(result_.answers.size()));
+    double f16PerToken = 0;
+    for (const KvMemoryAnswer& a : result_.answers)
+        if (a.dtype == KvDtype::F16)
+            f16PerToken = static_cast<double>(a.bytes_per_token);
+    const auto highlighted = static_cast<KvDtype>(dtype_->currentData().toInt());
+    for (int i = 0; i < table_->rowCount(); ++i) {
+        const KvMemoryAnswer& a = result_.answers[static_cast<std::size_t>(i)];
+        auto* name = new QTableWidgetItem(text(to_string(a.dtype)));
+        QFont font = name->font();
+        font.setBold(a.dtype == highlighted);
+        name->setFont(font);
+        table_->setItem(i, kDtype, name);
+        table_->setItem(i, kPerToken, bytesCell(a.bytes_per_token));
+        table_->setItem(i, kPerSequence, bytesCell(a.bytes_per_sequence));
+        table_->setItem(i, kTotal, bytesCell(a.total_bytes));
+        const double ratio = f16PerToken / static_cast<double>(a.bytes_per_token);
+        table_->setItem(i, kVsF16, cell(QString::number(ratio, 'f', 2) + QStringLiteral("×"), ratio));
+        table_->setItem(i, kFit, a.sequences_that_fit
+                                      ? cell(QString::number(*a.sequences_that_fit),
+                                             static_cast<double>(*a.sequences_that_fit),
+                                             tr("KV budget %1").arg(bytes(*a.kv_budget_bytes)))
+                                      : cell(tr("—"), std::nullopt, tr("Choose a GPU to see how many fit")));
+    }
+}
+
+QString KvCalculatorDialog::cellText(int row, Column column) const {
+    const QTableWidgetItem* item = table_->item(row, column);
+    return item ? item->text() : QString();
+}
+
+std::optional<double> KvCalculatorDialog::cellValue(int row, Column column) const {
+    const QTableWidgetItem* item = table_->item(row, column);
+    if (!item || !item->data(Qt::UserRole).isValid())
+        return std::nullopt;
+    return item->data(Qt::UserRole).toDouble();
+}
+
+QString KvCalculatorDialog::errorText() const { return error_->text(); }
+
+} // namespace kvscope::ui
