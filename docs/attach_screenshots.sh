@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Retakes the README's three "Watching a running server" screenshots
+# Retakes docs/attaching.md's three screenshots
 # (docs/app-server-*.png): the app attached to kvscope-cli serve and to
 # llama.cpp's llama-server, each under bench client load, and to fake-vllm
 # (the vLLM stand-in the tests use: no vLLM runs without a GPU).
@@ -61,7 +61,7 @@ else
 fi
 
 # fake-vllm: "fake-vllm: listening on URL (...)", then "fake-vllm: OPTIONS" for top/--connect.
-start vllm "$build/tests/attach/fake-vllm" --ranks 2 --seconds 120
+start vllm "$build/tests/net/attach/fake-vllm" --ranks 2 --seconds 120
 sleep 0.5
 url=$(grep -o 'http://[0-9.:]*' "$tmp/vllm.first")
 read -r -a options < <(sed -n '2s/^fake-vllm: //p' "$tmp/vllm.out")

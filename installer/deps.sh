@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages kvscope needs to build, test and run,
 # and nothing when they are all present already. Package names and why each
-# is needed: ../shared/design/TOOLCHAIN.md and README.md ("Building").
+# is needed: ../shared/design/TOOLCHAIN.md and docs/building.md.
 # --package adds what the .deb needs (installer/kvscope.sh package): rsvg-convert
 # and help2man draw the icons and write the man pages at build time,
 # desktop-file-validate and appstreamcli check the desktop files, lintian the

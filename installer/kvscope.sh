@@ -29,8 +29,8 @@ build_all() {
   cmake --build "$build" -j "$(nproc)"
 }
 
-# lintian on the .deb: its report, then failure on any error (the README's
-# "Install" section lists the tags that stay, and why).
+# lintian on the .deb: its report, then failure on any error (docs/install.md
+# lists the tags that stay, and why).
 lint_package() {
   local deb="$1" report
   report="$(lintian "$deb" 2>&1 | grep -v 'root privileges is not recommended' || true)"

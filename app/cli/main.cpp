@@ -1,4 +1,4 @@
-// kvscope-cli: the engine from the command line. See README.md ("Command line").
+// kvscope-cli: the engine from the command line. See docs/command-line.md.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -37,7 +37,7 @@ commands:
                --model FILE --text-file F [--kv-dtype D[,D...]] [--ctx N] [--block-size B]
                [--threads N] [--backend B] [--json]   (default: every KV dtype this build and
                backend can run; the backend each ran on is listed)
-  serve        an OpenAI-compatible HTTP server over the paged engine (README, "Serving"):
+  serve        an OpenAI-compatible HTTP server over the paged engine (docs/serving.md):
                /v1/completions, /v1/chat/completions, /v1/models, /tokenize, /detokenize,
                /health, /metrics (Prometheus), /kv/snapshot and /kv/stream (the KV pool)
                --model FILE [--host 127.0.0.1] [--port 8000 (0: any free port)]
@@ -47,7 +47,7 @@ commands:
                [--max-seqs N] [--max-batched-tokens N] [--preemption swap|recompute]
                [--threads N] [--backend B]
   top          a running server's KV cache and load, live: kvscope-cli serve, llama.cpp's
-               llama-server or vLLM (README, "Attaching to a running server"); redrawn
+               llama-server or vLLM (docs/attaching.md); redrawn
                in place on a terminal, one block (or JSON line) per interval otherwise
                --url URL [--server-kind kvscope|llama.cpp|vllm] [--api-key KEY]
                [--kv-events tcp://HOST:PORT[,...]] [--kv-replay tcp://HOST:PORT[,...]]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kvscope's CPU kernels against llama.cpp's on the same GGUF files, same
 # machine, 2 threads, interleaved (kvscope, llama.cpp, kvscope, ...): the
-# README's "Prompt processing and batched decode" table (issue 18).
+# "Against llama.cpp" tables of docs/benchmarks.md.
 #
 #   docs/bench/kernels_vs_llamacpp.sh PAIRS MODEL.gguf [MODEL.gguf ...]
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kvscope-cli serve against llama.cpp's llama-server on the same GGUF, same
 # machine, alternately (kvscope, llama.cpp, kvscope, ...), through the same
-# load generator (kvscope-cli bench client): the README's "Serving" table.
+# load generator (kvscope-cli bench client): docs/serving.md's "against llama.cpp's server" table.
 #
 #   docs/bench/serve_vs_llamacpp.sh MODEL.gguf CONTEXT [PAIRS] [CONCURRENCY...]
 #
