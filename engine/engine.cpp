@@ -100,8 +100,6 @@ Admission Engine::add_request(std::vector<TokenId> prompt, const RequestParams& 
     return Admission(id);
 }
 
-// Why a request can never run, checked before it gets an id; nothing when
-// it can.
 std::optional<RequestRefusal> Engine::refusal(std::span<const TokenId> prompt, const RequestParams& params) const {
     RequestRefusal r{RefusalReason::EmptyPrompt, static_cast<std::uint32_t>(prompt.size()), params.max_new_tokens,
                      params.n, std::nullopt, {}};
@@ -126,8 +124,7 @@ std::optional<RequestRefusal> Engine::refusal(std::span<const TokenId> prompt, c
     } else if (outside_vocab != prompt.end()) {
         r.reason = RefusalReason::TokenOutsideVocab;
         r.message = "token id " + std::to_string(*outside_vocab) + " is outside the vocabulary";
-    } else if (std::optional<KvRefusal> pool = kv_.refusal(prompt, params.max_new_tokens);
-               pool && pool->status == AllocStatus::Never) {
+    } else if (std::optional<KvRefusal> pool = kv_.never_fits(prompt.size(), params.max_new_tokens)) {
         r.reason = RefusalReason::OverPool;
         r.message = pool->reason;
         r.pool = std::move(pool);
@@ -315,7 +312,7 @@ void Engine::finish(SeqId id, FinishReason reason, const std::string& error) {
     seqs_.erase(id);
     scheduler_.remove(id);
     if (kv_.pool().cached_blocks_of(id) > 0)
-        ended_seqs_.emplace(id, s.request);
+        ended_seqs_.emplace(id, EndedSeq{id, s.request, requests_.at(s.request).params.client_tag});
     Request& r = requests_.at(s.request);
     if (reason == FinishReason::Abort || reason == FinishReason::Error) {
         publish({s.request, s.index, {}, {}, reason, error});
@@ -349,10 +346,11 @@ std::shared_ptr<const EngineSnapshot> Engine::snapshot() const {
         const Request& r = requests_.at(s.request);
         const auto position = queue_position.find(id);
         snap->seqs.push_back({id, s.request, s.index, q.status, r.prompt_tokens, s.generated,
-                              position != queue_position.end() ? std::optional(position->second) : std::nullopt});
+                              position != queue_position.end() ? std::optional(position->second) : std::nullopt,
+                              r.params.client_tag});
     }
-    for (const auto& [seq, request] : ended_seqs_)
-        snap->ended_seqs.push_back({seq, request});
+    for (const auto& entry : ended_seqs_)
+        snap->ended_seqs.push_back(entry.second);
     snap->running = scheduler_.num_running();
     snap->waiting = scheduler_.num_waiting();
     snap->swapped = scheduler_.num_swapped();

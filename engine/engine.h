@@ -44,6 +44,11 @@ struct RequestParams {
     // With SchedulingPolicy::Priority, lower values are scheduled first and
     // preempted last (vLLM's convention); FCFS ignores it.
     std::int32_t priority = 0;
+    // Who asked, as the caller names it (the app: the chat's number; 0: no
+    // one in particular, such as a workload request or a server's client).
+    // The engine only carries it into its snapshots, so a front end can
+    // tell its requests apart without a map of its own.
+    std::uint64_t client_tag = 0;
 };
 
 enum class FinishReason : std::uint8_t { Stop, Length, Abort, Error };
@@ -91,6 +96,11 @@ public:
     // and no output, and nothing else is affected.
     Admission add_request(std::string_view prompt, const RequestParams& params);
     Admission add_request(std::vector<TokenId> prompt, const RequestParams& params);
+    // Why add_request would refuse the request; nothing when it would not.
+    // Thread-safe: it reads only what the engine fixes at construction (the
+    // model, the pool's size), so a service may check a request on the
+    // submitting thread while another thread steps the engine.
+    std::optional<RequestRefusal> refusal(std::span<const TokenId> prompt, const RequestParams& params) const;
     void abort(RequestId request);
 
     // Schedules and runs one batch. Never throws for a request's sake: a
@@ -133,7 +143,6 @@ private:
 
     double now() const;
     SeqId new_seq(RequestId request, std::uint32_t index);
-    std::optional<RequestRefusal> refusal(std::span<const TokenId> prompt, const RequestParams& params) const;
     std::uint64_t run(std::span<const ScheduledChunk> chunks);
     std::string forward(std::span<const ScheduledChunk> chunks, bool from_block_start);
     std::uint64_t use_logits(std::span<const ScheduledChunk> chunks);
@@ -157,7 +166,7 @@ private:
     // Ended sequences still named as last holder by cached-free blocks
     // (EngineSnapshot::ended_seqs); pruned after each step, so at most one
     // per cached block.
-    std::map<SeqId, RequestId> ended_seqs_;
+    std::map<SeqId, EndedSeq> ended_seqs_;
     RequestId next_request_ = 1;
     SeqId next_seq_ = 1;
     std::uint64_t arrivals_ = 0;

@@ -40,6 +40,7 @@ struct SeqSnapshot {
     // (0: it is next, held back by the KV cache's room or max_num_seqs).
     // nullopt when it is not waiting, or the source does not know.
     std::optional<std::uint32_t> queue_position = std::nullopt;
+    std::uint64_t client_tag = 0;   // its request's RequestParams::client_tag
 
     // Its length in tokens, prompt and generated. The KV row may count fewer
     // (a prompt still in chunked prefill, the token sampled last step).
@@ -54,6 +55,7 @@ struct SeqSnapshot {
 struct EndedSeq {
     SeqId seq = 0;
     RequestId request = 0;
+    std::uint64_t client_tag = 0; // its request's RequestParams::client_tag
 
     bool operator==(const EndedSeq&) const = default;
 };

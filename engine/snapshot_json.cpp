@@ -54,10 +54,13 @@ Json to_json(const SeqSnapshot& s) {
             {"status", std::string(word(s.status))},
             {"prompt_tokens", s.prompt_tokens},
             {"generated", s.generated},
-            {"queue_position", optional_value(s.queue_position)}};
+            {"queue_position", optional_value(s.queue_position)},
+            {"client_tag", s.client_tag}};
 }
 
-Json to_json(const EndedSeq& e) { return {{"seq", e.seq}, {"request", e.request}}; }
+Json to_json(const EndedSeq& e) {
+    return {{"seq", e.seq}, {"request", e.request}, {"client_tag", e.client_tag}};
+}
 
 Json to_json(const KvLayout& l) {
     return {{"n_layers", l.geometry().n_layers},
@@ -187,10 +190,13 @@ SeqSnapshot read_seq(const Json& j) {
     s.prompt_tokens = read<std::uint32_t>(j, "prompt_tokens");
     s.generated = read<std::uint32_t>(j, "generated");
     s.queue_position = read_optional<std::uint32_t>(j, "queue_position");
+    s.client_tag = read<std::uint64_t>(j, "client_tag");
     return s;
 }
 
-EndedSeq read_ended_seq(const Json& j) { return {read<SeqId>(j, "seq"), read<RequestId>(j, "request")}; }
+EndedSeq read_ended_seq(const Json& j) {
+    return {read<SeqId>(j, "seq"), read<RequestId>(j, "request"), read<std::uint64_t>(j, "client_tag")};
+}
 
 KvLayout read_layout(const Json& j) {
     const KvGeometry geometry{read<std::uint32_t>(j, "n_layers"), read<std::uint32_t>(j, "n_kv_heads"),

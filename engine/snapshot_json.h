@@ -11,7 +11,7 @@ namespace kvscope {
 
 // 2: rates per second of step time, busy_s and last_step_s; blocks'
 // last_holder and ended_seqs (issue 15).
-inline constexpr int kSnapshotSchemaVersion = 2;
+inline constexpr int kSnapshotSchemaVersion = 3;
 
 // Every field of the snapshot, keys in the documented order; unknown values
 // are null.

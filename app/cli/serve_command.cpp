@@ -14,7 +14,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/model_options.h"
 #include "app/cli/stop_signals.h"
-#include "net/serve/engine_service.h"
+#include "engine/service/engine_service.h"
 #include "net/serve/http_server.h"
 #include "net/serve/metrics_registry.h"
 #include "engine/core/error.h"
@@ -29,7 +29,7 @@ struct ServeSettings {
     std::string served_name; // empty: the file's stem
     serve::HttpServerOptions http;
     EngineConfig engine;
-    serve::ServiceOptions service;
+    ServiceOptions service;
     std::chrono::milliseconds drain{};
     bool vllm_names = false;
 };
@@ -74,7 +74,7 @@ int run_serve(Args& args) {
     const std::string name =
         s.served_name.empty() ? std::filesystem::path(s.model_path).stem().string() : s.served_name;
     serve::MetricsRegistry metrics({.model_name = name, .vllm_names = s.vllm_names, .engine = s.engine});
-    serve::EngineService service(s.engine, model, s.service, &metrics);
+    EngineService service(s.engine, model, s.service, &metrics);
     const ChatTemplate chat = ChatTemplate::for_model(model->file(), service.tokenizer());
     const std::uint32_t context = model->config().context_length;
     const serve::ServedModel served{.name = name,

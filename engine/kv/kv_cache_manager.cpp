@@ -82,10 +82,7 @@ std::size_t KvCacheManager::blocks_needed(std::span<const TokenId> prompt, std::
 }
 
 AllocStatus KvCacheManager::can_allocate(std::span<const TokenId> prompt, std::uint32_t max_new_tokens) const {
-    const KvLayout& layout = config_.layout;
-    const std::size_t lifetime_blocks = layout.blocks_for_tokens(prompt.size() + max_new_tokens);
-    if (prompt.empty() || lifetime_blocks > config_.num_blocks ||
-        layout.blocks_for_tokens(prompt.size()) + watermark_blocks() > config_.num_blocks)
+    if (never_fits(prompt.size(), max_new_tokens))
         return AllocStatus::Never;
     const std::size_t needed = blocks_needed(prompt, max_new_tokens, prefix_hits(prompt));
     if (pool_.num_free() < needed + watermark_blocks())
@@ -95,25 +92,35 @@ AllocStatus KvCacheManager::can_allocate(std::span<const TokenId> prompt, std::u
     return AllocStatus::Ok;
 }
 
-std::optional<KvRefusal> KvCacheManager::refusal(std::span<const TokenId> prompt, std::uint32_t max_new_tokens) const {
-    const AllocStatus status = can_allocate(prompt, max_new_tokens);
-    if (status == AllocStatus::Ok)
+std::optional<KvRefusal> KvCacheManager::never_fits(std::size_t prompt_tokens, std::size_t max_new_tokens) const {
+    const KvLayout& layout = config_.layout;
+    const std::size_t lifetime_blocks = layout.blocks_for_tokens(prompt_tokens + max_new_tokens);
+    if (prompt_tokens > 0 && lifetime_blocks <= config_.num_blocks &&
+        layout.blocks_for_tokens(prompt_tokens) + watermark_blocks() <= config_.num_blocks)
         return std::nullopt;
-    KvRefusal r{status, prompt.size(), max_new_tokens, 0, pool_.num_free(), config_.num_blocks, watermark_blocks(), {}};
-    const std::string request = str(prompt.size()) + " prompt + " + str(max_new_tokens) + " new tokens";
-    if (prompt.empty()) {
+    KvRefusal r{AllocStatus::Never, prompt_tokens, max_new_tokens, lifetime_blocks, 0, config_.num_blocks,
+                watermark_blocks(), {}};
+    if (prompt_tokens == 0) {
         r.reason = "a sequence needs at least one prompt token";
         return r;
     }
-    if (status == AllocStatus::Never) {
-        r.blocks_needed = config_.layout.blocks_for_tokens(prompt.size() + max_new_tokens);
-        r.reason = "request of " + request + " needs " + str(r.blocks_needed) + " blocks of " + str(block_size()) +
-                   " tokens but the pool has " + str(config_.num_blocks) + " blocks" +
-                   (r.watermark_blocks ? " (" + str(r.watermark_blocks) + " kept free as watermark)" : "") +
-                   ": it can never fit";
-        return r;
-    }
-    r.blocks_needed = blocks_needed(prompt, max_new_tokens, prefix_hits(prompt));
+    r.reason = "request of " + str(prompt_tokens) + " prompt + " + str(max_new_tokens) + " new tokens needs " +
+               str(lifetime_blocks) + " blocks of " + str(block_size()) + " tokens but the pool has " +
+               str(config_.num_blocks) + " blocks" +
+               (r.watermark_blocks ? " (" + str(r.watermark_blocks) + " kept free as watermark)" : "") +
+               ": it can never fit";
+    return r;
+}
+
+std::optional<KvRefusal> KvCacheManager::refusal(std::span<const TokenId> prompt, std::uint32_t max_new_tokens) const {
+    if (std::optional<KvRefusal> never = never_fits(prompt.size(), max_new_tokens))
+        return never;
+    const AllocStatus status = can_allocate(prompt, max_new_tokens);
+    if (status == AllocStatus::Ok)
+        return std::nullopt;
+    KvRefusal r{status, prompt.size(), max_new_tokens, blocks_needed(prompt, max_new_tokens, prefix_hits(prompt)),
+                pool_.num_free(), config_.num_blocks, watermark_blocks(), {}};
+    const std::string request = str(prompt.size()) + " prompt + " + str(max_new_tokens) + " new tokens";
     if (config_.mode == AllocationMode::Contiguous && r.free_blocks >= r.blocks_needed + r.watermark_blocks) {
         std::vector<BlockInfo> infos = block_infos(nullptr);
         const FragmentationStats f = compute_fragmentation(infos, block_size(), config_.mode, r.blocks_needed);

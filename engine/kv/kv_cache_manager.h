@@ -44,7 +44,7 @@ struct KvRefusal {
     std::size_t prompt_tokens = 0;           // asked
     std::size_t max_new_tokens = 0;
     std::size_t blocks_needed = 0;           // over the request's life (Never) or now (Later)
-    std::size_t free_blocks = 0;             // what the pool holds
+    std::size_t free_blocks = 0;             // what the pool holds (Later only: Never reads no pool state)
     std::size_t total_blocks = 0;
     std::size_t watermark_blocks = 0;
     std::string reason;
@@ -77,6 +77,10 @@ public:
     AllocStatus can_allocate(std::span<const TokenId> prompt, std::uint32_t max_new_tokens) const;
     // Why can_allocate is not Ok, in numbers and words; nothing when it is.
     std::optional<KvRefusal> refusal(std::span<const TokenId> prompt, std::uint32_t max_new_tokens) const;
+    // The refusal of a request that cannot fit even an empty pool; nothing
+    // when it can. Reads only the configuration, fixed at construction, so
+    // any thread may call it while another allocates.
+    std::optional<KvRefusal> never_fits(std::size_t prompt_tokens, std::size_t max_new_tokens) const;
     // Allocates slots for the whole prompt and returns how many of its tokens
     // came from the prefix cache (their K/V need no recompute). Throws KvError
     // with refusal()'s reason when can_allocate is not Ok (and records the

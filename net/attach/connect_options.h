@@ -21,15 +21,15 @@ public:
 };
 
 struct ConnectOptions {
-    std::string url;                 // http://HOST:PORT of the server's HTTP API
+    std::string url{};                 // http://HOST:PORT of the server's HTTP API
     std::optional<ServerKind> kind;  // nullopt: detected from /v1/models, /props, /kv/snapshot, /metrics
-    std::string api_key;             // sent as "Authorization: Bearer KEY" when not empty
+    std::string api_key{};             // sent as "Authorization: Bearer KEY" when not empty
     // vLLM: one ZeroMQ PUB endpoint per data-parallel rank, rank 0 first
     // ("tcp://HOST:5557", "tcp://HOST:5558", ...), and optionally their
     // replay (ROUTER) endpoints, in the same order.
     std::vector<std::string> kv_events;
     std::vector<std::string> kv_replay;
-    std::string kv_topic;            // the publisher's topic ("" subscribes to all)
+    std::string kv_topic{};            // the publisher's topic ("" subscribes to all)
     // llama.cpp does not report its KV cache type: the user says it (-ctk).
     std::string kv_dtype = "f16";
     // Nor whether its slots share one KV buffer (-kvu, the default with
@@ -54,14 +54,14 @@ std::optional<bool> parse_kv_unified(std::string_view text);
 // What a person types to attach to a server, as typed: in the Connect
 // dialog, after `kvscope --connect`, or as `kvscope-cli top`'s options.
 struct ConnectText {
-    std::string url;
-    std::string api_key;
-    std::string kind;       // "auto" (or empty), "kvscope", "llama.cpp", "vllm"
-    std::string kv_events;  // comma-separated tcp://HOST:PORT, one per vLLM rank
-    std::string kv_replay;  // comma-separated, in the same order
-    std::string kv_topic;   // the publishers' topic; empty: every topic
-    std::string kv_dtype;   // llama.cpp's -ctk; empty: f16
-    std::string kv_unified; // "yes", "no", "auto" or empty: guess
+    std::string url{};
+    std::string api_key{};
+    std::string kind{};       // "auto" (or empty), "kvscope", "llama.cpp", "vllm"
+    std::string kv_events{};  // comma-separated tcp://HOST:PORT, one per vLLM rank
+    std::string kv_replay{};  // comma-separated, in the same order
+    std::string kv_topic{};   // the publishers' topic; empty: every topic
+    std::string kv_dtype{};   // llama.cpp's -ctk; empty: f16
+    std::string kv_unified{}; // "yes", "no", "auto" or empty: guess
 };
 
 // The options the text asks for: every field trimmed of spaces, the URL of

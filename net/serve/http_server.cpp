@@ -347,7 +347,10 @@ struct HttpServer::Impl {
         t_access.tokens_in = prompt_tokens;
         ResponseHeader header{api, new_response_id(api), b.model.name, unix_now()};
         RepliesInFlight::Token in_flight = replies.enter();
-        const std::shared_ptr<RequestHandle> handle = b.service->submit(std::move(gen.prompt), gen.params);
+        Submitted submitted = b.service->submit(std::move(gen.prompt), gen.params);
+        if (submitted.refusal)
+            throw service_error(*submitted.refusal);
+        const std::shared_ptr<RequestHandle> handle = std::move(submitted.handle);
         const ClientWatch client(req);
         if (!gen.stream)
             return collect_reply(res, handle, client,

@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "net/serve/engine_service.h"
+#include "engine/service/engine_service.h"
 #include "net/serve/metrics_registry.h"
 #include "net/serve/openai_request.h"
 

@@ -274,7 +274,8 @@ void MetricsRegistry::on_request_end(FinishReason reason, double e2e_s) {
     observe(impl_->e2e, e2e_s);
 }
 
-void MetricsRegistry::on_snapshot(const EngineSnapshot& snapshot) {
+void MetricsRegistry::on_snapshot(const std::shared_ptr<const EngineSnapshot>& published) {
+    const EngineSnapshot& snapshot = *published;
     set(impl_->running, static_cast<double>(snapshot.running));
     // kvscope swaps a preempted sequence out until it can resume; vLLM v1
     // puts a preempted request back in its waiting queue (and has no

@@ -26,7 +26,7 @@
 #include <memory>
 #include <string>
 
-#include "net/serve/engine_service.h"
+#include "engine/service/engine_service.h"
 
 namespace kvscope::serve {
 
@@ -40,7 +40,7 @@ struct MetricsOptions {
     EngineConfig engine;
 };
 
-class MetricsRegistry : public ServiceObserver {
+class MetricsRegistry final : public ServiceObserver {
 public:
     explicit MetricsRegistry(const MetricsOptions& options);
     ~MetricsRegistry() override;
@@ -50,7 +50,7 @@ public:
     void on_request_end(FinishReason reason, double e2e_s) override;
     // Gauges take the snapshot's values; counters grow by what the
     // snapshot's totals grew since the last one.
-    void on_snapshot(const EngineSnapshot& snapshot) override;
+    void on_snapshot(const std::shared_ptr<const EngineSnapshot>& snapshot) override;
 
     // Prometheus text of every series; any thread.
     std::string serialize() const;

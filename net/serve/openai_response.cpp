@@ -52,6 +52,12 @@ ApiError engine_error(const RequestOutput& out, bool any_token) {
     return {500, "internal_server_error", out.error};
 }
 
+ApiError service_error(const ServiceRefusal& refusal) {
+    if (refusal.kind == ServiceRefusal::Kind::Engine)
+        return ApiError::invalid_request(refusal.message);
+    return ApiError::overloaded(refusal.message);
+}
+
 ResponseStream::ResponseStream(ResponseHeader header, std::uint32_t n, bool include_usage, std::uint32_t prompt_tokens)
     : header_(std::move(header)), n_(n), include_usage_(include_usage), usage_{prompt_tokens, 0} {}
 

@@ -15,6 +15,7 @@
 
 #include "net/serve/openai_request.h"
 #include "engine/engine.h"
+#include "engine/service/engine_service.h"
 
 namespace kvscope::serve {
 
@@ -46,6 +47,11 @@ inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
 // when the request failed before any token (the engine refused it, e.g.
 // larger than the whole KV pool), 500 (internal_server_error) after.
 ApiError engine_error(const RequestOutput& out, bool any_token);
+
+// What a request the engine service would not take becomes: 400
+// (invalid_request_error) for the engine's refusal (it can never run),
+// 503 for a busy or draining service.
+ApiError service_error(const ServiceRefusal& refusal);
 
 // A streamed response, event by event. Chat sends each sample's role first
 // (begin), then content deltas, then a chunk with its finish reason; with

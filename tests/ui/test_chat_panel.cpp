@@ -15,11 +15,13 @@ namespace {
 
 constexpr RequestId kRequest = 7;
 
-EngineSnapshot withSeq(SeqStatus status, std::optional<std::uint32_t> position) {
+// One sequence of a request tagged with `chat` (the app's client tag).
+EngineSnapshot withSeq(SeqStatus status, std::optional<std::uint32_t> position, int chat = 1) {
     EngineSnapshot s;
     SeqSnapshot seq;
     seq.seq = 3;
     seq.request = kRequest;
+    seq.client_tag = static_cast<std::uint64_t>(chat);
     seq.status = status;
     seq.queue_position = position;
     s.seqs.push_back(seq);
@@ -64,18 +66,20 @@ private slots:
     void aQueuedTurnShowsItsPlaceUntilItsFirstToken() {
         ChatTabs tabs;
         ChatPanel* panel = tabs.newChat();
-        const RequestChats chats{{kRequest, panel->chat()}};
+        const int chat = panel->chat();
         auto* line = panel->findChild<QLabel*>(QStringLiteral("waiting"));
         tabs.show();
-        tabs.showWaiting(withSeq(SeqStatus::Waiting, 4), chats);
+        tabs.showWaiting(withSeq(SeqStatus::Waiting, 4, chat));
         QVERIFY(panel->waitingLine().isEmpty()); // not busy: no turn of this chat in flight
         panel->submit(QStringLiteral("Hello"));
-        tabs.showWaiting(withSeq(SeqStatus::Waiting, 4), chats);
+        tabs.showWaiting(withSeq(SeqStatus::Waiting, 4, chat));
         QCOMPARE(panel->waitingLine(), QStringLiteral("Queued behind 4 requests\u2026"));
         QVERIFY(line->isVisible());
-        tabs.showWaiting(withSeq(SeqStatus::Waiting, 0), RequestChats{{kRequest + 1, panel->chat()}});
-        QVERIFY(panel->waitingLine().isEmpty()); // another request's line is not this one's
-        tabs.showWaiting(withSeq(SeqStatus::Waiting, 0), chats);
+        tabs.showWaiting(withSeq(SeqStatus::Waiting, 0, chat + 1));
+        QVERIFY(panel->waitingLine().isEmpty()); // another chat's line is not this one's
+        tabs.showWaiting(withSeq(SeqStatus::Waiting, 0, 0));
+        QVERIFY(panel->waitingLine().isEmpty()); // nor a workload request's
+        tabs.showWaiting(withSeq(SeqStatus::Waiting, 0, chat));
         QCOMPARE(panel->waitingLine(), QStringLiteral("Waiting for KV blocks\u2026"));
         panel->appendText(QStringLiteral("Hi"));
         QVERIFY(panel->waitingLine().isEmpty());

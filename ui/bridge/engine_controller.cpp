@@ -207,6 +207,7 @@ EngineController::FittedTurn EngineController::fitToContext(const ChatTurn& turn
     const std::size_t context = engine_->model().config().context_length;
     FittedTurn fitted{conversation.prompt_within(context, turn.params.max_new_tokens, encode), turn.params, 0, 0};
     fitted.params.priority = kChatPriority;
+    fitted.params.client_tag = static_cast<std::uint64_t>(turn.chat); // the block map colours the chat by it
     fitted.dropped_messages = static_cast<std::uint32_t>(before - conversation.messages().size());
     if (context > 0 && fitted.prompt.size() < context && fitted.prompt.size() + fitted.params.max_new_tokens > context) {
         fitted.params.max_new_tokens = static_cast<std::uint32_t>(context - fitted.prompt.size());

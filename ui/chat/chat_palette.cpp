@@ -1,6 +1,9 @@
 #include "ui/chat/chat_palette.h"
 
 #include <cmath>
+#include <limits>
+#include <unordered_map>
+#include <utility>
 
 #include <QColor>
 #include <QObject>
@@ -19,18 +22,20 @@ QRgb workloadColor(RequestId request) {
 
 } // namespace
 
-SequencePalette chatPalette(const EngineSnapshot& snapshot, const RequestChats& chats) {
-    std::unordered_map<SeqId, RequestId> requestOf;
+int chatOf(std::uint64_t client_tag) {
+    return client_tag <= static_cast<std::uint64_t>(std::numeric_limits<int>::max()) ? static_cast<int>(client_tag) : 0;
+}
+
+SequencePalette chatPalette(const EngineSnapshot& snapshot) {
+    std::unordered_map<SeqId, std::pair<RequestId, int>> owner; // request and chat of each sequence
     for (const SeqSnapshot& s : snapshot.seqs)
-        requestOf.emplace(s.seq, s.request);
+        owner.emplace(s.seq, std::pair(s.request, ui::chatOf(s.client_tag)));
     for (const EndedSeq& e : snapshot.ended_seqs) // their blocks wait in the prefix cache
-        requestOf.emplace(e.seq, e.request);
-    // Copies: the palette outlives this call (it stays with the block map).
-    const auto chatOf = [chats, requestOf](SeqId seq) -> std::pair<RequestId, int> {
-        const auto r = requestOf.find(seq);
-        const RequestId request = r == requestOf.end() ? 0 : r->second;
-        const auto c = chats.find(request);
-        return {request, c == chats.end() ? 0 : c->second};
+        owner.emplace(e.seq, std::pair(e.request, ui::chatOf(e.client_tag)));
+    // A copy: the palette outlives this call (it stays with the block map).
+    const auto chatOf = [owner = std::move(owner)](SeqId seq) -> std::pair<RequestId, int> {
+        const auto o = owner.find(seq);
+        return o == owner.end() ? std::pair<RequestId, int>(0, 0) : o->second;
     };
     auto namer = [chatOf](SeqId seq) {
         const auto [request, chat] = chatOf(seq);

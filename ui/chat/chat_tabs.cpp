@@ -75,11 +75,11 @@ void ChatTabs::setTemplateNote(const QString& note) {
             p->setTemplateNote(note);
 }
 
-void ChatTabs::showWaiting(const EngineSnapshot& snapshot, const RequestChats& chats) {
+void ChatTabs::showWaiting(const EngineSnapshot& snapshot) {
     std::map<int, QString> waiting; // by chat
     for (const SeqSnapshot& seq : snapshot.seqs)
-        if (const auto it = chats.find(seq.request); it != chats.end() && seq.index == 0)
-            waiting[it->second] = waitingText(seq);
+        if (const int chat = chatOf(seq.client_tag); chat && seq.index == 0)
+            waiting[chat] = waitingText(seq);
     for (int i = 0; i < count(); ++i)
         if (auto* p = qobject_cast<ChatPanel*>(widget(i)))
             p->setWaiting(p->busy() ? waiting[p->chat()] : QString());

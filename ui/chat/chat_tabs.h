@@ -31,7 +31,7 @@ public:
 
     // Each busy chat's waiting line from the snapshot (ChatPanel::setWaiting):
     // `chats` says which requests are whose.
-    void showWaiting(const EngineSnapshot& snapshot, const RequestChats& chats);
+    void showWaiting(const EngineSnapshot& snapshot);
 
 public slots:
     void appendText(int chat, const QString& text);

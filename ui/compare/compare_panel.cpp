@@ -276,7 +276,7 @@ void ComparePanel::start() {
 // B's map, its replay coloured by B's chats as the live picture is.
 LivePoolPanel* ComparePanel::newMapB() {
     auto* map = new LivePoolPanel;
-    map->setPaletteMaker([this](const EngineSnapshot& s) { return chatPalette(s, chatsB_); });
+    map->setPaletteMaker([](const EngineSnapshot& s) { return chatPalette(s); });
     return map;
 }
 
@@ -285,11 +285,8 @@ void ComparePanel::connectB(const EngineConfig& config) {
     connect(c, &EngineController::snapshotReady, this, &ComparePanel::showSnapshotB);
     // The steps B did not publish, for its map's replay (mapB_ is replaced when B stops).
     connect(c, &EngineController::stepsRecorded, this, [this](const SnapshotBatch& steps) { mapB_->addSteps(steps); });
-    connect(c, &EngineController::chatStarted, this, [this](int chat, quint64 request) { chatsB_[request] = chat; });
     connect(c, &EngineController::chatText, this, &ComparePanel::appendTextB);
-    // A new engine (model load or Apply) starts its request ids afresh.
     connect(c, &EngineController::configApplied, this, [this](const EngineConfig& applied) {
-        chatsB_.clear();
         configB_ = applied;
         fillSettings(kB, configB_, lastB_);
     });
@@ -317,7 +314,6 @@ void ComparePanel::stop() {
 
 // Nothing of a stopped B stays on screen: its header, map, figures and reply.
 void ComparePanel::resetB() {
-    chatsB_.clear();
     configB_.reset();
     lastB_.reset();
     note_->setText(idleNote());
@@ -373,7 +369,7 @@ void ComparePanel::showSnapshotA(std::shared_ptr<const EngineSnapshot> snapshot,
 void ComparePanel::showSnapshotB(std::shared_ptr<const EngineSnapshot> snapshot) {
     if (!snapshot || !snapshot->pool || !engineB_)
         return;
-    mapB_->setSnapshot(snapshot, chatPalette(*snapshot, chatsB_));
+    mapB_->setSnapshot(snapshot, chatPalette(*snapshot));
     lastB_ = snapshot;
     fillSettings(kB, configB_, lastB_);
     fillTable();

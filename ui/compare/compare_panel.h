@@ -53,13 +53,13 @@ public:
     ~ComparePanel() override;
 
     bool isRunning() const { return engineB_ != nullptr; }
+    EngineThread* engineB() const { return engineB_.get(); } // null while B is stopped
     LivePoolPanel* mapA() const { return mapA_; }
     LivePoolPanel* mapB() const { return mapB_; }
     // Columns: 0 A, 1 B, 2 B − A (settings: A and B only).
     QString cell(Row row, int column) const;
     QString settingCell(SettingRow row, int column) const;
     QString replyText(int side) const; // 0: A, 1: B
-    std::size_t chatRequestsB() const { return chatsB_.size(); } // B's request → chat entries
 
     // What A runs: B loads the same model, through `models` when A opens
     // its models there too (then both share one Model and its packed weights).
@@ -107,7 +107,6 @@ private:
     std::shared_ptr<SharedModels> models_;
     // Engine B's request ids → chats; an engine's ids mean nothing to the
     // next, so it is cleared whenever B's engine is replaced.
-    RequestChats chatsB_;
     std::optional<EngineConfig> configA_, configB_;
     std::shared_ptr<const EngineSnapshot> lastA_, lastB_;
     int latestChat_ = -1; // the chat whose latest turn the replies show

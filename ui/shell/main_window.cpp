@@ -425,8 +425,6 @@ void MainWindow::connectEngine() {
     connect(c, &EngineController::configApplied, compare_, &ComparePanel::setConfigA);
     connect(c, &EngineController::errorOccurred, this,
             [this](const QString& message) { showError(tr("Engine"), message, QStringLiteral("engineError")); });
-    connect(c, &EngineController::chatStarted, this,
-            [this](int chat, quint64 request) { requestChat_[request] = chat; });
     connect(c, &EngineController::chatText, chats_, &ChatTabs::appendText);
     connect(c, &EngineController::chatText, compare_, &ComparePanel::appendTextA);
     connect(c, &EngineController::chatFinished, chats_, &ChatTabs::finishTurn);
@@ -436,7 +434,7 @@ void MainWindow::connectEngine() {
         if (!isConnected())
             showSnapshot(std::move(snapshot));
     });
-    const auto palette = [this](const EngineSnapshot& s) { return chatPalette(s, shownRequestChats()); };
+    const auto palette = [](const EngineSnapshot& s) { return chatPalette(s); };
     for (LivePoolPanel* map : {pool_, compare_->mapA()}) {
         connect(c, &EngineController::stepsRecorded, map, [this, map](const SnapshotBatch& steps) {
             if (!isConnected())
@@ -509,7 +507,6 @@ void MainWindow::onModelLoaded(const ModelSummary& summary) {
     summary_ = summary;
     if (mode_ == Mode::NoModel)
         mode_ = Mode::LocalEngine;
-    requestChat_.clear(); // a new engine (a model opened, or Apply): its request ids start again
     modelInfo_->setSummary(summary);
     kvQuant_->setModel(summary.model, summary.source.label());
     compare_->setModelSource(summary.source);
@@ -704,9 +701,10 @@ void MainWindow::showError(const QString& title, const QString& message, const Q
 void MainWindow::showSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
     if (!snapshot || !snapshot->pool)
         return;
-    const SequencePalette palette = chatPalette(*snapshot, shownRequestChats());
+    // A server's requests carry no chat's tag: they get the workload colours.
+    const SequencePalette palette = chatPalette(*snapshot);
     if (!isConnected())
-        chats_->showWaiting(*snapshot, requestChat_);
+        chats_->showWaiting(*snapshot);
     pool_->setSnapshot(snapshot, palette);
     fragmentation_->setSnapshot(snapshot);
     throughput_->setSnapshot(snapshot);
@@ -715,12 +713,6 @@ void MainWindow::showSnapshot(std::shared_ptr<const EngineSnapshot> snapshot) {
         compare_->showSnapshotA(snapshot, palette);
     showPoolUsage(*snapshot);
     emit snapshotShown(std::move(snapshot));
-}
-
-// A server's requests are none of the local chats: they get the default colours.
-const RequestChats& MainWindow::shownRequestChats() const {
-    static const RequestChats none;
-    return isConnected() ? none : requestChat_;
 }
 
 void MainWindow::showPoolUsage(const EngineSnapshot& snapshot) {

@@ -159,7 +159,6 @@ private:
     void showServerStatus(const attach::RemoteSample& sample);
     void hideDocks(bool all);
     // Which local chat each request of the shown engine is: none for a server's.
-    const RequestChats& shownRequestChats() const;
     void saveScreenshot();
     void exportHistoryCsv();
     void showKvCalculator();
@@ -202,7 +201,6 @@ private:
     QAction* disconnect_ = nullptr;
     std::vector<QAction*> localEngineActions_; // chat and workload actions: off while connected
     std::optional<ModelSource> loading_;
-    RequestChats requestChat_;
 };
 
 } // namespace kvscope::ui

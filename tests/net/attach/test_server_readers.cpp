@@ -206,14 +206,14 @@ private slots:
         options.model_name = "stories";
         serve::MetricsRegistry registry(options);
         KvscopeReader reader;
-        registry.on_snapshot(kvscope_snapshot(0, 0, 0, 0));
+        registry.on_snapshot(std::make_shared<const EngineSnapshot>(kvscope_snapshot(0, 0, 0, 0)));
         reader.read_snapshot(json_of(kvscope_snapshot(0, 0, 0, 0)), 0);
         reader.read_metrics(registry.serialize(), 0);
         for (int i = 0; i < 10; ++i) {
             registry.on_first_token(0.05); // bucket (0.04, 0.06]
             registry.on_inter_token(0.03); // bucket (0.025, 0.05]
         }
-        registry.on_snapshot(kvscope_snapshot(600, 300, 100, 25));
+        registry.on_snapshot(std::make_shared<const EngineSnapshot>(kvscope_snapshot(600, 300, 100, 25)));
         reader.read_snapshot(json_of(kvscope_snapshot(600, 300, 100, 25)), 30);
         reader.read_metrics(registry.serialize(), 30);
         RemoteSample sample;
@@ -514,10 +514,10 @@ private slots:
         options.vllm_names = true;
         serve::MetricsRegistry registry(options);
         const EngineSnapshot s = kvscope_snapshot(0, 0, 0, 0);
-        registry.on_snapshot(s);
+        registry.on_snapshot(std::make_shared<const EngineSnapshot>(s));
         VllmReader reader;
         reader.read_metrics(registry.serialize(), 0);
-        registry.on_snapshot(kvscope_snapshot(120, 60, 40, 10));
+        registry.on_snapshot(std::make_shared<const EngineSnapshot>(kvscope_snapshot(120, 60, 40, 10)));
         reader.read_metrics(registry.serialize(), 60);
         RemoteSample sample;
         reader.fill(sample);

@@ -116,7 +116,7 @@ private slots:
 
 void TestMetricsRegistry::gauges_read_the_pool_with_cached_blocks_free() {
     MetricsRegistry metrics(options());
-    metrics.on_snapshot(snapshot({0, 0, 0, 0, 0}));
+    metrics.on_snapshot(std::make_shared<const EngineSnapshot>(snapshot({0, 0, 0, 0, 0})));
     const PromText t = scrape(metrics);
     QCOMPARE(value(t, "kvscope:num_requests_running"), 2.0);
     QCOMPARE(value(t, "kvscope:num_requests_waiting"), 2.0); // waiting + swapped
@@ -136,7 +136,7 @@ void TestMetricsRegistry::gauges_read_the_pool_with_cached_blocks_free() {
 
 void TestMetricsRegistry::every_sample_carries_model_name_and_engine() {
     MetricsRegistry metrics(options(true));
-    metrics.on_snapshot(snapshot({1, 1, 1, 1, 1}));
+    metrics.on_snapshot(std::make_shared<const EngineSnapshot>(snapshot({1, 1, 1, 1, 1})));
     metrics.on_first_token(0.1);
     const PromText t = scrape(metrics);
     QVERIFY(t.samples.size() > 50);
@@ -148,27 +148,27 @@ void TestMetricsRegistry::every_sample_carries_model_name_and_engine() {
 
 void TestMetricsRegistry::counters_move_by_the_totals_growth() {
     MetricsRegistry metrics(options());
-    metrics.on_snapshot(snapshot({1, 10, 5, 8, 4}));
+    metrics.on_snapshot(std::make_shared<const EngineSnapshot>(snapshot({1, 10, 5, 8, 4})));
     QCOMPARE(counters(scrape(metrics)), std::string("preemptions 1, prompt 10, generation 5, prefix queries 8, hits 4"));
     QCOMPARE(scrape(metrics).types.at("kvscope:prompt_tokens_total"), std::string("counter"));
 
-    metrics.on_snapshot(snapshot({3, 15, 9, 12, 8}));
-    metrics.on_snapshot(snapshot({3, 15, 9, 12, 8})); // no growth: no change
+    metrics.on_snapshot(std::make_shared<const EngineSnapshot>(snapshot({3, 15, 9, 12, 8})));
+    metrics.on_snapshot(std::make_shared<const EngineSnapshot>(snapshot({3, 15, 9, 12, 8}))); // no growth: no change
     QCOMPARE(counters(scrape(metrics)), std::string("preemptions 3, prompt 15, generation 9, prefix queries 12, hits 8"));
 }
 
 void TestMetricsRegistry::a_total_that_falls_is_a_new_engine() {
     MetricsRegistry metrics(options());
-    metrics.on_snapshot(snapshot({3, 15, 9, 12, 8}));
-    metrics.on_snapshot(snapshot({0, 2, 1, 4, 0})); // a new engine counting from zero
+    metrics.on_snapshot(std::make_shared<const EngineSnapshot>(snapshot({3, 15, 9, 12, 8})));
+    metrics.on_snapshot(std::make_shared<const EngineSnapshot>(snapshot({0, 2, 1, 4, 0}))); // a new engine counting from zero
     QCOMPARE(counters(scrape(metrics)), std::string("preemptions 3, prompt 17, generation 10, prefix queries 16, hits 8"));
 }
 
 void TestMetricsRegistry::a_pool_less_snapshot_keeps_the_prefix_counters() {
     MetricsRegistry metrics(options());
-    metrics.on_snapshot(snapshot({0, 10, 0, 8, 4}));
-    metrics.on_snapshot(snapshot({0, 12, 0, 0, 0}, false)); // knows no prefix figures
-    metrics.on_snapshot(snapshot({0, 14, 0, 10, 5}));
+    metrics.on_snapshot(std::make_shared<const EngineSnapshot>(snapshot({0, 10, 0, 8, 4})));
+    metrics.on_snapshot(std::make_shared<const EngineSnapshot>(snapshot({0, 12, 0, 0, 0}, false))); // knows no prefix figures
+    metrics.on_snapshot(std::make_shared<const EngineSnapshot>(snapshot({0, 14, 0, 10, 5})));
     const PromText t = scrape(metrics);
     QCOMPARE(value(t, "kvscope:prompt_tokens_total"), 14.0);
     QCOMPARE(value(t, "kvscope:prefix_cache_queries_total"), 10.0); // not 8 + 10
@@ -229,8 +229,8 @@ void TestMetricsRegistry::cache_config_info_describes_the_pool() {
     engine.prefix_caching = false;
     MetricsRegistry metrics(options(false, engine));
     QVERIFY(!scrape(metrics).has("kvscope:cache_config_info")); // no pool seen yet
-    metrics.on_snapshot(snapshot({0, 0, 0, 0, 0}));
-    metrics.on_snapshot(snapshot({0, 0, 0, 0, 0}));
+    metrics.on_snapshot(std::make_shared<const EngineSnapshot>(snapshot({0, 0, 0, 0, 0})));
+    metrics.on_snapshot(std::make_shared<const EngineSnapshot>(snapshot({0, 0, 0, 0, 0})));
     const PromText t = scrape(metrics);
     const auto info = t.find("kvscope:cache_config_info");
     QCOMPARE(info.size(), std::size_t{1});
@@ -254,7 +254,7 @@ void TestMetricsRegistry::vllm_names_mirror_the_vllm_series_only() {
                                               "kv_cached_blocks", "kv_available_tokens", "kv_bytes_per_token"};
     for (bool vllm_names : {false, true}) {
         MetricsRegistry metrics(options(vllm_names));
-        metrics.on_snapshot(snapshot({1, 10, 5, 8, 4}));
+        metrics.on_snapshot(std::make_shared<const EngineSnapshot>(snapshot({1, 10, 5, 8, 4})));
         metrics.on_request_end(FinishReason::Length, 1);
         const PromText t = scrape(metrics);
         for (const auto& name : vllm_series) {
@@ -276,7 +276,7 @@ void TestMetricsRegistry::scrapes_run_beside_the_engine_thread() {
     constexpr std::uint64_t kSnapshots = 300;
     std::thread engine([&] {
         for (std::uint64_t i = 1; i <= kSnapshots; ++i) {
-            metrics.on_snapshot(snapshot({i, 10 * i, 5 * i, 8 * i, 4 * i}));
+            metrics.on_snapshot(std::make_shared<const EngineSnapshot>(snapshot({i, 10 * i, 5 * i, 8 * i, 4 * i})));
             metrics.on_first_token(0.01);
             metrics.on_request_end(FinishReason::Stop, 0.5);
         }

@@ -1,32 +1,23 @@
-// net/serve: the engine thread (engine_service.h). Three locks, never held
-// together: a handle's own, the inbox's (submissions, cancellations, the
-// waiting count, drain's flags) and the published snapshot's.
-#include "net/serve/engine_service.h"
+// engine/service: the engine thread (engine_service.h). Three locks, never
+// held together: a handle's own, the inbox's (commands, the waiting count,
+// drain's flags) and the published snapshot's.
+#include "engine/service/engine_service.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <variant>
 
-#include "net/serve/api_error.h"
-
-namespace kvscope::serve {
+namespace kvscope {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds(Clock::duration d) {
-    return std::chrono::duration<double>(d).count();
-}
-
-// How many finishing outputs the engine sends for a request: one per sample,
-// except one alone (index 0) for an n it refuses as out of range (engine.h).
-std::uint32_t outputs_expected(const RequestParams& params) {
-    return params.n == 0 || params.n > kMaxSamplesPerRequest ? 1 : params.n;
-}
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 } // namespace
 
@@ -56,7 +47,7 @@ void RequestHandle::push(RequestOutput output) {
 }
 
 struct EngineService::Impl {
-    // What submit() and cancel() hand the engine thread, in their order.
+    // What the other threads hand the engine thread, in their order.
     struct Submission {
         std::vector<TokenId> prompt;
         RequestParams params;
@@ -66,7 +57,13 @@ struct EngineService::Impl {
     struct Cancellation {
         std::shared_ptr<RequestHandle> handle;
     };
-    using Item = std::variant<Submission, Cancellation>;
+    struct StartWorkload {
+        std::vector<WorkloadRequest> requests;
+        std::uint32_t n = 1;
+        std::int32_t priority = 0;
+    };
+    struct StopWorkload {};
+    using Item = std::variant<Submission, Cancellation, StartWorkload, StopWorkload>;
 
     // A request as the engine thread follows it, for its handle and the
     // observer.
@@ -90,10 +87,16 @@ struct EngineService::Impl {
     // --- the engine thread ---
 
     void run() {
+        if (options.on_thread_start)
+            options.on_thread_start();
         while (auto items = wait_for_work()) {
-            const std::size_t admitted = admit(*items);
+            const std::size_t admitted = take(*items);
+            if (workload)
+                admit_arrivals();
             if (engine.has_work())
                 step();
+            if (workload)
+                report_workload();
             if (!engine.has_work() && dirty)
                 publish(); // idle: the figures are final until the next request
             report(admitted);
@@ -101,34 +104,41 @@ struct EngineService::Impl {
         shut_down();
     }
 
-    // The inbox's items once there are any or the engine has work; nullopt
-    // once drain() stops the thread.
+    // The inbox's items once there are any, the engine has work or the
+    // workload's next request is due; nullopt once drain() stops the thread.
     std::optional<std::vector<Item>> wait_for_work() {
         std::unique_lock lock(inbox_mutex);
-        inbox_cv.wait(lock, [this] { return stopping || !inbox.empty() || engine.has_work(); });
+        const auto ready = [this] { return stopping || !inbox.empty() || engine.has_work(); };
+        if (const std::optional<double> wait = workload ? workload->seconds_to_next_arrival() : std::nullopt)
+            inbox_cv.wait_for(lock, std::chrono::duration<double>(*wait), ready);
+        else
+            inbox_cv.wait(lock, ready);
         if (stopping)
             return std::nullopt;
         return std::exchange(inbox, {});
     }
 
-    // Adds the submissions, except those already cancelled (they end with
-    // Abort without entering the engine), then aborts the cancelled ones
-    // that had entered. Returns how many submissions it took.
-    std::size_t admit(std::vector<Item>& items) {
+    // Carries out the items in order, except that a submission cancelled in
+    // the same batch ends with Abort without entering the engine. Returns
+    // how many submissions it took.
+    std::size_t take(std::vector<Item>& items) {
         std::set<const RequestHandle*> cancelled;
         for (const Item& item : items)
             if (const auto* c = std::get_if<Cancellation>(&item))
                 cancelled.insert(c->handle.get());
         std::size_t submissions = 0;
         for (Item& item : items) {
-            auto* s = std::get_if<Submission>(&item);
-            if (!s)
-                continue;
-            ++submissions;
-            if (cancelled.erase(s->handle.get()))
-                end_unstarted(follow(*s), FinishReason::Abort);
-            else
-                add(*s);
+            if (auto* s = std::get_if<Submission>(&item)) {
+                ++submissions;
+                if (cancelled.erase(s->handle.get()))
+                    end_unstarted(follow(*s), FinishReason::Abort);
+                else
+                    add(*s);
+            } else if (auto* w = std::get_if<StartWorkload>(&item)) {
+                begin_workload(std::move(*w));
+            } else if (std::holds_alternative<StopWorkload>(item)) {
+                end_workload();
+            }
         }
         for (const RequestHandle* handle : cancelled)
             abort(handle);
@@ -139,7 +149,7 @@ struct EngineService::Impl {
         InFlight f = follow(s);
         const Admission admitted = engine.add_request(std::move(s.prompt), s.params);
         if (const RequestRefusal* refused = admitted.refusal())
-            end_unstarted(std::move(f), FinishReason::Error, refused->message);
+            end_unstarted(std::move(f), FinishReason::Error, refused->message); // submit() checked; a race-free backstop
         else
             in_flight.emplace(admitted.id(), std::move(f));
         dirty = true;
@@ -153,29 +163,33 @@ struct EngineService::Impl {
         dirty = true;
     }
 
-    // A request that never ran (cancelled before it reached the engine, or
-    // refused by it): each sample ends with `reason`.
+    // A request that never ran: each sample ends with `reason`.
     void end_unstarted(InFlight f, FinishReason reason, const std::string& error = {}) {
         for (std::uint32_t i = 0; i < f.last_token.size(); ++i)
             deliver(f, RequestOutput{0, i, {}, {}, reason, error});
     }
 
     InFlight follow(const Submission& s) const {
-        const std::uint32_t samples = outputs_expected(s.params);
+        const std::uint32_t samples = std::max<std::uint32_t>(s.params.n, 1);
         return {s.handle, s.submitted, std::vector<std::optional<Clock::time_point>>(samples), samples};
     }
 
     void step() {
         engine.step();
         dirty = true;
-        if (seconds(Clock::now() - last_publish) >= options.snapshot_interval_s)
+        if (Clock::now() - last_publish >= options.snapshot_interval)
             publish();
+        else if (options.record_steps && observer)
+            observer->on_step(engine.snapshot());
     }
 
     void on_output(const RequestOutput& out) {
-        if (const auto it = in_flight.find(out.request); it != in_flight.end())
+        if (const auto it = in_flight.find(out.request); it != in_flight.end()) {
             if (deliver(it->second, out))
                 in_flight.erase(it);
+        } else if (workload) {
+            workload->on_output(out);
+        }
     }
 
     // Tells the observer, then the handle (so that whoever sees the handle
@@ -189,6 +203,8 @@ struct EngineService::Impl {
             if (--f.open == 0 && observer)
                 observer->on_request_end(f.reason, seconds(now - f.submitted));
         }
+        if (observer)
+            observer->on_output(f.handle, out);
         f.handle->push(out);
         return f.open == 0;
     }
@@ -211,10 +227,57 @@ struct EngineService::Impl {
         last = now;
     }
 
+    // --- the workload (engine thread) ---
+
+    void begin_workload(StartWorkload w) {
+        end_workload();
+        workload.emplace(engine, std::move(w.requests), w.n, w.priority);
+    }
+
+    // Stops a running workload: its requests in flight end with Abort (the
+    // feeder counts them through on_output).
+    void end_workload() {
+        if (!workload)
+            return;
+        const std::size_t aborted = workload->stop();
+        report_workload_over(aborted);
+    }
+
+    void admit_arrivals() {
+        const std::size_t before = workload->submitted();
+        std::vector<WorkloadRejection> refused = workload->admit_arrivals();
+        refused_since_report.insert(refused_since_report.end(), std::make_move_iterator(refused.begin()),
+                                    std::make_move_iterator(refused.end()));
+        dirty = dirty || workload->submitted() != before;
+    }
+
+    void report_workload() {
+        if (workload->done())
+            return report_workload_over(0);
+        if (observer)
+            observer->on_workload(progress());
+    }
+
+    void report_workload_over(std::size_t aborted) {
+        WorkloadProgress p = progress();
+        p.over = true;
+        p.aborted = aborted;
+        workload.reset();
+        if (observer)
+            observer->on_workload(p);
+    }
+
+    WorkloadProgress progress() {
+        return {workload->submitted(), workload->ended(), workload->total(), std::exchange(refused_since_report, {}),
+                false, 0};
+    }
+
+    // --- publishing (engine thread) ---
+
     void publish() {
         std::shared_ptr<const EngineSnapshot> snap = engine.snapshot();
         if (observer)
-            observer->on_snapshot(*snap);
+            observer->on_snapshot(snap);
         {
             const std::lock_guard lock(snapshot_mutex);
             latest = std::move(snap);
@@ -225,19 +288,22 @@ struct EngineService::Impl {
         dirty = false;
     }
 
-    // What submit() and drain() need to know after this round.
+    // What submit() and drain() need to know after this round: the
+    // submissions taken are now counted in the scheduler's waiting queue
+    // (or running, or ended), as are the workload's arrivals.
     void report(std::size_t admitted) {
         {
             const std::lock_guard lock(inbox_mutex);
             queued -= admitted;
             engine_waiting = engine.scheduler().num_waiting();
-            idle = inbox.empty() && !engine.has_work();
+            idle = inbox.empty() && !engine.has_work() && !workload;
         }
         idle_cv.notify_all();
     }
 
     // Ends what is left: the inbox's submissions without entering the
-    // engine, the engine's requests by abort; then the final snapshot.
+    // engine, the workload and the engine's requests by abort; then the
+    // final snapshot.
     void shut_down() {
         std::vector<Item> left;
         {
@@ -249,6 +315,7 @@ struct EngineService::Impl {
         for (const Item& item : left)
             if (const auto* s = std::get_if<Submission>(&item))
                 end_unstarted(follow(*s), FinishReason::Abort);
+        end_workload();
         std::vector<RequestId> ids;
         for (const auto& entry : in_flight)
             ids.push_back(entry.first);
@@ -268,20 +335,21 @@ struct EngineService::Impl {
         inbox_cv.notify_one();
     }
 
-    // Throws ApiError 503 unless a submission may join the inbox now;
-    // inbox_mutex held.
-    void check_room() const {
+    // Why a submission may not join the inbox now; inbox_mutex held.
+    std::optional<ServiceRefusal> room() const {
         if (!accepting)
-            throw ApiError::overloaded("the server is shutting down");
+            return ServiceRefusal{ServiceRefusal::Kind::Draining, std::nullopt, "the engine is shutting down"};
         if (queued + engine_waiting >= options.max_waiting)
-            throw ApiError::overloaded(std::to_string(queued + engine_waiting) +
-                                       " requests are waiting for the engine, the server's limit (--max-waiting " +
-                                       std::to_string(options.max_waiting) + "); retry later");
+            return ServiceRefusal{ServiceRefusal::Kind::Busy, std::nullopt,
+                                  std::to_string(queued + engine_waiting) +
+                                      " requests are waiting for the engine, its limit (max_waiting = " +
+                                      std::to_string(options.max_waiting) + "); retry later"};
+        return std::nullopt;
     }
 
-    // The engine thread's alone, except that model(), tokenizer() and
-    // config() read it from any thread: the Engine fixes those three at
-    // construction and nothing changes them after (the Tokenizer's methods
+    // The engine thread's alone, except that model(), tokenizer(), config()
+    // and refusal() read it from any thread: the Engine fixes what they read
+    // at construction and nothing changes it after (the Tokenizer's methods
     // are const and keep no cache).
     Engine engine;
     const ServiceOptions options;
@@ -289,6 +357,8 @@ struct EngineService::Impl {
 
     // Engine thread only.
     std::map<RequestId, InFlight> in_flight;
+    std::optional<WorkloadFeeder> workload;
+    std::vector<WorkloadRejection> refused_since_report;
     Clock::time_point last_publish;
     bool dirty = false; // the engine changed since the last snapshot
 
@@ -301,7 +371,7 @@ struct EngineService::Impl {
     std::size_t engine_waiting = 0; // sequences in the scheduler's waiting queue
     bool accepting = true;
     bool stopping = false;
-    bool idle = true; // nothing in the inbox, nothing in the engine
+    bool idle = true; // nothing in the inbox, nothing in the engine, no workload
 
     // Guarded by snapshot_mutex.
     mutable std::mutex snapshot_mutex;
@@ -317,28 +387,37 @@ EngineService::EngineService(const EngineConfig& config, std::shared_ptr<const M
                              const ServiceOptions& options, ServiceObserver* observer)
     : impl_(std::make_unique<Impl>(config, std::move(model), options, observer)) {}
 
-EngineService::~EngineService() {
-    drain(std::chrono::milliseconds(0));
-}
+EngineService::~EngineService() { drain(std::chrono::milliseconds(0)); }
 
-std::shared_ptr<RequestHandle> EngineService::submit(std::vector<TokenId> prompt, const RequestParams& params) {
-    auto handle = std::make_shared<RequestHandle>(outputs_expected(params));
+Submitted EngineService::submit(std::vector<TokenId> prompt, const RequestParams& params) {
+    if (std::optional<RequestRefusal> refused = impl_->engine.refusal(prompt, params)) {
+        std::string message = refused->message;
+        return {nullptr, ServiceRefusal{ServiceRefusal::Kind::Engine, std::move(refused), std::move(message)}};
+    }
+    auto handle = std::make_shared<RequestHandle>(std::max<std::uint32_t>(params.n, 1), params.client_tag);
     Impl::Submission s{std::move(prompt), params, handle, Clock::now()};
     {
         const std::lock_guard lock(impl_->inbox_mutex);
-        impl_->check_room();
+        if (std::optional<ServiceRefusal> refused = impl_->room())
+            return {nullptr, std::move(refused)};
         impl_->inbox.emplace_back(std::move(s));
         ++impl_->queued;
         impl_->idle = false;
     }
     impl_->inbox_cv.notify_one();
-    return handle;
+    return {std::move(handle), std::nullopt};
 }
 
 void EngineService::cancel(const std::shared_ptr<RequestHandle>& handle) {
     if (handle && !handle->done())
         impl_->push(Impl::Cancellation{handle});
 }
+
+void EngineService::start_workload(std::vector<WorkloadRequest> requests, std::uint32_t n, std::int32_t priority) {
+    impl_->push(Impl::StartWorkload{std::move(requests), n, priority});
+}
+
+void EngineService::stop_workload() { impl_->push(Impl::StopWorkload{}); }
 
 std::shared_ptr<const EngineSnapshot> EngineService::snapshot() const {
     const std::lock_guard lock(impl_->snapshot_mutex);
@@ -371,16 +450,10 @@ void EngineService::drain(std::chrono::milliseconds grace) {
     impl_->thread.join();
 }
 
-const Model& EngineService::model() const {
-    return impl_->engine.model();
-}
+const Model& EngineService::model() const { return impl_->engine.model(); }
 
-const Tokenizer& EngineService::tokenizer() const {
-    return impl_->engine.tokenizer();
-}
+const Tokenizer& EngineService::tokenizer() const { return impl_->engine.tokenizer(); }
 
-const EngineConfig& EngineService::config() const {
-    return impl_->engine.config();
-}
+const EngineConfig& EngineService::config() const { return impl_->engine.config(); }
 
-} // namespace kvscope::serve
+} // namespace kvscope
