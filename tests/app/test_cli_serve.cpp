@@ -23,6 +23,7 @@
 #include "cli_runner.h"
 #include "net/attach/prometheus_text.h"
 #include "support/test_models.h"
+#include "support/wait.h"
 
 using kvscope::test::run_cli;
 using nlohmann::json;
@@ -144,17 +145,16 @@ kvscope::attach::PromText metrics_of(httplib::Client& c) {
     return kvscope::attach::parse_prometheus_text(get(c, "/metrics").body);
 }
 
-// The engine has nothing in flight: in-flight cancellations and the idle
-// snapshot take a moment to reach /metrics.
+// /metrics once the engine has nothing in flight: in-flight cancellations
+// and the idle snapshot take a moment to reach it (the last scrape when
+// that never happens; the caller's checks then say what is left).
 kvscope::attach::PromText idle_metrics(httplib::Client& c) {
-    kvscope::attach::PromText m = metrics_of(c);
-    for (int i = 0; i < 100; ++i) {
-        if (m.value("kvscope:num_requests_running") == 0 && m.value("kvscope:num_requests_waiting") == 0 &&
-            m.value("kvscope:kv_cache_usage_perc") == 0)
-            break;
-        QThread::msleep(100);
+    kvscope::attach::PromText m;
+    kvscope::test::wait_until([&] {
         m = metrics_of(c);
-    }
+        return m.value("kvscope:num_requests_running") == 0 && m.value("kvscope:num_requests_waiting") == 0 &&
+               m.value("kvscope:kv_cache_usage_perc") == 0;
+    });
     return m;
 }
 
@@ -584,14 +584,14 @@ void TestCliServe::non_streamed_request_ends_when_its_client_leaves() {
 void TestCliServe::access_log_has_a_line_per_request() {
     auto c = server_.client();
     QCOMPARE(post(c, "/v1/completions", completion_body("Once upon a time", 3, {{"ignore_eos", true}})).status, 200);
-    // The line is written once the reply is out: give it a moment.
+    // The line is written once the reply is out: until it is in the log.
     const QByteArray line = "POST /v1/completions 200 tokens in 5 out 3 ttft_ms ";
     QByteArray text;
-    for (int i = 0; i < 50 && !text.contains(line); ++i, QThread::msleep(100)) {
+    kvscope::test::wait_until([&] {
         QFile log(dir_.filePath("main.log"));
-        QVERIFY(log.open(QIODevice::ReadOnly));
-        text = log.readAll();
-    }
+        text = log.open(QIODevice::ReadOnly) ? log.readAll() : QByteArray();
+        return text.contains(line);
+    });
     QVERIFY2(text.contains(line), text.right(2000).constData());
     QVERIFY(text.contains("GET /v1/nothing 404 tokens in - out - ttft_ms - total_ms "));
 }

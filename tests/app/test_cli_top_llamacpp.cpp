@@ -17,6 +17,7 @@
 #include "net/attach/remote_monitor.h"
 #include "cli_runner.h"
 #include "support/test_models.h"
+#include "support/wait.h"
 #include "top_processes.h"
 
 using kvscope::attach::RemoteSample;
@@ -124,12 +125,11 @@ void TestCliTopLlamaCpp::initTestCase() {
     QVERIFY2(server_.waitForStarted(), qPrintable(binary));
     // It listens before the model is loaded: ready when /health says 200.
     httplib::Client client(url_.toStdString());
-    for (int tries = 0; tries < 600; ++tries) {
-        if (const auto r = client.Get("/health"); r && r->status == 200)
-            return;
-        QTest::qWait(100);
-    }
-    QFAIL("llama-server did not come up");
+    QVERIFY2(kvscope::test::wait_until([&] {
+                 const auto r = client.Get("/health");
+                 return r && r->status == 200;
+             }),
+             "llama-server did not come up");
 }
 
 void TestCliTopLlamaCpp::cleanupTestCase() {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/parallel_for.h"
+#include "support/wait.h"
 
 using namespace kvscope::kernels::cpu::detail;
 
@@ -122,10 +123,7 @@ void TestParallelFor::a_finished_thread_takes_a_slow_ones_work() {
             if (i < n / 2)
                 helped.store(true);
         } else if (i == 0) {
-            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-            while (!helped.load() && std::chrono::steady_clock::now() < deadline)
-                std::this_thread::yield();
-            timed_out.store(!helped.load());
+            timed_out.store(!kvscope::test::wait_until([&] { return helped.load(); }, std::chrono::seconds(10)));
         }
     });
     if (!worker_started.load())

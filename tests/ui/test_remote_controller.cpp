@@ -1,11 +1,14 @@
 // RemoteController against a server that is not there (a closed loopback
 // port; no network beyond it): its monitor's samples reach the UI thread as
-// values, on the UI thread, saying the link is not live and why; stopping
-// drops later samples.
+// values, on the UI thread, saying the link is not live and why. And against
+// the in-test vLLM server (tests/net/attach/fake_vllm_server.h): stopping
+// drops later samples, while a second controller on the same server shows
+// that polls went on and their samples were delivered.
 #include <QSignalSpy>
 #include <QThread>
 #include <QtTest>
 
+#include "net/attach/fake_vllm_server.h"
 #include "ui/bridge/remote_controller.h"
 
 using namespace kvscope;
@@ -23,6 +26,20 @@ attach::ConnectOptions nobodyThere() {
     options.interval = std::chrono::milliseconds(100);
     return options;
 }
+
+// The in-test vLLM server, polled every 100 ms.
+attach::ConnectOptions fakeVllm(const kvscope::test::FakeVllmServer& server) {
+    attach::ConnectOptions options;
+    options.url = server.url();
+    options.interval = std::chrono::milliseconds(100);
+    return options;
+}
+
+bool isLive(const QSignalSpy& samples) {
+    return !samples.isEmpty() && samples.last().at(0).value<Sample>()->link == attach::LinkState::Live;
+}
+
+constexpr int kWaitMs = 60'000; // a deadlock guard, not a timing
 
 } // namespace
 
@@ -42,7 +59,7 @@ private slots:
         // Until a sample says the server is away (a refused poll is a fault).
         QTRY_VERIFY_WITH_TIMEOUT(!samples.isEmpty() &&
                                      !samples.last().at(0).value<Sample>()->faults.empty(),
-                                 20000);
+                                 kWaitMs);
         const Sample last = samples.last().at(0).value<Sample>();
         QVERIFY(last->link != attach::LinkState::Live);
         QCOMPARE(last->url, std::string("http://127.0.0.1:1"));
@@ -50,9 +67,30 @@ private slots:
 
         controller.stop();
         QVERIFY(!controller.isActive());
-        const auto seen = samples.count();
-        QTest::qWait(400); // several poll intervals: none of them may arrive
-        QCOMPARE(samples.count(), seen);
+    }
+
+    // Two controllers poll one server every 100 ms; one stops. The other
+    // keeps polling and delivering through the same event loop: once the
+    // server has answered several more polls and the witness has delivered
+    // several more samples, the stopped one would have had samples to
+    // deliver too, and none may arrive.
+    void stopDropsLaterSamples() {
+        kvscope::test::FakeVllmServer server;
+        RemoteController stopped, witness;
+        QSignalSpy dropped(&stopped, &RemoteController::sampleReady);
+        QSignalSpy delivered(&witness, &RemoteController::sampleReady);
+        stopped.start(fakeVllm(server));
+        witness.start(fakeVllm(server));
+        QTRY_VERIFY_WITH_TIMEOUT(isLive(dropped) && isLive(delivered), kWaitMs);
+
+        stopped.stop();
+        QVERIFY(!stopped.isActive());
+        const auto seen = dropped.count();
+        const int polled = server.served("/metrics");
+        const auto witnessed = delivered.count();
+        QTRY_VERIFY_WITH_TIMEOUT(server.served("/metrics") >= polled + 4 && delivered.count() >= witnessed + 3,
+                                 kWaitMs);
+        QCOMPARE(dropped.count(), seen);
     }
 };
 

@@ -80,17 +80,19 @@ private slots:
     }
 
     // The UI thread busy for 200 ms: the tick due in that time comes at
-    // least 200 ms - one interval late, however loaded the machine is.
+    // least 200 ms - one interval late, however loaded the machine is. The
+    // stall starts once the probe has ticked (its clock runs), and the
+    // busy loop is the stall itself, not a wait.
     void probeSeesAStall() {
         UiLatencyProbe probe;
         QSignalSpy updated(&probe, &UiLatencyProbe::updated);
-        QTest::qWait(3 * UiLatencyProbe::kIntervalMs);
+        QTRY_VERIFY_WITH_TIMEOUT(probe.samples().recent().samples >= 1, 60'000); // a deadlock guard
         constexpr int kStallMs = 200;
         QElapsedTimer busy;
         busy.start();
         while (busy.elapsed() < kStallMs) {
         }
-        QVERIFY(updated.wait(10000));
+        QVERIFY(updated.wait(60'000)); // about a second; the timeout is a deadlock guard
         const LatencySummary s = probe.samples().recent();
         QVERIFY(s.samples >= 2);
         QVERIFY2(s.worst_ms >= kStallMs - UiLatencyProbe::kIntervalMs, qPrintable(QString::number(s.worst_ms)));

@@ -112,6 +112,7 @@ struct FakeVllmServer::Impl {
     std::string metrics;
     std::chrono::milliseconds delay{0};
     std::map<std::string, int> served;
+    std::map<std::string, int> requested;
 
     // Waits the delay (as set_delay() last set it), unless stop() comes
     // first; false when it did.
@@ -128,8 +129,14 @@ struct FakeVllmServer::Impl {
         ++served[path];
     }
 
+    void arrived(const std::string& path) {
+        std::lock_guard lock(mutex);
+        ++requested[path];
+    }
+
     void routes() {
         http.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+            arrived(req.path);
             if (!wait_delay())
                 return;
             const nlohmann::json model_card{{"id", model},           {"object", "model"}, {"created", 1700000000},
@@ -139,6 +146,7 @@ struct FakeVllmServer::Impl {
             count(req.path);
         });
         http.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+            arrived(req.path);
             if (!wait_delay())
                 return;
             std::lock_guard lock(mutex);
@@ -146,6 +154,7 @@ struct FakeVllmServer::Impl {
             ++served[req.path];
         });
         http.Get("/health", [this](const httplib::Request& req, httplib::Response& res) {
+            arrived(req.path);
             res.set_content("", "text/plain");
             count(req.path);
         });
@@ -189,6 +198,12 @@ int FakeVllmServer::served(const std::string& path) const {
     std::lock_guard lock(impl_->mutex);
     const auto it = impl_->served.find(path);
     return it == impl_->served.end() ? 0 : it->second;
+}
+
+int FakeVllmServer::requested(const std::string& path) const {
+    std::lock_guard lock(impl_->mutex);
+    const auto it = impl_->requested.find(path);
+    return it == impl_->requested.end() ? 0 : it->second;
 }
 
 void FakeVllmServer::stop() {

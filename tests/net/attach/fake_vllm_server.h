@@ -68,6 +68,9 @@ public:
     void set_delay(std::chrono::milliseconds delay);
     // How many requests for `path` it has answered.
     int served(const std::string& path) const;
+    // How many requests for `path` have reached it, answered or not (a
+    // request counts here before it waits out the delay).
+    int requested(const std::string& path) const;
     // Closes the socket and ends the requests in flight: the server is gone.
     void stop();
 

@@ -2,7 +2,8 @@
 // vLLM publisher on loopback: live batches in both encodings, a gap filled
 // by replay in both reply layouts, gaps that cannot be filled, a publisher
 // restart, an undecodable batch, and a destructor that returns without a
-// publisher. Waits are bounded polling loops; nothing asserts a timing.
+// publisher. Waits are on what the subscriber has seen (wait_until,
+// tests/support/wait.h); nothing asserts a timing.
 // Before QtTest: remote_sample.h has a member named `slots`, Qt's keyword macro.
 #include "net/attach/kv_events_subscriber.h"
 
@@ -10,10 +11,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
-#include <thread>
 
 #include "fake_vllm_publisher.h"
+#include "support/wait.h"
 
 using namespace kvscope::attach;
 using testing::FakeVllmPublisher;
@@ -23,15 +23,7 @@ Q_DECLARE_METATYPE(kvscope::attach::testing::ReplayLayout)
 
 namespace {
 
-bool eventually(const std::function<bool()>& holds) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (!holds()) {
-        if (std::chrono::steady_clock::now() > deadline)
-            return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return true;
-}
+using kvscope::test::wait_until;
 
 constexpr int kRank = 3;
 
@@ -54,23 +46,22 @@ KvEventsOptions options_for(const FakeVllmPublisher& pub, bool with_replay = tru
     return o;
 }
 
-// PUB drops what it sends before the subscription reaches it: send empty
-// batches until one arrives. Returns the sequence number of the last one.
-std::optional<std::uint64_t> join(FakeVllmPublisher& pub, const KvEventsSubscriber& sub) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (std::chrono::steady_clock::now() < deadline) {
-        const std::uint64_t seq = pub.publish(KvEventBatch{});
-        for (int i = 0; i < 10; ++i) {
-            if (sub.sample().last_seq == seq)
-                return seq;
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-    }
-    return std::nullopt;
+bool seen(const KvEventsSubscriber& sub, std::uint64_t seq) {
+    return wait_until([&] { return sub.sample().last_seq == seq; });
 }
 
-bool seen(const KvEventsSubscriber& sub, std::uint64_t seq) {
-    return eventually([&] { return sub.sample().last_seq == seq; });
+// PUB drops what it sends before the subscription reaches it: an empty
+// batch each try until the subscriber has heard one, then until it has
+// heard the last one sent, so that none is still on its way.
+bool join(FakeVllmPublisher& pub, const KvEventsSubscriber& sub) {
+    std::uint64_t last = 0;
+    const bool heard = wait_until([&] {
+        if (sub.sample().batches > 0)
+            return true;
+        last = pub.publish(KvEventBatch{});
+        return false;
+    });
+    return heard && seen(sub, last);
 }
 
 bool any_contains(const std::vector<std::string>& faults, const std::string& part) {
@@ -214,7 +205,7 @@ private slots:
         }
         o.endpoint = "not an endpoint";
         KvEventsSubscriber bad(o);
-        QVERIFY(eventually([&] { return any_contains(bad.take_faults(), "cannot subscribe to not an endpoint"); }));
+        QVERIFY(wait_until([&] { return any_contains(bad.take_faults(), "cannot subscribe to not an endpoint"); }));
     }
 };
 

@@ -15,6 +15,7 @@
 #include "net/attach/remote_monitor.h"
 #include "net/attach/fake_vllm_publisher.h"
 #include "net/attach/fake_vllm_server.h"
+#include "support/wait.h"
 
 using namespace std::chrono_literals;
 using kvscope::attach::ConnectOptions;
@@ -37,7 +38,8 @@ namespace {
 using Sample = std::shared_ptr<const RemoteSample>;
 
 // Generous: a loaded CI machine may be slow, and nothing here asserts time.
-constexpr auto kPatience = 20s;
+using kvscope::test::kPatience;
+using kvscope::test::wait_until;
 
 ConnectOptions options_for(const std::string& url) {
     ConnectOptions o;
@@ -48,13 +50,18 @@ ConnectOptions options_for(const std::string& url) {
 }
 
 // The first sample satisfying `done` (null when kPatience passes first).
+// Each try waits for the monitor's next sample, so none goes by unseen
+// unless two come out during one check.
 Sample wait_for(const RemoteMonitor& monitor, const std::function<bool(const RemoteSample&)>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + kPatience;
     std::uint64_t seen = 0;
-    for (Sample s = monitor.latest(); std::chrono::steady_clock::now() < deadline; s = monitor.wait_next(seen, 200ms))
+    Sample s = monitor.latest();
+    const bool found = wait_until([&] {
         if (done(*s))
-            return s;
-    return nullptr;
+            return true;
+        s = monitor.wait_next(seen, 200ms);
+        return done(*s);
+    });
+    return found ? s : nullptr;
 }
 
 bool has_fault(const RemoteSample& s, const std::string& part) {
@@ -217,12 +224,13 @@ void TestRemoteMonitor::kv_events_fill_each_ranks_prefix_cache() {
         return std::all_of(x.ranks.begin(), x.ranks.end(),
                            [](const auto& r) { return r.prefix_cache && r.prefix_cache->batches > 0; });
     };
-    for (int i = 0; i < 200 && !heard(*monitor.latest()); ++i) {
+    QVERIFY(wait_until([&] {
+        if (heard(*monitor.latest()))
+            return true;
         rank0.publish(KvEventBatch{});
         rank1.publish(KvEventBatch{});
-        QTest::qWait(50);
-    }
-    QVERIFY(heard(*monitor.latest()));
+        return false;
+    }));
 
     // A chain of three blocks on rank 0, two separate blocks on rank 1 (one then evicted).
     const auto batch = [](int rank, std::vector<kvscope::attach::KvEvent> events) {
@@ -355,9 +363,11 @@ void TestRemoteMonitor::destructor_returns_while_a_request_hangs() {
     auto monitor = std::make_unique<RemoteMonitor>(o);
     QVERIFY(wait_for(*monitor, is_live));
     server.set_delay(60s);
-    const int served = server.served("/metrics");
-    QTest::qWait(500); // a poll is now waiting on the server
-    QCOMPARE(server.served("/metrics"), served);
+    // Until a poll that reached the server after the delay was set waits
+    // on it, unanswered.
+    const int asked = server.requested("/metrics");
+    QVERIFY(wait_until([&] { return server.requested("/metrics") > asked; }));
+    QVERIFY(server.served("/metrics") < server.requested("/metrics"));
     QElapsedTimer timer;
     timer.start();
     monitor.reset();

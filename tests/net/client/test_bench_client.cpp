@@ -14,6 +14,7 @@
 
 #include "net/client/bench_client.h"
 #include "engine/core/error.h"
+#include "support/wait.h"
 
 using namespace kvscope;
 using namespace kvscope::client;
@@ -47,7 +48,8 @@ Fate fate_of(const std::vector<TokenId>& prompt) {
 // chunk (so the usage chunk, not the chunk count, gives the output tokens),
 // ": ping" comments, lines ending in "\n" or "\r\n"; /v1/chat/completions a
 // role chunk, one token per chunk and no usage. It records every body and
-// the most streams it held at once.
+// the most streams it held at once; told to, it holds each stream's first
+// chunk until that many streams have been open at once.
 class MockServer {
 public:
     static constexpr std::uint32_t kVocab = 500;
@@ -80,6 +82,10 @@ public:
         return bodies_;
     }
     int most_streams() const { return most_streams_; }
+    // From now on a stream sends its first chunk only once `streams` have
+    // been open at once (or the deadlock guard passes): they overlap
+    // whatever the machine's speed.
+    void overlap(int streams) { overlap_ = streams; }
 
 private:
     void stream(const httplib::Request& req, httplib::Response& res, bool chat) {
@@ -110,8 +116,9 @@ private:
         const auto prompt_len = chat ? 0u : static_cast<std::uint32_t>(body["prompt"].size());
         res.set_chunked_content_provider(
             "text/event-stream",
-            [=, sent = 0u](std::size_t, httplib::DataSink& sink) mutable {
-                std::this_thread::sleep_for(std::chrono::milliseconds(1)); // streams overlap
+            [=, this, sent = 0u](std::size_t, httplib::DataSink& sink) mutable {
+                if (sent == 0)
+                    kvscope::test::wait_until([this] { return most_streams_ >= overlap_; });
                 if (sent == 0 && !chat)
                     write(sink, ": ping\n\n");
                 if (chat && sent == 0)
@@ -156,7 +163,7 @@ private:
     std::thread thread_;
     std::mutex mutex_;
     std::vector<nlohmann::json> bodies_;
-    std::atomic<int> streams_{0}, most_streams_{0};
+    std::atomic<int> streams_{0}, most_streams_{0}, overlap_{0};
 };
 
 BenchClientOptions options_for(const MockServer& server, std::uint32_t requests, std::uint32_t concurrency) {
@@ -262,6 +269,7 @@ private slots:
 
     void run_against_a_streaming_server() {
         MockServer server;
+        server.overlap(2);
         const std::uint32_t requests = 48, concurrency = 4;
         const BenchClientReport r = run_bench_client(options_for(server, requests, concurrency));
 
@@ -305,7 +313,7 @@ private slots:
             QCOMPARE(b["temperature"], 0);
         }
         // At most one stream per worker; and more than one at once, since
-        // each holds its stream for a millisecond a chunk while four start.
+        // the server holds the first until a second has begun.
         QVERIFY2(server.most_streams() <= int(concurrency), std::to_string(server.most_streams()).c_str());
         QVERIFY(server.most_streams() >= 2);
 
