@@ -456,4 +456,6 @@ const Tokenizer& EngineService::tokenizer() const { return impl_->engine.tokeniz
 
 const EngineConfig& EngineService::config() const { return impl_->engine.config(); }
 
+int EngineService::threads() const { return impl_->engine.threads(); }
+
 } // namespace kvscope

@@ -174,6 +174,7 @@ public:
     const Model& model() const;
     const Tokenizer& tokenizer() const;
     const EngineConfig& config() const;
+    int threads() const; // the engine's kernel threads (config().threads resolved)
 
 private:
     struct Impl;

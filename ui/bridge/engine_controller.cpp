@@ -6,7 +6,6 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QTemporaryDir>
-#include <QTimer>
 
 #include "engine/chat/conversation.h"
 #include "engine/core/error.h"
@@ -41,15 +40,41 @@ std::string writeSyntheticModel(const QString& preset, const QTemporaryDir& dir)
 
 } // namespace
 
+// The service's reports, as it makes them on its thread, posted to the
+// controller's thread (queued, so in the order they were made). Each
+// service gets its own Listener with its number: a report of a replaced
+// service is known as such.
+class EngineController::Listener final : public ServiceObserver {
+public:
+    Listener(EngineController* controller, std::uint64_t number) : controller_(controller), number_(number) {}
+
+    void on_output(const std::shared_ptr<RequestHandle>& handle, const RequestOutput& out) override {
+        post([c = controller_, handle, out, at = Clock::now()] { c->onOutput(handle, out, at); });
+    }
+    void on_snapshot(const std::shared_ptr<const EngineSnapshot>& snapshot) override {
+        post([c = controller_, n = number_, snapshot] { c->onSnapshot(n, snapshot); });
+    }
+    void on_step(const std::shared_ptr<const EngineSnapshot>& snapshot) override {
+        post([c = controller_, n = number_, snapshot] { c->onStep(n, snapshot); });
+    }
+    void on_workload(const WorkloadProgress& progress) override {
+        post([c = controller_, progress] { c->onWorkload(progress); });
+    }
+
+private:
+    template <typename F> void post(F&& report) {
+        QMetaObject::invokeMethod(controller_, std::forward<F>(report), Qt::QueuedConnection);
+    }
+
+    EngineController* const controller_;
+    const std::uint64_t number_;
+};
+
 QString ModelSource::label() const {
     return isSynthetic() ? QStringLiteral("synthetic %1").arg(preset) : QFileInfo(path).fileName();
 }
 
-EngineController::EngineController(EngineConfig config, QObject* parent)
-    : QObject(parent), config_(std::move(config)), arrivalTimer_(new QTimer(this)) {
-    arrivalTimer_->setSingleShot(true);
-    connect(arrivalTimer_, &QTimer::timeout, this, &EngineController::scheduleStep);
-}
+EngineController::EngineController(EngineConfig config, QObject* parent) : QObject(parent), config_(std::move(config)) {}
 
 EngineController::~EngineController() = default;
 
@@ -80,6 +105,24 @@ std::shared_ptr<const Model> EngineController::openModel(const ModelSource& sour
     });
 }
 
+// Replaces the service with one for `model` with `config`, reporting to a
+// Listener of its own; the old one's requests are aborted and end through
+// its listener's reports. Throws as Engine's constructor does, and then
+// changes nothing.
+void EngineController::startService(const EngineConfig& config, std::shared_ptr<const Model> model) {
+    ServiceOptions options;
+    options.snapshot_interval = kSnapshotInterval;
+    options.record_steps = true; // stepsRecorded: a replay of turns faster than the publish rate
+    options.on_thread_start = &lowerCurrentThreadPriority;
+    auto listener = std::make_unique<Listener>(this, serviceNumber_ + 1);
+    auto service = std::make_unique<EngineService>(config, std::move(model), options, listener.get());
+    listener_.swap(listener); // the old listener (now `listener`) outlives the old service below
+    std::swap(service, service_);
+    service.reset(); // aborts what ran there: its chats end through the old listener's reports
+    ++serviceNumber_;
+    unpublished_.take();
+}
+
 void EngineController::loadModel(const ModelSource& source) {
     try {
         auto model = openModel(source);
@@ -87,19 +130,14 @@ void EngineController::loadModel(const ModelSource& source) {
         emit loadProgress(tr("Building the engine..."));
         EngineConfig config = config_;
         config.model = path;
-        auto engine = std::make_unique<Engine>(config, model);
-        auto chatTemplate = std::make_unique<ChatTemplate>(ChatTemplate::for_model(model->file(), engine->tokenizer()));
-        abortEverything();
-        engine_ = std::move(engine);
-        engine_->set_output_callback([this](const RequestOutput& out) { onOutput(out); });
+        startService(config, model);
+        template_ = std::make_unique<ChatTemplate>(ChatTemplate::for_model(model->file(), service_->tokenizer()));
         model_ = std::move(model);
-        template_ = std::move(chatTemplate);
         conversations_.clear(); // another vocabulary: chats go on from their text
         source_ = source;
         config_ = config;
         emit configApplied(config_);
-        emit modelLoaded(summarize(source, model_, *engine_, template_->description(), template_->supported()));
-        publishSnapshot();
+        emit modelLoaded(summarize(source, model_, *service_, template_->description(), template_->supported()));
     } catch (const std::exception& e) {
         emit modelLoadFailed(errorText(e));
     }
@@ -114,14 +152,10 @@ void EngineController::applyConfig(const EngineConfig& config) {
     try {
         EngineConfig next = config;
         next.model = config_.model;
-        auto engine = std::make_unique<Engine>(next, model_);
-        abortEverything();
-        engine_ = std::move(engine);
-        engine_->set_output_callback([this](const RequestOutput& out) { onOutput(out); });
+        startService(next, model_);
         config_ = next;
         emit configApplied(config_);
-        emit modelLoaded(summarize(*source_, model_, *engine_, template_->description(), template_->supported()));
-        publishSnapshot();
+        emit modelLoaded(summarize(*source_, model_, *service_, template_->description(), template_->supported()));
     } catch (const std::exception& e) {
         emit errorOccurred(tr("The configuration was not applied: %1").arg(errorText(e)));
     }
@@ -131,7 +165,7 @@ void EngineController::submitChat(const ChatTurn& turn) {
     TurnStats failed;
     failed.chat = turn.chat;
     failed.finish = FinishReason::Error;
-    if (!engine_) {
+    if (!service_) {
         failed.error = "no model is loaded";
         emit chatFinished(failed);
         return;
@@ -147,26 +181,25 @@ void EngineController::submitChat(const ChatTurn& turn) {
     }
     const auto promptTokens = static_cast<std::uint32_t>(fitted.prompt.size());
     failed.dropped_messages = fitted.dropped_messages;
-    const Admission admitted = engine_->add_request(std::move(fitted.prompt), fitted.params);
-    if (const RequestRefusal* refused = admitted.refusal()) {
+    Submitted sent = service_->submit(std::move(fitted.prompt), fitted.params);
+    if (sent.refusal) {
         conversations_.at(turn.chat).drop_last();
-        failed.error = refused->message;
+        failed.error = sent.refusal->message;
         failed.prompt_tokens = promptTokens;
         emit chatFinished(failed);
         return;
     }
-    const RequestId id = admitted.id();
-    ChatRequest& chat = chats_[id];
+    ChatRequest& chat = chats_[sent.handle.get()];
+    chat.handle = std::move(sent.handle);
     chat.chat = turn.chat;
     chat.prompt_tokens = promptTokens;
     chat.submitted = submitted;
     chat.dropped_messages = fitted.dropped_messages;
     chat.reply_limit = fitted.reply_limit;
-    emit chatStarted(turn.chat, id);
-    scheduleStep();
+    emit chatStarted(turn.chat);
 }
 
-TurnEncoder EngineController::encoder() const { return TurnEncoder::through(*template_, engine_->tokenizer()); }
+TurnEncoder EngineController::encoder() const { return TurnEncoder::through(*template_, service_->tokenizer()); }
 
 // The chat's conversation up to the turn's new message: the one this
 // controller kept, token-exact, when it holds the turn's user messages (the
@@ -204,7 +237,7 @@ EngineController::FittedTurn EngineController::fitToContext(const ChatTurn& turn
     Conversation& conversation = conversationFor(turn, encode);
     conversation.add_user(turn.messages.back().content, encode);
     const std::size_t before = conversation.messages().size();
-    const std::size_t context = engine_->model().config().context_length;
+    const std::size_t context = service_->model().config().context_length;
     FittedTurn fitted{conversation.prompt_within(context, turn.params.max_new_tokens, encode), turn.params, 0, 0};
     fitted.params.priority = kChatPriority;
     fitted.params.client_tag = static_cast<std::uint64_t>(turn.chat); // the block map colours the chat by it
@@ -217,92 +250,73 @@ EngineController::FittedTurn EngineController::fitToContext(const ChatTurn& turn
 }
 
 void EngineController::abortChat(int chat) {
-    if (!engine_)
-        return;
-    std::vector<RequestId> requests;
-    for (const auto& [id, c] : chats_)
+    for (const auto& [handle, c] : chats_)
         if (c.chat == chat)
-            requests.push_back(id);
-    for (RequestId id : requests)
-        engine_->abort(id); // finishChat runs from the output callback
-    publishSnapshot();
+            service_->cancel(c.handle); // the turn ends with its Abort output
 }
 
 void EngineController::startWorkload(const WorkloadSpec& spec) {
-    if (!engine_) {
+    if (!service_) {
         emit errorOccurred(tr("Load a model before starting a workload."));
         return;
     }
-    stopWorkload();
     WorkloadSpec fitted = spec;
     // Prompt ids must exist in this vocabulary, and requests must fit its context.
     fitted.vocab = model_->config().vocab_size;
     if (const std::uint32_t context = model_->config().context_length; context > 0)
         fitted.max_total = std::min(fitted.max_total, context);
+    std::vector<WorkloadRequest> requests;
     try {
-        workload_.emplace(*engine_, make_workload(fitted), spec.n, kWorkloadPriority);
+        requests = make_workload(fitted);
     } catch (const std::exception& e) {
         emit errorOccurred(tr("The workload was not started: %1").arg(errorText(e)));
         return;
     }
-    emitWorkloadProgress();
-    scheduleStep();
+    const auto total = static_cast<quint32>(requests.size());
+    service_->start_workload(std::move(requests), spec.n, kWorkloadPriority); // replaces one that runs
+    workloadRunning_ = true;
+    emit workloadProgress(0, 0, total);
 }
 
 void EngineController::stopWorkload() {
-    if (!workload_)
-        return;
-    arrivalTimer_->stop();
-    const std::size_t aborted = workload_->stop(); // the aborts reach onOutput while the feeder still counts them
-    workload_.reset();
-    emit workloadStopped(static_cast<quint32>(aborted));
-    publishSnapshot();
+    if (workloadRunning_ && service_)
+        service_->stop_workload(); // workloadStopped comes with the service's report
 }
 
-void EngineController::abortEverything() {
-    stopWorkload();
-    if (!engine_)
+void EngineController::onOutput(const std::shared_ptr<RequestHandle>& handle, const RequestOutput& out,
+                                Clock::time_point at) {
+    const auto it = chats_.find(handle.get());
+    if (it == chats_.end())
         return;
-    std::vector<RequestId> requests;
-    for (const auto& entry : chats_)
-        requests.push_back(entry.first);
-    for (RequestId id : requests)
-        engine_->abort(id);
-}
-
-void EngineController::onOutput(const RequestOutput& out) {
-    if (const auto it = chats_.find(out.request); it != chats_.end()) {
-        ChatRequest& c = it->second;
-        if (!out.tokens.empty() && !c.first_token)
-            c.first_token = Clock::now();
-        c.generated += static_cast<std::uint32_t>(out.tokens.size());
-        c.reply.insert(c.reply.end(), out.tokens.begin(), out.tokens.end());
-        c.reply_text += out.text;
-        c.pending_text += QString::fromStdString(out.text);
-        if (out.finish)
-            finishChat(it->first, out);
-        return;
+    ChatRequest& c = it->second;
+    if (!out.tokens.empty() && !c.first_token)
+        c.first_token = at;
+    c.generated += static_cast<std::uint32_t>(out.tokens.size());
+    c.reply.insert(c.reply.end(), out.tokens.begin(), out.tokens.end());
+    c.reply_text += out.text;
+    c.pending_text += QString::fromStdString(out.text);
+    if (out.finish) {
+        ChatRequest done = std::move(c);
+        chats_.erase(it);
+        finishChat(std::move(done), out, at);
     }
-    if (workload_)
-        workload_->on_output(out);
 }
 
-void EngineController::finishChat(RequestId request, const RequestOutput& out) {
-    ChatRequest c = std::move(chats_.at(request));
-    chats_.erase(request);
+void EngineController::finishChat(ChatRequest c, const RequestOutput& out, Clock::time_point at) {
     // As the chat panel does: a failed turn never happened; a stopped one keeps what it said.
-    if (Conversation& conversation = conversations_.at(c.chat); out.finish == FinishReason::Error)
-        conversation.drop_last();
-    else
-        conversation.add_reply(std::move(c.reply), std::move(c.reply_text));
+    if (const auto conversation = conversations_.find(c.chat); conversation != conversations_.end()) {
+        if (out.finish == FinishReason::Error)
+            conversation->second.drop_last();
+        else
+            conversation->second.add_reply(std::move(c.reply), std::move(c.reply_text));
+    }
     if (!c.pending_text.isEmpty())
         emit chatText(c.chat, c.pending_text);
-    const auto end = Clock::now();
     TurnStats stats{.chat = c.chat,
                     .prompt_tokens = c.prompt_tokens,
                     .generated_tokens = c.generated,
                     .ttft_s = c.first_token ? secondsBetween(c.submitted, *c.first_token) : 0,
-                    .seconds = secondsBetween(c.submitted, end),
+                    .seconds = secondsBetween(c.submitted, at),
                     .finish = *out.finish,
                     .error = out.error,
                     .dropped_messages = c.dropped_messages,
@@ -310,78 +324,37 @@ void EngineController::finishChat(RequestId request, const RequestOutput& out) {
     emit chatFinished(stats);
 }
 
-void EngineController::admitWorkloadArrivals() {
-    if (!workload_)
+// A replaced service's snapshots and steps are of an engine no longer shown.
+void EngineController::onSnapshot(std::uint64_t service, std::shared_ptr<const EngineSnapshot> snapshot) {
+    if (service != serviceNumber_)
         return;
-    for (const WorkloadRejection& r : workload_->admit_arrivals())
+    flushText();
+    if (!unpublished_.empty())
+        emit stepsRecorded(unpublished_.take());
+    emit snapshotReady(std::move(snapshot));
+}
+
+void EngineController::onStep(std::uint64_t service, std::shared_ptr<const EngineSnapshot> snapshot) {
+    if (service == serviceNumber_)
+        unpublished_.push(std::move(snapshot));
+}
+
+void EngineController::onWorkload(const WorkloadProgress& progress) {
+    for (const WorkloadRejection& r : progress.refused)
         emit errorOccurred(
             tr("Workload request %1 was rejected: %2").arg(r.index + 1).arg(QString::fromStdString(r.error)));
-}
-
-void EngineController::emitWorkloadProgress() {
-    emit workloadProgress(static_cast<quint32>(workload_->submitted()), static_cast<quint32>(workload_->ended()),
-                          static_cast<quint32>(workload_->total()));
-}
-
-void EngineController::scheduleStep() {
-    if (stepQueued_ || !engine_)
-        return;
-    stepQueued_ = true;
-    // Queued: whatever commands arrived meanwhile run first.
-    QMetaObject::invokeMethod(this, &EngineController::stepOnce, Qt::QueuedConnection);
-}
-
-void EngineController::stepOnce() {
-    stepQueued_ = false;
-    if (!engine_)
-        return;
-    admitWorkloadArrivals();
-    if (engine_->has_work()) {
-        try {
-            engine_->step();
-        } catch (const std::exception& e) {
-            emit errorOccurred(tr("The engine failed a step: %1").arg(errorText(e)));
-            abortEverything();
-        }
+    emit workloadProgress(static_cast<quint32>(progress.submitted), static_cast<quint32>(progress.ended),
+                          static_cast<quint32>(progress.total));
+    if (progress.over && workloadRunning_) {
+        workloadRunning_ = false;
+        emit workloadStopped(static_cast<quint32>(progress.aborted));
     }
-    if (workload_) {
-        emitWorkloadProgress();
-        if (workload_->done()) {
-            workload_.reset();
-            emit workloadStopped(0);
-        }
-    }
-    if (engine_->has_work()) {
-        maybePublish();
-        scheduleStep();
-        return;
-    }
-    publishSnapshot(); // the idle state, once
-    if (const auto wait = workload_ ? workload_->seconds_to_next_arrival() : std::nullopt)
-        arrivalTimer_->start(static_cast<int>(*wait * 1000)); // nothing to run until the next request arrives
 }
 
 void EngineController::flushText() {
-    for (auto& [id, c] : chats_)
+    for (auto& [handle, c] : chats_)
         if (!c.pending_text.isEmpty())
             emit chatText(c.chat, std::exchange(c.pending_text, {}));
-}
-
-void EngineController::publishSnapshot() {
-    if (!engine_)
-        return;
-    flushText();
-    lastSnapshot_ = Clock::now();
-    if (!unpublished_.empty())
-        emit stepsRecorded(unpublished_.take());
-    emit snapshotReady(engine_->snapshot());
-}
-
-void EngineController::maybePublish() {
-    if (Clock::now() - lastSnapshot_ >= kSnapshotInterval)
-        publishSnapshot();
-    else
-        unpublished_.push(engine_->snapshot());
 }
 
 // --- EngineThread ---

@@ -17,9 +17,9 @@
 #include "engine/engine_config.h"
 #include "engine/engine_snapshot.h"
 #include "engine/runtime/shared_models.h"
+#include "engine/service/engine_service.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/workload/workload.h"
-#include "engine/workload/workload_feeder.h"
 #include "ui/bridge/chat_turn.h"
 #include "ui/bridge/snapshot_metatype.h"
 #include "ui/bridge/model_source.h"
@@ -27,19 +27,23 @@
 #include "ui/blockmap/snapshot_replay.h"
 
 class QTemporaryDir;
-class QTimer;
 
 Q_DECLARE_METATYPE(kvscope::EngineConfig)
 
 namespace kvscope::ui {
 
-// Owns an Engine and drives it on the thread it lives on (see EngineThread).
-// Commands are slots, meant to be invoked queued; the controller steps the
-// engine while there is work, one step per event-loop turn, so commands are
-// taken between steps. Results leave as signals carrying values only: text
-// per chat (collected and sent with each snapshot, about 30 times a second
-// at most), per-turn stats, and immutable EngineSnapshots. Every failure is
-// a signal with the engine's message; nothing is swallowed.
+// The app's Qt adapter over an EngineService (engine/service), which runs
+// the engine on a thread of its own. The controller lives on a worker
+// thread (see EngineThread) where it opens models, builds services and
+// encodes chat turns; commands are slots, meant to be invoked queued.
+// What the service's thread reports comes back to the controller's thread
+// queued, and leaves as signals carrying values only: text per chat
+// (collected and sent with each snapshot, about 30 times a second at most),
+// per-turn stats, and immutable EngineSnapshots. Every failure is a signal
+// with the engine's message; nothing is swallowed.
+//
+//   UI thread --EngineThread::submitChat--> [controller thread] --submit()--> [service thread: steps]
+//   UI thread <--signals-- [controller thread] <--posted by the Listener (ServiceObserver)--
 class EngineController : public QObject {
     Q_OBJECT
 public:
@@ -80,7 +84,7 @@ signals:
     void modelLoadFailed(const QString& message);
     void configApplied(const kvscope::EngineConfig& config);
     void errorOccurred(const QString& message);
-    void chatStarted(int chat, quint64 request);
+    void chatStarted(int chat);
     void chatText(int chat, const QString& text);
     void chatFinished(const kvscope::ui::TurnStats& stats);
     // submitted / total requests of the running workload; finished when it ends.
@@ -96,7 +100,9 @@ signals:
 
 private:
     using Clock = std::chrono::steady_clock;
+    class Listener;
     struct ChatRequest {
+        std::shared_ptr<RequestHandle> handle; // the service's, to cancel it
         int chat = 0;
         std::uint32_t prompt_tokens = 0;
         std::uint32_t generated = 0;
@@ -118,17 +124,15 @@ private:
     FittedTurn fitToContext(const ChatTurn& turn);
     Conversation& conversationFor(const ChatTurn& turn, const TurnEncoder& encoder);
     TurnEncoder encoder() const;
-    void abortEverything();
-    void onOutput(const RequestOutput& out);
-    void finishChat(RequestId request, const RequestOutput& out);
-    void admitWorkloadArrivals();
-    void scheduleStep();
-    void stepOnce();
+    void startService(const EngineConfig& config, std::shared_ptr<const Model> model);
     std::shared_ptr<const Model> openModel(const ModelSource& source);
+    // What the Listener posts here, from the service's thread.
+    void onOutput(const std::shared_ptr<RequestHandle>& handle, const RequestOutput& out, Clock::time_point at);
+    void finishChat(ChatRequest c, const RequestOutput& out, Clock::time_point at);
+    void onSnapshot(std::uint64_t service, std::shared_ptr<const EngineSnapshot> snapshot);
+    void onStep(std::uint64_t service, std::shared_ptr<const EngineSnapshot> snapshot);
+    void onWorkload(const WorkloadProgress& progress);
     void flushText();
-    void publishSnapshot();
-    void maybePublish();
-    void emitWorkloadProgress();
 
     EngineConfig config_;
     std::shared_ptr<const Model> model_;
@@ -136,16 +140,16 @@ private:
     // Where models are opened: another engine's SharedModels when it is
     // handed one (Compare A/B's B shares A's model and packed weights).
     std::shared_ptr<SharedModels> models_ = std::make_shared<SharedModels>();
-    std::unique_ptr<Engine> engine_;
     std::unique_ptr<ChatTemplate> template_;
-    std::map<RequestId, ChatRequest> chats_;
+    // Before service_: it hears the service until the service is gone.
+    std::unique_ptr<Listener> listener_;
+    std::uint64_t serviceNumber_ = 0; // service_'s, to tell its reports from a replaced one's
+    std::unique_ptr<EngineService> service_;
+    std::map<const RequestHandle*, ChatRequest> chats_;
     // Each chat's conversation as token ids (engine/chat): valid for the
     // loaded model's vocabulary, so kept across Apply and forgotten on load.
     std::map<int, Conversation> conversations_;
-    std::optional<WorkloadFeeder> workload_;
-    QTimer* arrivalTimer_;
-    bool stepQueued_ = false;
-    Clock::time_point lastSnapshot_{};
+    bool workloadRunning_ = false;
     SnapshotRing unpublished_; // stepsRecorded's
 };
 

@@ -1,13 +1,14 @@
 #include "ui/bridge/model_summary.h"
 
-#include "engine/engine.h"
+#include "engine/service/engine_service.h"
 
 namespace kvscope::ui {
 
-ModelSummary summarize(const ModelSource& source, std::shared_ptr<const Model> model, const Engine& engine,
+ModelSummary summarize(const ModelSource& source, std::shared_ptr<const Model> model, const EngineService& engine,
                        const std::string& chatTemplate, bool chatTemplateKnown) {
-    const KvLayout& layout = engine.kv().layout();
-    const std::uint32_t blocks = engine.kv().config().num_blocks;
+    const std::shared_ptr<const EngineSnapshot> first = engine.snapshot(); // published at construction
+    const KvLayout& layout = first->pool->layout;
+    const auto blocks = static_cast<std::uint32_t>(first->pool->blocks.size());
     ModelSummary s;
     s.source = source;
     s.model = std::move(model);
@@ -20,7 +21,7 @@ ModelSummary summarize(const ModelSource& source, std::shared_ptr<const Model> m
     s.block_size = layout.block_size();
     s.kv_blocks = blocks;
     s.kv_pool_bytes = std::size_t{blocks} * layout.bytes_per_block() + layout.fixed_bytes();
-    s.device = engine.snapshot()->device;
+    s.device = first->device;
     s.threads = engine.threads();
     return s;
 }

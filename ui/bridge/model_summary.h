@@ -13,7 +13,7 @@
 #include "ui/bridge/model_source.h"
 
 namespace kvscope {
-class Engine;
+class EngineService;
 class Model;
 } // namespace kvscope
 
@@ -39,7 +39,7 @@ struct ModelSummary {
 };
 
 // `chatTemplate`: the description of the template the controller uses.
-ModelSummary summarize(const ModelSource& source, std::shared_ptr<const Model> model, const Engine& engine,
+ModelSummary summarize(const ModelSource& source, std::shared_ptr<const Model> model, const EngineService& engine,
                        const std::string& chatTemplate, bool chatTemplateKnown);
 
 } // namespace kvscope::ui
