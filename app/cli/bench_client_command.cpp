@@ -45,7 +45,7 @@ void print_report(const client::BenchClientReport& r) {
     std::printf("  %-26s %.2f\n", "requests/s", r.requests_per_second());
     std::printf("  %-26s %.1f\n", "output tokens/s", r.output_tokens_per_second());
     std::printf("  %-26s %.1f\n", "total tokens/s", r.total_tokens_per_second());
-    std::printf("  %-26s %.1f / %.1f / %.1f\n", "TTFT p50 / p90 / p99, ms", r.ttft_ms.p50_ms, r.ttft_ms.p90_ms, r.ttft_ms.p99_ms);
+    std::printf("  %-26s %.1f / %.1f / %.1f  (client: request sent -> first token)\n", "TTFT p50 / p90 / p99, ms", r.ttft_ms.p50_ms, r.ttft_ms.p90_ms, r.ttft_ms.p99_ms);
     std::printf("  %-26s %.1f / %.1f\n", "ITL p50 / p99, ms", r.itl_ms.p50_ms, r.itl_ms.p99_ms);
     std::printf("  %-26s %.1f / %.1f\n", "end-to-end p50 / p99, ms", r.e2e_ms.p50_ms, r.e2e_ms.p99_ms);
     if (!r.first_error.empty())

@@ -71,7 +71,7 @@ void print_figures(const ServerFigures& f) {
                 text_of(f.waiting, "%.0f").c_str(), text_of(f.preemptions, "%.0f").c_str());
     std::printf("tokens/s     prompt %s · generation %s (last minute)\n",
                 text_of(f.prompt_tokens_per_s, "%.1f").c_str(), text_of(f.generation_tokens_per_s, "%.1f").c_str());
-    std::printf("latency ms   TTFT p50 %s p99 %s · ITL p50 %s p99 %s (last minute)\n",
+    std::printf("latency ms   TTFT p50 %s p99 %s · ITL p50 %s p99 %s (last minute; TTFT: the server's, request received -> first token)\n",
                 text_of(f.ttft.p50_ms, "%.1f").c_str(), text_of(f.ttft.p99_ms, "%.1f").c_str(),
                 text_of(f.itl.p50_ms, "%.1f").c_str(), text_of(f.itl.p99_ms, "%.1f").c_str());
     std::printf("prefix cache hit rate %s (last minute)\n", percent_of(f.prefix_hit_rate).c_str());

@@ -66,7 +66,7 @@ private slots:
         // Not reported by llama.cpp: no row, and the view says why.
         QVERIFY(!figure(view.figures, "KV blocks"));
         QVERIFY(!figure(view.figures, "Preemptions"));
-        QVERIFY(!figure(view.figures, "TTFT"));
+        QVERIFY(!figure(view.figures, kServerTtftLabel));
         QVERIFY(mentions(view.cannot_tell, "No block map"));
         QVERIFY(mentions(view.cannot_tell, "No preemptions"));
         QVERIFY(!view.has_engine);
@@ -85,7 +85,7 @@ private slots:
         QCOMPARE(value(view.figures, "Requests"), QStringLiteral("6 running · 2 waiting"));
         QCOMPARE(value(view.figures, "Preemptions"), QStringLiteral("4"));
         QCOMPARE(value(view.figures, "Prefix hit rate"), QStringLiteral("25.0%"));
-        QCOMPARE(value(view.figures, "TTFT"), QStringLiteral("p50 12.0 ms · p99 none"));
+        QCOMPARE(value(view.figures, kServerTtftLabel), QStringLiteral("p50 12.0 ms · p99 none"));
         QVERIFY(view.slot_rows.empty());
         QVERIFY(view.slot_summary.empty());
 

@@ -38,7 +38,7 @@ QString turnStatsLine(const TurnStats& stats) {
     if (stats.generated_tokens > 1)
         parts << QObject::tr("%1 tok/s").arg(stats.tokens_per_s(), 0, 'f', 1);
     if (stats.generated_tokens > 0)
-        parts << QObject::tr("first token %1 ms").arg(stats.ttft_s * 1000, 0, 'f', 0);
+        parts << QObject::tr("first token %1 ms after sending").arg(stats.ttft_s * 1000, 0, 'f', 0);
     parts << finishWord(stats.finish);
     return parts.join(QStringLiteral(" \u00b7 "));
 }

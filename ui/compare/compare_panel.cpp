@@ -66,8 +66,8 @@ const RowSpec kRowSpecs[ComparePanel::kRows] = {
      [](const EngineSnapshot& s) { return std::optional(fragmentation(s, &FragmentationStats::reserved_waste)); }},
     {"External fragmentation", "%", 1,
      [](const EngineSnapshot& s) { return std::optional(fragmentation(s, &FragmentationStats::external_fragmentation)); }},
-    {"TTFT p50", "ms", 1, [](const EngineSnapshot& s) { return measured(s.ttft.p50_ms > 0, s.ttft.p50_ms); }},
-    {"TTFT p95", "ms", 1, [](const EngineSnapshot& s) { return measured(s.ttft.p95_ms > 0, s.ttft.p95_ms); }},
+    {"TTFT p50 (engine: arrival \u2192 first token)", "ms", 1, [](const EngineSnapshot& s) { return measured(s.ttft.p50_ms > 0, s.ttft.p50_ms); }},
+    {"TTFT p95 (engine: arrival \u2192 first token)", "ms", 1, [](const EngineSnapshot& s) { return measured(s.ttft.p95_ms > 0, s.ttft.p95_ms); }},
 };
 
 const char* const kSettingLabels[ComparePanel::kSettingRows] = {

@@ -175,7 +175,7 @@ void ThroughputPanel::updateRatePlot(const std::vector<TokenRateSpan>& spans) {
 }
 
 void ThroughputPanel::updateFigures(const EngineSnapshot& s) {
-    figures_->setText(tr("TTFT p50 %1 · p95 %2   |   inter-token p50 %3 · p95 %4   |   last step %5   |   "
+    figures_->setText(tr("TTFT (engine: arrival \u2192 first token) p50 %1 · p95 %2   |   inter-token p50 %3 · p95 %4   |   last step %5   |   "
                          "preemptions %6   |   prefix cache hit rate %7%   |   completed %8")
                           .arg(ms(s.ttft.p50_ms), ms(s.ttft.p95_ms), ms(s.itl.p50_ms), ms(s.itl.p95_ms),
                                ms(1000.0 * s.last_step_s))

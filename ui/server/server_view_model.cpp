@@ -127,7 +127,9 @@ std::vector<FigureText> figure_rows(const ServerFigures& f, ServerKind kind) {
     if (kind != ServerKind::Kvscope) // a kvscope server's dtype costs are the KV quantization dashboard's
         add_quant_row(rows, f);
     add_request_rows(rows, f, kind);
-    add_latency_row(rows, "TTFT", f.ttft);
+    // The server's own histogram: from when it received the request (kvscope:
+    // submit(); vLLM: arrival at its front end; llama.cpp: the slot's start).
+    add_latency_row(rows, kServerTtftLabel, f.ttft);
     add_latency_row(rows, "Inter-token", f.itl);
     return rows;
 }

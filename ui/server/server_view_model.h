@@ -70,6 +70,10 @@ struct ServerView {
     bool operator==(const ServerView&) const = default;
 };
 
+// The label of the server's TTFT row: the server's own measure, told apart
+// from the engine snapshots' (dashboards: arrival at the engine).
+inline constexpr const char* kServerTtftLabel = "TTFT (server: request received \u2192 first token)";
+
 ServerView server_view(const attach::RemoteSample& sample);
 
 // "llama.cpp server", "kvscope server", "vLLM server".
