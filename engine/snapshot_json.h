@@ -10,7 +10,8 @@
 namespace kvscope {
 
 // 2: rates per second of step time, busy_s and last_step_s; blocks'
-// last_holder and ended_seqs (issue 15).
+// last_holder and ended_seqs. 3: refused_requests, the latencies' p90_ms
+// and p99_ms, each sequence's client_tag.
 inline constexpr int kSnapshotSchemaVersion = 3;
 
 // Every field of the snapshot, keys in the documented order; unknown values

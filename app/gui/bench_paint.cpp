@@ -25,7 +25,7 @@ constexpr std::size_t kSystemPromptTokens = 64; // shared by every 6th sequence:
 // lengths (partially filled last blocks), shared blocks from forks and a
 // common system prompt, and cached-free blocks left by finished sequences.
 std::shared_ptr<const PoolSnapshot> busy_pool(std::uint32_t num_blocks) {
-    KvCacheManager m({.layout = KvLayout(KvGeometry{1, 1, 8}, KvDtype::F16, kBlockSize), .num_blocks = num_blocks});
+    KvCacheManager m({.layout = KvLayout(kAllocationDemoGeometry, KvDtype::F16, kBlockSize), .num_blocks = num_blocks});
     std::mt19937 rng(7);
     std::uniform_int_distribution<std::uint32_t> length(20, 600);
     std::vector<TokenId> system_prompt(kSystemPromptTokens);

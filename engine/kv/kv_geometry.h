@@ -12,4 +12,9 @@ struct KvGeometry {
     std::uint32_t head_dim = 0;
 };
 
+// The smallest cache: one layer, one KV head of 8 values. For pools that
+// show allocation rather than hold a model's KV (the allocator playground,
+// the block map's paint benchmark).
+inline constexpr KvGeometry kAllocationDemoGeometry{1, 1, 8};
+
 } // namespace kvscope

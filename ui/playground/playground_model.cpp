@@ -9,7 +9,7 @@ namespace {
 // A tiny but real layout: the pool memory is allocated for real, so keep a
 // token at 32 bytes (1 layer, 1 KV head, head_dim 8, f16, K and V).
 KvLayout playground_layout(std::uint32_t block_size) {
-    return KvLayout(KvGeometry{1, 1, 8}, KvDtype::F16, block_size);
+    return KvLayout(kAllocationDemoGeometry, KvDtype::F16, block_size);
 }
 
 std::unique_ptr<KvCacheManager> make_manager(const PlaygroundConfig& config, AllocationMode mode) {
