@@ -1,9 +1,11 @@
 // kvscope-cli chat: a terminal conversation with a model through its chat
 // template. Each line read from standard input is a user message; the reply
-// streams to standard output. The conversation is kept as token ids, each
-// reply as it was sampled (engine/chat: oldest turns are dropped when it no
-// longer fits the context), on one Engine whose prefix cache serves the
-// earlier turns from their blocks. End of input ends the chat.
+// streams to standard output. The conversation is a ChatSession (engine/chat):
+// token ids, each reply as it was sampled, on one Engine whose prefix cache
+// serves the earlier turns from their blocks, and the context policy every
+// front end shares: the oldest exchanges are left out, then the reply is
+// limited to the room left, and both are said on stderr; only a message that
+// alone fills the context is refused. End of input ends the chat.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -14,7 +16,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/model_options.h"
-#include "engine/chat/conversation.h"
+#include "engine/chat/chat_session.h"
 #include "engine/completion.h"
 #include "engine/core/error.h"
 #include "engine/tokenizer/chat_template.h"
@@ -73,8 +75,7 @@ int run_chat(Args& args) {
         std::fprintf(stderr, "[type a message and press Enter; /reset forgets the conversation; "
                              "Ctrl-D ends]\n");
 
-    Conversation conversation(system);
-    const TurnEncoder encoder = TurnEncoder::through(chat, tokenizer);
+    ChatSession session(TurnEncoder::through(chat, tokenizer), context, system);
     std::string line;
     while (true) {
         if (interactive) {
@@ -88,33 +89,48 @@ int run_chat(Args& args) {
         if (line.empty())
             continue;
         if (line == "/reset") {
-            conversation.reset();
+            session.reset();
             std::fprintf(stderr, "[conversation forgotten]\n");
             continue;
         }
-        conversation.add_user(line, encoder);
-        const std::uint32_t max_new = g.request.max_new_tokens;
-        const std::vector<TokenId> prompt = conversation.prompt_within(context, max_new, encoder);
-        if (context > 0 && prompt.size() + max_new > context) {
-            std::fprintf(stderr,
-                         "kvscope-cli chat: the message takes %zu tokens; with -n %u that exceeds the "
-                         "context of %zu tokens\n",
-                         prompt.size(), max_new, context);
-            conversation.drop_last();
+        TurnPlan plan;
+        try {
+            plan = session.plan_turn(line, g.request.max_new_tokens);
+        } catch (const Error& e) { // the message alone fills the context: the chat goes on without it
+            std::fprintf(stderr, "kvscope-cli chat: %s\n", e.what());
             continue;
         }
+        RequestParams params = g.request;
+        params.max_new_tokens = plan.max_new_tokens;
+        const std::size_t prompt_tokens = plan.prompt.size();
 
         ReplyPrinter printer(!chat.supported()); // templates: no leading spaces on screen
-        const Completion r =
-            run_to_completion(engine, prompt, g.request, [&](const RequestOutput& out) { printer.print(out.text); });
+        Completion r;
+        try {
+            r = run_to_completion(engine, std::move(plan.prompt), params,
+                                  [&](const RequestOutput& out) { printer.print(out.text); });
+        } catch (const Error& e) { // the engine refused or failed the turn: it never happened
+            if (engine.has_work())
+                throw; // the engine is stuck: the chat cannot go on
+            std::fputs("\n", stdout);
+            std::fflush(stdout);
+            std::fprintf(stderr, "kvscope-cli chat: %s\n", e.what());
+            session.drop_last();
+            continue;
+        }
         std::fputs("\n", stdout);
         std::fflush(stdout);
         const double decode_tps = r.decode_seconds > 0 && r.tokens.size() > 1
                                       ? static_cast<double>(r.tokens.size() - 1) / r.decode_seconds
                                       : 0.0;
-        std::fprintf(stderr, "[%zu prompt tokens, %zu generated at %.1f tok/s%s]\n", prompt.size(), r.tokens.size(),
+        std::fprintf(stderr, "[%zu prompt tokens, %zu generated at %.1f tok/s%s]\n", prompt_tokens, r.tokens.size(),
                      decode_tps, r.finish == FinishReason::Stop ? "" : ", length limit");
-        conversation.add_reply(r.tokens, r.text);
+        // What the context policy did, in the app's words.
+        for (const std::string& note :
+             {dropped_messages_note(plan.dropped_messages), reply_limit_note(plan.reply_limit)})
+            if (!note.empty())
+                std::fprintf(stderr, "[%s]\n", note.c_str());
+        session.add_reply(r.tokens, r.text);
     }
     if (interactive)
         std::fputs("\n", stdout);

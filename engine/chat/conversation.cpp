@@ -1,5 +1,7 @@
 #include "engine/chat/conversation.h"
 
+#include <algorithm>
+
 #include "engine/core/error.h"
 
 namespace kvscope {
@@ -72,16 +74,12 @@ std::vector<TokenId> Conversation::tokens() const {
     return ids;
 }
 
-std::vector<TokenId> Conversation::prompt_within(std::size_t context, std::uint32_t reply_tokens,
-                                                 const TurnEncoder& encoder) {
-    for (;;) {
-        std::vector<TokenId> prompt = tokens();
-        // An exchange can go while one remains after it.
-        if (context == 0 || prompt.size() + reply_tokens <= context || exchanges_.size() < 2)
-            return prompt;
-        exchanges_.erase(exchanges_.begin());
-        exchanges_.front().lead = encoder.opening(system_, exchanges_.front().user);
-    }
+void Conversation::drop_oldest(std::size_t n, const TurnEncoder& encoder) {
+    n = std::min(n, exchanges_.empty() ? 0 : exchanges_.size() - 1);
+    if (n == 0)
+        return;
+    exchanges_.erase(exchanges_.begin(), exchanges_.begin() + static_cast<std::ptrdiff_t>(n));
+    exchanges_.front().lead = encoder.opening(system_, exchanges_.front().user);
 }
 
 } // namespace kvscope

@@ -46,12 +46,14 @@ public:
     // The messages it holds, as text: system first, user and assistant in turn.
     std::vector<ChatMessage> messages() const;
 
-    // The prompt for the next reply: while it and `reply_tokens` exceed
-    // `context` (0: no limit), the oldest exchange after the system message
-    // is forgotten first, for good, and the next one opens the conversation.
-    // The newest user message is never dropped, so the prompt returned may
-    // still not fit: the caller checks.
-    std::vector<TokenId> prompt_within(std::size_t context, std::uint32_t reply_tokens, const TurnEncoder& encoder);
+    // The ids it holds, the next prompt: each exchange's lead and its reply.
+    // What fits the context is ChatSession's policy (chat_session.h).
+    std::vector<TokenId> tokens() const;
+    // How many exchanges (a user message and the reply to it, if it came) it holds.
+    std::size_t exchanges() const { return exchanges_.size(); }
+    // Forgets the oldest `n` exchanges, for good, keeping the newest one
+    // whatever `n` says; the next one opens the conversation.
+    void drop_oldest(std::size_t n, const TurnEncoder& encoder);
 
 private:
     struct Exchange {
@@ -60,7 +62,6 @@ private:
         std::optional<std::vector<TokenId>> reply;
         std::string reply_text;
     };
-    std::vector<TokenId> tokens() const;
 
     std::optional<std::string> system_;
     std::vector<Exchange> exchanges_;

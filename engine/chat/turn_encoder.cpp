@@ -59,6 +59,12 @@ TurnEncoder TurnEncoder::through(const ChatTemplate& chat, const Tokenizer& toke
                 return ids;
             },
         .reply = [&chat, &tokenizer](const std::string& text) { return encode_within(chat, tokenizer, text); },
+        .whole =
+            [&chat, &tokenizer](std::span<const ChatMessage> messages) {
+                ChatRenderOptions options;
+                options.add_generation_prompt = true; // the reply is the model's to write
+                return chat.encode(tokenizer, chat.render(messages, options));
+            },
     };
 }
 

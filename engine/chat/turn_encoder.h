@@ -13,6 +13,7 @@ namespace kvscope {
 
 class ChatTemplate;
 class Tokenizer;
+struct ChatMessage;
 
 // A conversation encoded piece by piece, so that each reply stays the ids
 // the model sampled: re-tokenizing its text would give other ids (on a
@@ -30,6 +31,11 @@ struct TurnEncoder {
     // A reply known only as text (a conversation carried over from another
     // model or engine): ids as close to the model's as text can give.
     std::function<std::vector<TokenId>(const std::string& text)> reply;
+    // A whole conversation known only as text ([system,] user, assistant,
+    // ..., user), rendered by the template at once and encoded, ending with
+    // the assistant header: the ids a client that sends its history as text
+    // gets (/v1/chat/completions). Only ChatSession::of_history needs it.
+    std::function<std::vector<TokenId>(std::span<const ChatMessage> messages)> whole;
 
     // Through the model's chat template (both must outlive the encoder).
     static TurnEncoder through(const ChatTemplate& chat, const Tokenizer& tokenizer);

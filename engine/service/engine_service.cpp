@@ -240,6 +240,7 @@ struct EngineService::Impl {
         if (!workload)
             return;
         const std::size_t aborted = workload->stop();
+        dirty = true; // the aborts freed blocks: the next idle snapshot shows it
         report_workload_over(aborted);
     }
 

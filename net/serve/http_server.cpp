@@ -345,7 +345,8 @@ struct HttpServer::Impl {
                                                  : parse_completion_request(body, b.model, options.limits);
         const auto prompt_tokens = static_cast<std::uint32_t>(gen.prompt.size());
         t_access.tokens_in = prompt_tokens;
-        ResponseHeader header{api, new_response_id(api), b.model.name, unix_now()};
+        ResponseHeader header{api, new_response_id(api), b.model.name, unix_now(), gen.dropped_messages,
+                              gen.reply_limit};
         RepliesInFlight::Token in_flight = replies.enter();
         Submitted submitted = b.service->submit(std::move(gen.prompt), gen.params);
         if (submitted.refusal)

@@ -1,10 +1,13 @@
 #include "net/serve/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <random>
+#include <span>
 
+#include "engine/chat/chat_session.h"
 #include "engine/tokenizer/utf8.h"
 
 namespace kvscope::serve {
@@ -246,16 +249,20 @@ std::optional<std::uint32_t> max_tokens_field(const json& body, const char* name
 
 // vLLM's words, so clients that parse them keep working.
 // `input`: "prompt" or "messages"; `param`: the field that asked for max_tokens.
+ApiError context_error(std::size_t prompt_tokens, std::uint32_t max_tokens, const ServedModel& model,
+                       const char* input, const char* param) {
+    const std::uint64_t total = prompt_tokens + std::uint64_t{max_tokens};
+    return bad("This model's maximum context length is " + std::to_string(model.max_model_len) +
+                   " tokens. However, you requested " + std::to_string(total) + " tokens (" +
+                   std::to_string(prompt_tokens) + " in the " + input + ", " + std::to_string(max_tokens) +
+                   " in the completion). Please reduce the length of the " + input + " or completion.",
+               param);
+}
+
 void check_context(std::size_t prompt_tokens, std::uint32_t max_tokens, const ServedModel& model, const char* input,
                    const char* param) {
-    const std::uint64_t total = prompt_tokens + std::uint64_t{max_tokens};
-    if (total <= model.max_model_len)
-        return;
-    throw bad("This model's maximum context length is " + std::to_string(model.max_model_len) +
-                  " tokens. However, you requested " + std::to_string(total) + " tokens (" +
-                  std::to_string(prompt_tokens) + " in the " + input + ", " + std::to_string(max_tokens) +
-                  " in the completion). Please reduce the length of the " + input + " or completion.",
-              param);
+    if (prompt_tokens + std::uint64_t{max_tokens} > model.max_model_len)
+        throw context_error(prompt_tokens, max_tokens, model, input, param);
 }
 
 std::string part_text(const json& part, std::size_t index) {
@@ -315,12 +322,14 @@ std::vector<ChatMessage> chat_messages(const json& body) {
     return out;
 }
 
-// The conversation through the model's template, ready to continue.
-std::vector<TokenId> chat_prompt(const json& body, const ServedModel& model) {
+void check_chat_template(const ServedModel& model) {
     if (!model.chat_template || !model.chat_template->supported())
         throw bad("The model `" + model.name + "` has no chat template kvscope can render; "
                   "send the conversation as text to /v1/completions instead", "messages");
-    const std::vector<ChatMessage> messages = chat_messages(body);
+}
+
+// The messages through the model's template, whole, ready to continue.
+std::vector<TokenId> rendered_prompt(const std::vector<ChatMessage>& messages, const ServedModel& model) {
     ChatRenderOptions options;
     options.add_generation_prompt = true; // the reply is the model's to write
     std::string rendered;
@@ -330,6 +339,37 @@ std::vector<TokenId> chat_prompt(const json& body, const ServedModel& model) {
         throw bad(e.what(), "messages");
     }
     return model.chat_template->encode(*model.tokenizer, rendered);
+}
+
+// The conversation through the model's template, ready to continue.
+std::vector<TokenId> chat_prompt(const json& body, const ServedModel& model) {
+    check_chat_template(model);
+    return rendered_prompt(chat_messages(body), model);
+}
+
+// A conversation ending with the user's message, fitted to the context as
+// every kvscope chat is (ChatSession): the history rendered whole as the
+// template renders it (so a conversation that fits gets the same ids as
+// rendered_prompt), its oldest exchanges left out while the prompt and
+// `max_tokens` (0: the room left) exceed the context, then the reply
+// limited to the room left.
+void plan_chat(GenerationRequest& r, const std::vector<ChatMessage>& messages, std::uint32_t max_tokens,
+               const ServedModel& model, const char* param) {
+    const auto history = std::span(messages).first(messages.size() - 1);
+    ChatSession session = ChatSession::of_history(
+        history, TurnEncoder::through(*model.chat_template, *model.tokenizer), model.max_model_len);
+    TurnPlan plan;
+    try {
+        plan = session.plan_turn(messages.back().content, max_tokens);
+    } catch (const NoRoomForReply& e) {
+        throw context_error(e.prompt_tokens(), std::max(max_tokens, 1u), model, "messages", param);
+    } catch (const Error& e) { // the template refused the conversation
+        throw bad(e.what(), "messages");
+    }
+    r.prompt = std::move(plan.prompt);
+    r.params.max_new_tokens = plan.max_new_tokens;
+    r.dropped_messages = plan.dropped_messages;
+    r.reply_limit = plan.reply_limit;
 }
 
 // Checked before parsing, so the client reads "invalid UTF-8" rather than
@@ -381,16 +421,24 @@ GenerationRequest parse_completion_request(const json& body, const ServedModel& 
 
 GenerationRequest parse_chat_request(const json& body, const ServedModel& model, const RequestLimits& limits) {
     GenerationRequest r = common_request(Api::Chat, body, model, limits);
-    r.prompt = chat_prompt(body, model);
+    check_chat_template(model);
+    const std::vector<ChatMessage> messages = chat_messages(body);
     // max_completion_tokens replaced max_tokens in OpenAI's API; vLLM takes either, the new one first.
     const std::optional<std::uint32_t> new_name = max_tokens_field(body, "max_completion_tokens");
     const std::optional<std::uint32_t> max_tokens = new_name ? new_name : max_tokens_field(body, "max_tokens");
+    const char* param = new_name ? "max_completion_tokens" : "max_tokens";
+    if (messages.back().role == "user" && model.max_model_len > 0 &&
+        ChatSession::is_history(std::span(messages).first(messages.size() - 1))) {
+        plan_chat(r, messages, max_tokens.value_or(0), model, param);
+        return r;
+    }
+    // Any other list of messages, rendered as it is: it has to fit.
+    r.prompt = rendered_prompt(messages, model);
     const std::uint32_t rest = r.prompt.size() < model.max_model_len
                                    ? model.max_model_len - static_cast<std::uint32_t>(r.prompt.size())
                                    : 1; // no room: check_context below says so
     r.params.max_new_tokens = max_tokens.value_or(rest);
-    check_context(r.prompt.size(), r.params.max_new_tokens, model, "messages",
-                  new_name ? "max_completion_tokens" : "max_tokens");
+    check_context(r.prompt.size(), r.params.max_new_tokens, model, "messages", param);
     return r;
 }
 

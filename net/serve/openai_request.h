@@ -55,6 +55,11 @@ struct GenerationRequest {
     RequestParams params;       // sampling, n, max_new_tokens, stop strings, ignore_eos
     bool stream = false;
     bool include_usage = false; // stream_options.include_usage
+    // Chat: what the context policy (engine/chat's ChatSession) did to fit
+    // the conversation: its oldest messages left out, the reply limited to
+    // the room left. Both 0 when everything fit (the response then says nothing).
+    std::uint32_t dropped_messages = 0;
+    std::uint32_t reply_limit = 0;
 };
 
 // The body as JSON. Throws ApiError: 413 past limits.max_body_bytes, 400 for
@@ -74,7 +79,14 @@ GenerationRequest parse_completion_request(const nlohmann::json& body, const Ser
 // an array of {"type":"text","text":...} parts, rendered by the model's chat
 // template; 400 pointing at /v1/completions when the model has no template
 // kvscope can render. max_tokens (or max_completion_tokens) defaults to the
-// rest of the context.
+// rest of the context. A conversation ([system,] user, assistant, ...,
+// user) gets the context policy every kvscope chat has (ChatSession): while
+// the prompt and max_tokens exceed max_model_len its oldest exchanges are
+// left out (the system message stays), then the reply is limited to the
+// room left (dropped_messages, reply_limit); only a last message that alone
+// fills the context answers 400. Other message lists (ending with an
+// assistant message, two users in a row) are rendered as they are, and
+// prompt + max_tokens past max_model_len answers 400.
 GenerationRequest parse_chat_request(const nlohmann::json& body, const ServedModel& model,
                                      const RequestLimits& limits = {});
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <random>
 
+#include "engine/chat/chat_session.h"
+
 namespace kvscope::serve {
 
 namespace {
@@ -44,6 +46,14 @@ ojson Usage::to_json() const {
             {"total_tokens", prompt_tokens + completion_tokens}};
 }
 
+ojson context_json(const ResponseHeader& h) {
+    if (h.dropped_messages == 0 && h.reply_limit == 0)
+        return nullptr;
+    return {{"dropped_messages", h.dropped_messages},
+            {"reply_limit", h.reply_limit},
+            {"note", context_note(h.dropped_messages, h.reply_limit)}};
+}
+
 std::string sse_event(const ojson& chunk) { return "data: " + chunk.dump() + "\n\n"; }
 
 ApiError engine_error(const RequestOutput& out, bool any_token) {
@@ -61,9 +71,14 @@ ApiError service_error(const ServiceRefusal& refusal) {
 ResponseStream::ResponseStream(ResponseHeader header, std::uint32_t n, bool include_usage, std::uint32_t prompt_tokens)
     : header_(std::move(header)), n_(n), include_usage_(include_usage), usage_{prompt_tokens, 0} {}
 
-ojson ResponseStream::chunk(ojson choices) const {
+ojson ResponseStream::chunk(ojson choices) {
     ojson c = identity(header_, true);
     c["choices"] = std::move(choices);
+    if (!chunk_sent_) {
+        chunk_sent_ = true;
+        if (ojson context = context_json(header_); !context.is_null())
+            c["kvscope_context"] = std::move(context);
+    }
     return c;
 }
 
@@ -154,6 +169,8 @@ ojson ResponseCollector::to_json() const {
     ojson body = identity(header_, false);
     body["choices"] = std::move(choices);
     body["usage"] = usage_.to_json();
+    if (ojson context = context_json(header_); !context.is_null())
+        body["kvscope_context"] = std::move(context);
     return body;
 }
 

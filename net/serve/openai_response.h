@@ -37,7 +37,16 @@ struct ResponseHeader {
     std::string id;         // "cmpl-..." or "chatcmpl-..."
     std::string model;
     std::int64_t created = 0; // Unix seconds
+    // GenerationRequest's: what the context policy did to a chat. When
+    // either is non-zero the body (and a stream's first chunk) carries a
+    // non-standard top-level object saying so:
+    //   "kvscope_context": {"dropped_messages": N, "reply_limit": M, "note": engine/chat's context_note}
+    std::uint32_t dropped_messages = 0;
+    std::uint32_t reply_limit = 0;
 };
+
+// That object, or null when nothing was dropped or limited.
+nlohmann::ordered_json context_json(const ResponseHeader& header);
 
 // "data: <json>\n\n", and the stream's last event.
 std::string sse_event(const nlohmann::ordered_json& chunk);
@@ -56,6 +65,7 @@ ApiError service_error(const ServiceRefusal& refusal);
 // A streamed response, event by event. Chat sends each sample's role first
 // (begin), then content deltas, then a chunk with its finish reason; with
 // include_usage one chunk with `choices: []` and the usage, then [DONE].
+// The first chunk carries "kvscope_context" when the header has one.
 // completion_tokens counts what the engine sampled (RequestOutput::tokens,
 // the stop token included, as vLLM counts).
 class ResponseStream {
@@ -72,7 +82,7 @@ public:
     bool failed() const { return failed_; }
 
 private:
-    nlohmann::ordered_json chunk(nlohmann::ordered_json choices) const;
+    nlohmann::ordered_json chunk(nlohmann::ordered_json choices);
     nlohmann::ordered_json choice(std::uint32_t index, std::string_view text, std::optional<FinishReason> finish) const;
 
     ResponseHeader header_;
@@ -80,6 +90,7 @@ private:
     bool include_usage_;
     Usage usage_;
     bool failed_ = false;
+    bool chunk_sent_ = false; // the first one carries kvscope_context
 };
 
 // A whole (non-streamed) response, collected output by output.
@@ -92,7 +103,7 @@ public:
     // answers error() with its status (and aborts what is left).
     bool done() const;
     const std::optional<ApiError>& error() const { return error_; } // the first FinishReason::Error, as engine_error
-    nlohmann::ordered_json to_json() const; // choices by index, usage
+    nlohmann::ordered_json to_json() const; // choices by index, usage (and kvscope_context)
     const Usage& usage() const { return usage_; }
 
 private:

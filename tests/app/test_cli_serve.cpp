@@ -179,6 +179,7 @@ private slots:
     void stream_arrives_chunk_by_chunk();
     void chat_needs_a_template();
     void chat_with_a_template();
+    void chat_over_the_context_is_fitted();
     void tokenize_and_detokenize();
     void kv_snapshot_and_stream();
     void error_matrix();
@@ -349,6 +350,72 @@ void TestCliServe::chat_with_a_template() {
     QCOMPARE(json::parse(events.front())["object"], "chat.completion.chunk");
     QCOMPARE(json::parse(events.front())["choices"][0]["delta"]["role"], "assistant"); // the role first
     QCOMPARE(events.back(), "[DONE]");
+    QCOMPARE(chat.terminate(), 0);
+}
+
+void TestCliServe::chat_over_the_context_is_fitted() {
+    // llama-15m (256 tokens of context, random weights) with the same ChatML
+    // template: a history past the context loses its oldest exchanges, a
+    // reply past the room left is limited, and the response says so.
+    const QString chatml = dir_.filePath("chatml.jinja");
+    if (!QFile::exists(chatml))
+        QVERIFY(!llama_110m().isEmpty()); // writes the template
+    const QString path = dir_.filePath("llama-15m-chat.gguf");
+    const auto made = run_cli({"--log-level", "warn", "make-model", "--preset", "llama-15m", "--type", "q4_0",
+                               "--chat-template", chatml, "-o", path});
+    QVERIFY2(made.exit_code == 0, made.err.constData());
+    ServerProcess chat;
+    QVERIFY(chat.start(path, {"--kv-budget-mib", "16"}, dir_.filePath("chat15m.log")));
+    auto c = chat.client();
+    json messages = json::array({{{"role", "system"}, {"content", "Be brief."}}});
+    for (int i = 0; i < 8; ++i) {
+        messages.push_back({{"role", "user"}, {"content", "Tell me story number " + std::to_string(i) + "."}});
+        messages.push_back({{"role", "assistant"}, {"content", "Once upon a time there was a little dog. The end."}});
+    }
+    messages.push_back({{"role", "user"}, {"content", "Another one?"}});
+    const json tokenized = post(c, "/tokenize", json{{"messages", messages}}.dump()).json_body();
+    QVERIFY2(tokenized["count"].get<int>() > 256, tokenized.dump().c_str());
+
+    json body = {{"messages", messages}, {"max_tokens", 200}, {"temperature", 0}, {"ignore_eos", true}};
+    const Reply r = post(c, "/v1/chat/completions", body.dump());
+    QVERIFY2(r.status == 200, r.body.c_str());
+    const json j = r.json_body();
+    const json& context = j["kvscope_context"];
+    QVERIFY2(context.is_object(), r.body.c_str());
+    const int dropped = context["dropped_messages"].get<int>();
+    const int limit = context["reply_limit"].get<int>();
+    QVERIFY(dropped > 0 && dropped % 2 == 0);
+    QVERIFY(limit > 0 && limit < 200);
+    QCOMPARE(context["note"].get<std::string>(),
+             "The conversation outgrew the model's context: its oldest " + std::to_string(dropped) +
+                 " messages were left out (the system prompt stays). The reply was limited to " +
+                 std::to_string(limit) + " tokens: all the room the context had left.");
+    QCOMPARE(j["usage"]["completion_tokens"].get<int>(), limit);
+    QCOMPARE(j["usage"]["total_tokens"].get<int>(), 256);
+    QCOMPARE(j["choices"][0]["finish_reason"], "length");
+
+    // Streamed: the first chunk says the same.
+    body["stream"] = true;
+    const std::vector<std::string> events = sse_data(post(c, "/v1/chat/completions", body.dump()).body);
+    QVERIFY(events.size() >= 3);
+    QCOMPARE(json::parse(events.front())["kvscope_context"], context);
+    QVERIFY(!json::parse(events[1]).contains("kvscope_context"));
+
+    // A short history that fits: nothing said.
+    const json fits = {{"messages", json::array({messages.front(), messages.back()})}, {"max_tokens", 2}};
+    const Reply plain = post(c, "/v1/chat/completions", fits.dump());
+    QCOMPARE(plain.status, 200);
+    QVERIFY(!plain.json_body().contains("kvscope_context"));
+
+    // A last message that alone fills the context: 400, in vLLM's words.
+    std::string question;
+    for (int i = 0; i < 40; ++i)
+        question += "Tell me a story about a dog. ";
+    messages.back()["content"] = question;
+    const Reply refused = post(c, "/v1/chat/completions", json{{"messages", messages}, {"max_tokens", 8}}.dump());
+    QVERIFY2(is_error(refused, 400, "max_tokens"), refused.body.c_str());
+    QVERIFY(refused.json_body()["error"]["message"].get<std::string>().find("maximum context length is 256") !=
+            std::string::npos);
     QCOMPARE(chat.terminate(), 0);
 }
 

@@ -57,6 +57,7 @@ private slots:
     void text_output();
     void errors();
     void chat_without_template_is_plain_completion();
+    void chat_at_the_context_edge();
     void chat_ends_cleanly_on_empty_input();
     void bench_tokenizer_json();
 };
@@ -199,6 +200,41 @@ void TestCliTokenize::chat_without_template_is_plain_completion() {
         (first < 0 ? first : second) = n;
     }
     QVERIFY2(second > first + 12, r.err.constData());
+}
+
+void TestCliTokenize::chat_at_the_context_edge() {
+    // stories260K's context is 512 tokens. A short line and a 500-token
+    // reply; a line of about 300 tokens (the first exchange goes, the reply
+    // gets the room left); one of about 960 (refused, the chat goes on); a
+    // short one (the long exchange goes).
+    KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
+    QByteArray input = "Once upon a time\n";
+    input += QByteArray("Lily and Tom went to the park. ").repeated(25) + "\n";
+    input += QByteArray("Lily and Tom went to the park. ").repeated(80) + "\n";
+    input += "The cat\n";
+    const CliResult r = run_cli_stdin({"--log-level", "warn", "chat", "--model", model, "-n", "500", "--threads", "2"},
+                                      input);
+    QVERIFY2(r.exit_code == 0, r.err.constData());
+    QCOMPARE(r.err.count("generated at"), 3);
+    QCOMPARE(r.err.count("[The conversation outgrew the model's context: its oldest 2 messages were left out (the "
+                         "system prompt stays).]"),
+             2);
+    const qsizetype limited = r.err.indexOf("[The reply was limited to ");
+    QVERIFY2(limited >= 0, r.err.constData());
+    QVERIFY2(r.err.indexOf(" tokens: all the room the context had left.]", limited) > limited, r.err.constData());
+    QVERIFY2(r.err.contains("leaves no room for a reply"), r.err.constData());
+    QVERIFY2(r.err.contains("and the context holds 512 tokens"), r.err.constData());
+    // The limited reply filled the context: its prompt and reply make 512.
+    const qsizetype from = limited + qsizetype(sizeof("[The reply was limited to ") - 1);
+    const int limit = r.err.mid(from, r.err.indexOf(' ', from) - from).toInt();
+    QVERIFY(limit > 0 && limit < 500);
+    bool found = false;
+    for (const QByteArray& line : r.err.split('\n')) {
+        const QList<QByteArray> words = line.mid(1).split(' '); // "[P prompt tokens, N generated at ..."
+        if (line.contains("prompt tokens") && words.size() > 3 && words[3].toInt() == limit)
+            found = words[0].toInt() + limit == 512;
+    }
+    QVERIFY2(found, r.err.constData());
 }
 
 void TestCliTokenize::chat_ends_cleanly_on_empty_input() {

@@ -425,18 +425,17 @@ void TestEngine::a_conversation_reuses_its_blocks_turn_after_turn() {
     });
     const ChatTemplate chat = ChatTemplate::for_model(model_->file(), engine.tokenizer());
     const TurnEncoder encoder = TurnEncoder::through(chat, engine.tokenizer());
-    const std::size_t context = model_->config().context_length;
     RequestParams params;
     params.max_new_tokens = 40;
-    Conversation conversation;
+    Conversation conversation; // two short turns: far from the context's edge
     conversation.add_user("Once upon a time", encoder);
-    const std::vector<TokenId> first = conversation.prompt_within(context, params.max_new_tokens, encoder);
+    const std::vector<TokenId> first = conversation.tokens();
     engine.add_request(first, params).id();
     drain(engine);
     QVERIFY(!reply.empty());
     conversation.add_reply(reply, text);
     conversation.add_user("The dog ran home.", encoder);
-    const std::vector<TokenId> second = conversation.prompt_within(context, params.max_new_tokens, encoder);
+    const std::vector<TokenId> second = conversation.tokens();
 
     std::vector<TokenId> expected = first;
     expected.insert(expected.end(), reply.begin(), reply.end());

@@ -7,7 +7,7 @@
 #include <QFileInfo>
 #include <QTemporaryDir>
 
-#include "engine/chat/conversation.h"
+#include "engine/chat/chat_session.h"
 #include "engine/core/error.h"
 #include "engine/model/synthetic_model.h"
 #include "engine/presets/model_presets.h"
@@ -133,7 +133,7 @@ void EngineController::loadModel(const ModelSource& source) {
         startService(config, model);
         template_ = std::make_unique<ChatTemplate>(ChatTemplate::for_model(model->file(), service_->tokenizer()));
         model_ = std::move(model);
-        conversations_.clear(); // another vocabulary: chats go on from their text
+        sessions_.clear(); // another vocabulary: chats go on from their text
         source_ = source;
         config_ = config;
         emit configApplied(config_);
@@ -153,6 +153,8 @@ void EngineController::applyConfig(const EngineConfig& config) {
         EngineConfig next = config;
         next.model = config_.model;
         startService(next, model_);
+        for (auto& [chat, session] : sessions_)
+            session.set_encoder(encoder()); // the new engine's tokenizer
         config_ = next;
         emit configApplied(config_);
         emit modelLoaded(summarize(*source_, model_, *service_, template_->description(), template_->supported()));
@@ -171,19 +173,25 @@ void EngineController::submitChat(const ChatTurn& turn) {
         return;
     }
     const auto submitted = Clock::now();
-    FittedTurn fitted;
+    TurnPlan plan;
     try {
-        fitted = fitToContext(turn);
+        if (turn.messages.empty() || turn.messages.back().role != "user")
+            throw Error("a chat turn ends with the user's message");
+        plan = sessionFor(turn).plan_turn(turn.messages.back().content, turn.params.max_new_tokens);
     } catch (const std::exception& e) {
         failed.error = e.what();
         emit chatFinished(failed);
         return;
     }
-    const auto promptTokens = static_cast<std::uint32_t>(fitted.prompt.size());
-    failed.dropped_messages = fitted.dropped_messages;
-    Submitted sent = service_->submit(std::move(fitted.prompt), fitted.params);
+    RequestParams params = turn.params;
+    params.max_new_tokens = plan.max_new_tokens;
+    params.priority = kChatPriority;
+    params.client_tag = static_cast<std::uint64_t>(turn.chat); // the block map colours the chat by it
+    const auto promptTokens = static_cast<std::uint32_t>(plan.prompt.size());
+    failed.dropped_messages = plan.dropped_messages;
+    Submitted sent = service_->submit(std::move(plan.prompt), params);
     if (sent.refusal) {
-        conversations_.at(turn.chat).drop_last();
+        sessions_.at(turn.chat).drop_last();
         failed.error = sent.refusal->message;
         failed.prompt_tokens = promptTokens;
         emit chatFinished(failed);
@@ -194,59 +202,38 @@ void EngineController::submitChat(const ChatTurn& turn) {
     chat.chat = turn.chat;
     chat.prompt_tokens = promptTokens;
     chat.submitted = submitted;
-    chat.dropped_messages = fitted.dropped_messages;
-    chat.reply_limit = fitted.reply_limit;
+    chat.dropped_messages = plan.dropped_messages;
+    chat.reply_limit = plan.reply_limit;
     emit chatStarted(turn.chat);
 }
 
 TurnEncoder EngineController::encoder() const { return TurnEncoder::through(*template_, service_->tokenizer()); }
 
-// The chat's conversation up to the turn's new message: the one this
-// controller kept, token-exact, when it holds the turn's user messages (the
-// system prompt may have changed); otherwise (another model was loaded
-// since) one rebuilt from the turn's text.
-Conversation& EngineController::conversationFor(const ChatTurn& turn, const TurnEncoder& encoder) {
+// The chat's session up to the turn's new message: the one this controller
+// kept, token-exact, when it holds the turn's user messages (the system
+// prompt may have changed); otherwise (another model was loaded since) one
+// rebuilt from the turn's text.
+ChatSession& EngineController::sessionFor(const ChatTurn& turn) {
     const auto known = std::span(turn.messages).first(turn.messages.size() - 1);
     const bool hasSystem = !known.empty() && known.front().role == "system";
     const auto system = hasSystem ? std::optional(known.front().content) : std::nullopt;
-    // Replies are compared by role only: the conversation holds their ids as sampled.
-    const auto sameExchanges = [&](const Conversation& c) {
+    // Replies are compared by role only: the session holds their ids as sampled.
+    const auto sameExchanges = [&](const ChatSession& c) {
         const std::vector<ChatMessage> held = c.messages();
         return std::ranges::equal(std::span(held).subspan(c.system() ? 1 : 0), known.subspan(hasSystem ? 1 : 0),
                                   [](const ChatMessage& a, const ChatMessage& b) {
                                       return a.role == b.role && (a.role != "user" || a.content == b.content);
                                   });
     };
-    const auto it = conversations_.find(turn.chat);
-    if (it == conversations_.end() || !sameExchanges(it->second))
-        return conversations_.insert_or_assign(turn.chat, Conversation::from_messages(known, encoder)).first->second;
-    if (it->second.system() != system)
-        it->second.set_system(system, encoder);
-    return it->second;
-}
-
-// The conversation within the model's context (engine/chat): the new user
-// message is appended to the chat's token ids; while the prompt and
-// max_new_tokens do not fit, the oldest exchange goes (the system prompt
-// stays); when the newest message alone still leaves less room than
-// max_new_tokens, the reply gets what room there is.
-EngineController::FittedTurn EngineController::fitToContext(const ChatTurn& turn) {
-    if (turn.messages.empty() || turn.messages.back().role != "user")
-        throw Error("a chat turn ends with the user's message");
-    const TurnEncoder encode = encoder();
-    Conversation& conversation = conversationFor(turn, encode);
-    conversation.add_user(turn.messages.back().content, encode);
-    const std::size_t before = conversation.messages().size();
-    const std::size_t context = service_->model().config().context_length;
-    FittedTurn fitted{conversation.prompt_within(context, turn.params.max_new_tokens, encode), turn.params, 0, 0};
-    fitted.params.priority = kChatPriority;
-    fitted.params.client_tag = static_cast<std::uint64_t>(turn.chat); // the block map colours the chat by it
-    fitted.dropped_messages = static_cast<std::uint32_t>(before - conversation.messages().size());
-    if (context > 0 && fitted.prompt.size() < context && fitted.prompt.size() + fitted.params.max_new_tokens > context) {
-        fitted.params.max_new_tokens = static_cast<std::uint32_t>(context - fitted.prompt.size());
-        fitted.reply_limit = fitted.params.max_new_tokens;
+    const auto it = sessions_.find(turn.chat);
+    if (it == sessions_.end() || !sameExchanges(it->second)) {
+        const std::size_t context = service_->model().config().context_length;
+        return sessions_.insert_or_assign(turn.chat, ChatSession::from_messages(known, encoder(), context))
+            .first->second;
     }
-    return fitted;
+    if (it->second.system() != system)
+        it->second.set_system(system);
+    return it->second;
 }
 
 void EngineController::abortChat(int chat) {
@@ -304,11 +291,11 @@ void EngineController::onOutput(const std::shared_ptr<RequestHandle>& handle, co
 
 void EngineController::finishChat(ChatRequest c, const RequestOutput& out, Clock::time_point at) {
     // As the chat panel does: a failed turn never happened; a stopped one keeps what it said.
-    if (const auto conversation = conversations_.find(c.chat); conversation != conversations_.end()) {
+    if (const auto session = sessions_.find(c.chat); session != sessions_.end()) {
         if (out.finish == FinishReason::Error)
-            conversation->second.drop_last();
+            session->second.drop_last();
         else
-            conversation->second.add_reply(std::move(c.reply), std::move(c.reply_text));
+            session->second.add_reply(std::move(c.reply), std::move(c.reply_text));
     }
     if (!c.pending_text.isEmpty())
         emit chatText(c.chat, c.pending_text);

@@ -12,7 +12,7 @@
 #include <QString>
 #include <QThread>
 
-#include "engine/chat/conversation.h"
+#include "engine/chat/chat_session.h"
 #include "engine/engine.h"
 #include "engine/engine_config.h"
 #include "engine/engine_snapshot.h"
@@ -109,20 +109,12 @@ private:
         Clock::time_point submitted;
         std::optional<Clock::time_point> first_token;
         QString pending_text; // not yet sent
-        std::vector<TokenId> reply;  // the ids sampled, for the chat's Conversation
+        std::vector<TokenId> reply;  // the ids sampled, for the chat's ChatSession
         std::string reply_text;
         std::uint32_t dropped_messages = 0; // TurnStats::dropped_messages
         std::uint32_t reply_limit = 0;      // TurnStats::reply_limit
     };
-    // A chat turn as it goes to the engine: its prompt within the context.
-    struct FittedTurn {
-        std::vector<TokenId> prompt;
-        RequestParams params;
-        std::uint32_t dropped_messages = 0;
-        std::uint32_t reply_limit = 0;
-    };
-    FittedTurn fitToContext(const ChatTurn& turn);
-    Conversation& conversationFor(const ChatTurn& turn, const TurnEncoder& encoder);
+    ChatSession& sessionFor(const ChatTurn& turn);
     TurnEncoder encoder() const;
     void startService(const EngineConfig& config, std::shared_ptr<const Model> model);
     std::shared_ptr<const Model> openModel(const ModelSource& source);
@@ -146,9 +138,9 @@ private:
     std::uint64_t serviceNumber_ = 0; // service_'s, to tell its reports from a replaced one's
     std::unique_ptr<EngineService> service_;
     std::map<const RequestHandle*, ChatRequest> chats_;
-    // Each chat's conversation as token ids (engine/chat): valid for the
-    // loaded model's vocabulary, so kept across Apply and forgotten on load.
-    std::map<int, Conversation> conversations_;
+    // Each chat as token ids and its context policy (engine/chat): valid for
+    // the loaded model's vocabulary, so kept across Apply and forgotten on load.
+    std::map<int, ChatSession> sessions_;
     bool workloadRunning_ = false;
     SnapshotRing unpublished_; // stepsRecorded's
 };

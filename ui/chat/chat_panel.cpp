@@ -17,6 +17,8 @@
 #include <QTextCursor>
 #include <QVBoxLayout>
 
+#include "engine/chat/chat_session.h"
+
 namespace kvscope::ui {
 namespace {
 
@@ -258,16 +260,11 @@ void ChatPanel::finishTurn(const TurnStats& stats) {
         const auto dropped = std::min<std::size_t>(stats.dropped_messages, history_.size());
         history_.erase(history_.begin(), history_.begin() + static_cast<std::ptrdiff_t>(dropped));
         cursor.insertBlock();
-        cursor.insertText(tr("The conversation outgrew the model's context: its oldest %1 messages were left "
-                             "out (the system prompt stays).")
-                              .arg(stats.dropped_messages),
-                          note);
+        cursor.insertText(QString::fromStdString(dropped_messages_note(stats.dropped_messages)), note);
     }
-    if (stats.reply_limit > 0) {
+    if (stats.reply_limit > 0) { // the same words as kvscope-cli chat and the server's kvscope_context
         cursor.insertBlock();
-        cursor.insertText(tr("The reply was limited to %1 tokens: all the room the context had left.")
-                              .arg(stats.reply_limit),
-                          note);
+        cursor.insertText(QString::fromStdString(reply_limit_note(stats.reply_limit)), note);
     }
     if (stats.finish == FinishReason::Error) {
         QTextCharFormat error;
@@ -292,3 +289,4 @@ void ChatPanel::setBusy(bool busy) {
 }
 
 } // namespace kvscope::ui
+

@@ -91,6 +91,7 @@ private slots:
     void chat_without_template();
     void chat_template_refusal();
     void chat_max_tokens();
+    void chat_over_the_context();
     void tokenize_and_detokenize();
     void models_body();
     void chat_stream_events();
@@ -372,15 +373,123 @@ void TestOpenaiProtocol::chat_max_tokens() {
              4u);
     expect_error([&] { chat({{"messages", messages}, {"max_completion_tokens", 0}}); },
                  {400, "max_completion_tokens", "'max_completion_tokens' must be in [1, "});
-    expect_error([&] { chat({{"messages", messages}, {"max_completion_tokens", 600}}); },
-                 {400, "max_completion_tokens", "maximum context length is 512 tokens"});
-    expect_error([&] { chat({{"messages", messages}, {"max_tokens", 600}}); },
-                 {400, "max_tokens", "maximum context length is 512 tokens"});
-    // A conversation that fills the context leaves no room for a reply.
+    // Past the context: the reply gets the room left, and the response says so.
+    const std::uint32_t room = served_.max_model_len - static_cast<std::uint32_t>(r.prompt.size());
+    for (const char* field : {"max_tokens", "max_completion_tokens"}) {
+        const GenerationRequest limited = chat({{"messages", messages}, {field, 600}});
+        QCOMPARE(limited.prompt, r.prompt);
+        QCOMPARE(limited.params.max_new_tokens, room);
+        QCOMPARE(limited.reply_limit, room);
+        QCOMPARE(limited.dropped_messages, 0u);
+    }
+    QCOMPARE(r.reply_limit, 0u); // the room left by default: not "limited"
+    QCOMPARE(chat({{"messages", messages}, {"max_tokens", room}}).reply_limit, 0u);
+    // A last message that fills the context leaves no room for a reply.
     ServedModel tiny = with_template(chatml_.get());
     tiny.max_model_len = static_cast<std::uint32_t>(r.prompt.size());
     expect_error([&] { parse_chat_request({{"messages", messages}}, tiny); },
                  {400, "max_tokens", "in the messages, 1 in the completion"});
+    expect_error([&] { parse_chat_request({{"messages", messages}, {"max_completion_tokens", 5}}, tiny); },
+                 {400, "max_completion_tokens", "in the messages, 5 in the completion"});
+}
+
+void TestOpenaiProtocol::chat_over_the_context() {
+    // Exchanges of a few dozen tokens each, a system message, a last question.
+    const std::string story = "Once upon a time there was a little girl named Lily. She loved to play outside. ";
+    json messages = {{{"role", "system"}, {"content", "Be brief."}}};
+    std::vector<ChatMessage> turns{{"system", "Be brief."}};
+    for (int i = 0; i < 6; ++i) {
+        const std::string q = "Tell me story " + std::to_string(i) + ".";
+        const std::string a = story + story;
+        messages.push_back({{"role", "user"}, {"content", q}});
+        messages.push_back({{"role", "assistant"}, {"content", a}});
+        turns.push_back({"user", q});
+        turns.push_back({"assistant", a});
+    }
+    messages.push_back({{"role", "user"}, {"content", "And another?"}});
+    turns.push_back({"user", "And another?"});
+    const auto rendered = [&](std::span<const ChatMessage> kept) {
+        return chatml_->encode(*tok_, chatml_->render(kept, {}));
+    };
+    const std::vector<TokenId> whole = rendered(turns);
+    QVERIFY(whole.size() > 512);
+
+    // The oldest exchanges go until the prompt and max_tokens fit; the
+    // system message stays; what is kept renders as it would alone.
+    const GenerationRequest r = chat({{"messages", messages}, {"max_tokens", 100}});
+    QVERIFY(r.dropped_messages > 0 && r.dropped_messages % 2 == 0);
+    QCOMPARE(r.reply_limit, 0u);
+    QCOMPARE(r.params.max_new_tokens, 100u);
+    std::vector<ChatMessage> kept{turns.front()};
+    kept.insert(kept.end(), turns.begin() + 1 + r.dropped_messages, turns.end());
+    QCOMPARE(r.prompt, rendered(kept));
+    QVERIFY(r.prompt.size() + 100 <= 512);
+    std::vector<ChatMessage> one_more{turns.front()};
+    one_more.insert(one_more.end(), turns.begin() + r.dropped_messages - 1, turns.end());
+    QVERIFY(rendered(one_more).size() + 100 > 512); // no more went than had to
+
+    // Without max_tokens: only what leaves no room goes, the reply gets the rest.
+    const GenerationRequest rest = chat({{"messages", messages}});
+    QVERIFY(rest.dropped_messages > 0 && rest.dropped_messages <= r.dropped_messages);
+    QCOMPARE(rest.params.max_new_tokens + rest.prompt.size(), std::size_t{512});
+    QCOMPARE(rest.reply_limit, 0u);
+
+    // A last message longer than the room asked for: everything older goes
+    // and the reply is limited to what is left.
+    json long_last = messages;
+    std::string question;
+    while (tok_->encode(question).size() < 250)
+        question += story;
+    long_last.back()["content"] = question;
+    const GenerationRequest limited = chat({{"messages", long_last}, {"max_completion_tokens", 400}});
+    QCOMPARE(limited.dropped_messages, 12u);
+    const std::vector<ChatMessage> alone{turns.front(), {"user", question}};
+    QCOMPARE(limited.prompt, rendered(alone));
+    QCOMPARE(limited.params.max_new_tokens, static_cast<std::uint32_t>(512 - limited.prompt.size()));
+    QCOMPARE(limited.reply_limit, limited.params.max_new_tokens);
+    QVERIFY(limited.reply_limit > 0 && limited.reply_limit < 400);
+
+    // ...and one that alone fills the context still answers 400.
+    json too_long = messages;
+    too_long.back()["content"] = question + question + question;
+    QVERIFY(tok_->encode(question + question + question).size() > 512);
+    expect_error([&] { chat({{"messages", too_long}, {"max_tokens", 10}}); },
+                 {400, "max_tokens", "maximum context length is 512 tokens"});
+
+    // A list that does not end with the user's message is rendered as it
+    // is, and has to fit, as before.
+    json prefill = messages;
+    prefill.back() = {{"role", "assistant"}, {"content", "Once"}};
+    expect_error([&] { chat({{"messages", prefill}, {"max_tokens", 10}}); },
+                 {400, "max_tokens", "maximum context length is 512 tokens"});
+    // So is one where two users follow each other.
+    json twice = messages;
+    twice.push_back({{"role", "user"}, {"content", "Please?"}});
+    expect_error([&] { chat({{"messages", twice}, {"max_tokens", 10}}); },
+                 {400, "max_tokens", "maximum context length is 512 tokens"});
+
+    // The response says what happened: in the body, and in a stream's first chunk only.
+    ResponseHeader header{Api::Chat, "chatcmpl-9", "stories", 1, limited.dropped_messages, limited.reply_limit};
+    const std::string note = "The conversation outgrew the model's context: its oldest 12 messages were left out "
+                             "(the system prompt stays). The reply was limited to " +
+                             std::to_string(limited.reply_limit) + " tokens: all the room the context had left.";
+    const json expected = {{"dropped_messages", 12}, {"reply_limit", limited.reply_limit}, {"note", note}};
+    ResponseCollector collector(header, 1, 3);
+    collector.on_output(output(0, "Hi", {5}, FinishReason::Length));
+    QCOMPARE(json::parse(collector.to_json().dump())["kvscope_context"], expected);
+    ResponseStream stream(header, 2, false, 3);
+    std::string sse = stream.begin();
+    sse += stream.on_output(output(0, "Hi", {5}, FinishReason::Length));
+    const std::vector<json> e = events_of(sse + stream.end());
+    QCOMPARE(e.front()["kvscope_context"], expected);
+    for (std::size_t i = 1; i < e.size(); ++i)
+        QVERIFY(!e[i].is_object() || !e[i].contains("kvscope_context"));
+    // Nothing dropped or limited: no such field.
+    ResponseCollector plain({Api::Chat, "chatcmpl-10", "stories", 1}, 1, 3);
+    plain.on_output(output(0, "Hi", {5}, FinishReason::Stop));
+    QVERIFY(!json::parse(plain.to_json().dump()).contains("kvscope_context"));
+    ResponseStream plain_stream({Api::Chat, "chatcmpl-10", "stories", 1}, 1, false, 3);
+    QVERIFY(!events_of(plain_stream.begin()).front().contains("kvscope_context"));
 }
 
 void TestOpenaiProtocol::tokenize_and_detokenize() {
