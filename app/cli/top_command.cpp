@@ -3,6 +3,7 @@
 // On a terminal the view is redrawn in place every interval; into a pipe
 // it prints one block (or with --json one JSON line) per interval. SIGINT
 // and SIGTERM end it with exit code 0.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -26,6 +27,9 @@ using attach::ServerFigures;
 
 // --once waits this long for the first complete answer before it gives up.
 constexpr auto kOnceDeadline = 10s;
+// --once with KV events: how many poll intervals the subscribers get to
+// hear their publishers once the link is live.
+constexpr int kEventsGraceIntervals = 3;
 
 attach::ConnectOptions read_options(Args& args) {
     const auto url = args.value("--url");
@@ -132,13 +136,22 @@ void print_view(const RemoteSample& s) {
     print_list("what this server cannot tell:", attach::server_cannot_tell(s));
 }
 
+// Every rank given a KV-events endpoint has heard a batch from it.
+bool every_rank_heard_events(const RemoteSample& s) {
+    return !s.ranks.empty() && std::ranges::all_of(s.ranks, [](const attach::RankSample& r) {
+               return !r.prefix_cache || r.prefix_cache->batches > 0;
+           });
+}
+
 // Complete: the link is live, a kvscope server's engine snapshot is in,
-// and KV-event subscribers have had an interval to hear their publishers.
+// and every KV-event subscriber has heard its publisher, or had a few
+// intervals to (an idle vLLM publishes nothing: then its caches are empty).
 bool is_complete(const RemoteSample& s, std::chrono::steady_clock::time_point live_since,
                  const attach::ConnectOptions& o) {
     if (s.link != LinkState::Live || (s.kind == attach::ServerKind::Kvscope && !s.engine))
         return false;
-    return o.kv_events.empty() || std::chrono::steady_clock::now() - live_since >= o.interval;
+    return o.kv_events.empty() || every_rank_heard_events(s) ||
+           std::chrono::steady_clock::now() - live_since >= kEventsGraceIntervals * o.interval;
 }
 
 int print_once(const attach::ConnectOptions& options, bool json) {
