@@ -199,7 +199,6 @@ void EngineController::submitChat(const ChatTurn& turn) {
     }
     ChatRequest& chat = chats_[sent.handle.get()];
     chat.handle = std::move(sent.handle);
-    chat.chat = turn.chat;
     chat.prompt_tokens = promptTokens;
     chat.submitted = submitted;
     chat.dropped_messages = plan.dropped_messages;
@@ -238,7 +237,7 @@ ChatSession& EngineController::sessionFor(const ChatTurn& turn) {
 
 void EngineController::abortChat(int chat) {
     for (const auto& [handle, c] : chats_)
-        if (c.chat == chat)
+        if (c.chat() == chat)
             service_->cancel(c.handle); // the turn ends with its Abort output
 }
 
@@ -291,15 +290,15 @@ void EngineController::onOutput(const std::shared_ptr<RequestHandle>& handle, co
 
 void EngineController::finishChat(ChatRequest c, const RequestOutput& out, Clock::time_point at) {
     // As the chat panel does: a failed turn never happened; a stopped one keeps what it said.
-    if (const auto session = sessions_.find(c.chat); session != sessions_.end()) {
+    if (const auto session = sessions_.find(c.chat()); session != sessions_.end()) {
         if (out.finish == FinishReason::Error)
             session->second.drop_last();
         else
             session->second.add_reply(std::move(c.reply), std::move(c.reply_text));
     }
     if (!c.pending_text.isEmpty())
-        emit chatText(c.chat, c.pending_text);
-    TurnStats stats{.chat = c.chat,
+        emit chatText(c.chat(), c.pending_text);
+    TurnStats stats{.chat = c.chat(),
                     .prompt_tokens = c.prompt_tokens,
                     .generated_tokens = c.generated,
                     .ttft_s = c.first_token ? secondsBetween(c.submitted, *c.first_token) : 0,
@@ -341,7 +340,7 @@ void EngineController::onWorkload(const WorkloadProgress& progress) {
 void EngineController::flushText() {
     for (auto& [handle, c] : chats_)
         if (!c.pending_text.isEmpty())
-            emit chatText(c.chat, std::exchange(c.pending_text, {}));
+            emit chatText(c.chat(), std::exchange(c.pending_text, {}));
 }
 
 // --- EngineThread ---

@@ -102,8 +102,8 @@ private:
     using Clock = std::chrono::steady_clock;
     class Listener;
     struct ChatRequest {
-        std::shared_ptr<RequestHandle> handle; // the service's, to cancel it
-        int chat = 0;
+        std::shared_ptr<RequestHandle> handle; // the service's: to cancel it; its client tag is the chat
+        int chat() const { return static_cast<int>(handle->client_tag()); }
         std::uint32_t prompt_tokens = 0;
         std::uint32_t generated = 0;
         Clock::time_point submitted;
