@@ -19,6 +19,7 @@
 
 #include "support/wait.h"
 #include "ui/shell/main_window.h"
+#include "ui/shell/theme.h"
 
 namespace kvscope::ui::test {
 
@@ -29,6 +30,17 @@ inline constexpr int kMinDockWidth = 200;
 inline constexpr int kMinPlotHeight = 100;
 
 inline const QSize kSizes[] = {{1024, 700}, {1600, 1000}, {2560, 1440}};
+
+// The data rows both layout tests run: every size in both themes
+// (columns "size" and "theme", the Theme as an int).
+inline void addSizesAndThemes() {
+    QTest::addColumn<QSize>("size");
+    QTest::addColumn<int>("theme");
+    for (QSize size : kSizes)
+        for (Theme theme : {Theme::Light, Theme::Dark})
+            QTest::addRow("%dx%d %s", size.width(), size.height(), qPrintable(themeName(theme)))
+                << size << static_cast<int>(theme);
+}
 
 // Shown, and not scrolled wholly out of its scroll area.
 inline bool onScreen(const QWidget& w) { return w.isVisible() && !w.visibleRegion().isEmpty(); }

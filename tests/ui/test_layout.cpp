@@ -27,16 +27,7 @@ private slots:
 
     void cleanup() { applyTheme(Theme::System); }
 
-    void sizesAndThemes_data() {
-        QTest::addColumn<QSize>("size");
-        QTest::addColumn<int>("theme");
-        for (QSize size : kSizes)
-            for (Theme theme : {Theme::Light, Theme::Dark})
-                QTest::addRow("%dx%d %s", size.width(), size.height(), qPrintable(themeName(theme)))
-                    << size << static_cast<int>(theme);
-    }
-
-    void startPageIsAloneAndUnclipped_data() { sizesAndThemes_data(); }
+    void startPageIsAloneAndUnclipped_data() { addSizesAndThemes(); }
     void startPageIsAloneAndUnclipped() {
         QFETCH(QSize, size);
         QFETCH(int, theme);

@@ -27,16 +27,7 @@ private slots:
 
     void cleanup() { applyTheme(Theme::System); }
 
-    void sizesAndThemes_data() {
-        QTest::addColumn<QSize>("size");
-        QTest::addColumn<int>("theme");
-        for (QSize size : kSizes)
-            for (Theme theme : {Theme::Light, Theme::Dark})
-                QTest::addRow("%dx%d %s", size.width(), size.height(), qPrintable(themeName(theme)))
-                    << size << static_cast<int>(theme);
-    }
-
-    void chatWithAModelFits_data() { sizesAndThemes_data(); }
+    void chatWithAModelFits_data() { addSizesAndThemes(); }
     void chatWithAModelFits() {
         KVSCOPE_REQUIRE_MODEL(model, "stories260K-f32.gguf");
         QFETCH(QSize, size);
