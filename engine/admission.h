@@ -21,7 +21,6 @@ enum class RefusalReason : std::uint8_t {
     BadSampling,       // sampling parameters out of range
     OverPool,          // can never fit the KV pool, even empty
 };
-std::string_view to_string(RefusalReason reason);
 
 // A refusal: what was asked, the limit it broke, and why in words a person
 // can act on (the same words in the app, the CLI and the server's error).

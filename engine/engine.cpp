@@ -66,18 +66,6 @@ double Engine::now() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
-std::string_view to_string(RefusalReason reason) {
-    switch (reason) {
-    case RefusalReason::EmptyPrompt: return "empty_prompt";
-    case RefusalReason::BadCount: return "bad_count";
-    case RefusalReason::OverContext: return "over_context";
-    case RefusalReason::TokenOutsideVocab: return "token_outside_vocab";
-    case RefusalReason::BadSampling: return "bad_sampling";
-    case RefusalReason::OverPool: return "over_pool";
-    }
-    return "?";
-}
-
 Admission Engine::add_request(std::string_view prompt, const RequestParams& params) {
     return add_request(tokenizer_->encode(prompt), params);
 }

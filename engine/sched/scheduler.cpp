@@ -54,8 +54,8 @@ const SchedSeq& Scheduler::seq(SeqId id) const {
 void Scheduler::add(SchedSeq s) {
     if (s.tokens.empty())
         throw Error("scheduler: sequence " + std::to_string(s.id) + " has no tokens");
-    if (const auto refused = kv_.refusal(s.tokens, new_tokens(s)); refused && refused->status == AllocStatus::Never)
-        throw KvError("scheduler: sequence " + std::to_string(s.id) + ": " + refused->reason);
+    if (const auto never = kv_.never_fits(s.tokens.size(), new_tokens(s)))
+        throw KvError("scheduler: sequence " + std::to_string(s.id) + ": " + never->reason);
     s.status = SeqStatus::Waiting;
     s.computed = 0;
     const SeqId id = s.id;

@@ -86,8 +86,8 @@ public:
     Scheduler(const SchedulerConfig& config, KvCacheManager& kv);
 
     // Joins the waiting queue. Throws KvError, adding nothing, for a
-    // sequence that can never fit the pool (KvCacheManager::refusal says
-    // Never): Engine::add_request refuses those before they get here.
+    // sequence that can never fit the pool (KvCacheManager::never_fits):
+    // Engine::add_request refuses those before they get here.
     void add(SchedSeq seq);
     Schedule schedule();
     // After a chunk ran: its tokens' K/V are in the cache.
