@@ -30,7 +30,8 @@ LatencySummary LatencyWindow::recent(double span_s) const {
         if (s.time_s >= from)
             late.push_back(s.late_ms);
     const double worst = *std::max_element(late.begin(), late.end());
-    return {late.size(), worst, percentile(late, 95), percentile(late, 50)};
+    const Percentiles p = percentiles_ms(late);
+    return {late.size(), worst, p.p95_ms, p.p50_ms};
 }
 
 double LatencyWindow::bucket_quantile(double q) const {
