@@ -9,6 +9,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
+constexpr std::string_view kDetectKind = "auto"; // ConnectText::kind: detect the server's kind
+
 // "HOST:PORT" after `scheme`, with nothing else but an optional trailing '/'.
 bool is_host_port(std::string_view text, std::string_view scheme, bool allow_trailing_slash) {
     if (!text.starts_with(scheme))
@@ -45,13 +47,20 @@ std::vector<std::string> split_commas(std::string_view list) {
 }
 
 std::string known_kinds() {
-    std::string known = "auto";
-    for (ServerKind kind : {ServerKind::Kvscope, ServerKind::LlamaCpp, ServerKind::Vllm})
-        known += ", " + std::string(server_kind_name(kind));
+    std::string known;
+    for (std::string_view name : connect_kind_names())
+        known += (known.empty() ? "" : ", ") + std::string(name);
     return known;
 }
 
 } // namespace
+
+std::vector<std::string_view> connect_kind_names() {
+    std::vector<std::string_view> names{kDetectKind};
+    for (ServerKind kind : {ServerKind::Kvscope, ServerKind::LlamaCpp, ServerKind::Vllm})
+        names.push_back(server_kind_name(kind));
+    return names;
+}
 
 std::optional<bool> parse_kv_unified(std::string_view text) {
     if (text.empty() || text == "auto")
@@ -103,7 +112,7 @@ ConnectOptions parse_connect_options(const ConnectText& text) {
     while (options.url.ends_with('/'))
         options.url.pop_back();
     options.api_key = trimmed(text.api_key);
-    if (const std::string kind = trimmed(text.kind); !kind.empty() && kind != "auto") {
+    if (const std::string kind = trimmed(text.kind); !kind.empty() && kind != kDetectKind) {
         options.kind = parse_server_kind(kind);
         if (!options.kind)
             throw ConnectOptionsError("unknown server kind '" + kind + "' (known: " + known_kinds() + ")");

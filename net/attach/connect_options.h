@@ -64,6 +64,10 @@ struct ConnectText {
     std::string kv_unified{}; // "yes", "no", "auto" or empty: guess
 };
 
+// The kinds ConnectText::kind takes: "auto" (detect) first, then each
+// server kind's name.
+std::vector<std::string_view> connect_kind_names();
+
 // The options the text asks for: every field trimmed of spaces, the URL of
 // trailing '/', lists split at commas with empty items dropped, then
 // validate()d. Throws ConnectOptionsError saying what to fix.

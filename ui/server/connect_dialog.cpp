@@ -13,11 +13,6 @@
 #include "engine/core/error.h"
 
 namespace kvscope::ui {
-namespace {
-
-const QString kAuto = QStringLiteral("auto");
-
-} // namespace
 
 QStringList llamaCppKvDtypes() {
     QStringList names;
@@ -27,10 +22,9 @@ QStringList llamaCppKvDtypes() {
 }
 
 QStringList serverKindNames() {
-    QStringList names{kAuto};
-    using attach::ServerKind;
-    for (ServerKind kind : {ServerKind::Kvscope, ServerKind::LlamaCpp, ServerKind::Vllm})
-        names << QString::fromUtf8(attach::server_kind_name(kind));
+    QStringList names;
+    for (std::string_view name : attach::connect_kind_names())
+        names << QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size()));
     return names;
 }
 
@@ -105,7 +99,7 @@ ConnectDialog::ConnectDialog(QWidget* parent)
 void ConnectDialog::setText(const ConnectText& text) {
     url_->setText(text.url);
     apiKey_->setText(text.apiKey);
-    kind_->setCurrentIndex(std::max(0, kind_->findData(text.kind.isEmpty() ? kAuto : text.kind)));
+    kind_->setCurrentIndex(std::max(0, kind_->findData(text.kind.isEmpty() ? serverKindNames().front() : text.kind)));
     kvEvents_->setText(text.kvEvents);
     kvReplay_->setText(text.kvReplay);
     kvTopic_->setText(text.kvTopic);
