@@ -105,20 +105,25 @@ std::shared_ptr<const Model> EngineController::openModel(const ModelSource& sour
     });
 }
 
-// Replaces the service with one for `model` with `config`, reporting to a
-// Listener of its own; the old one's requests are aborted and end through
-// its listener's reports. Throws as Engine's constructor does, and then
-// changes nothing.
-void EngineController::startService(const EngineConfig& config, std::shared_ptr<const Model> model) {
+// A service for `model` with `config`, reporting to a Listener of its own
+// (numbered as the next service). Throws as Engine's constructor does.
+EngineController::NextService EngineController::makeService(const EngineConfig& config,
+                                                            std::shared_ptr<const Model> model) {
     ServiceOptions options;
     options.snapshot_interval = kSnapshotInterval;
     options.record_steps = true; // stepsRecorded: a replay of turns faster than the publish rate
     options.on_thread_start = &lowerCurrentThreadPriority;
-    auto listener = std::make_unique<Listener>(this, serviceNumber_ + 1);
-    auto service = std::make_unique<EngineService>(config, std::move(model), options, listener.get());
-    listener_.swap(listener); // the old listener (now `listener`) outlives the old service below
-    std::swap(service, service_);
-    service.reset(); // aborts what ran there: its chats end through the old listener's reports
+    NextService next{std::make_unique<Listener>(this, serviceNumber_ + 1), nullptr};
+    next.service = std::make_unique<EngineService>(config, std::move(model), options, next.listener.get());
+    return next;
+}
+
+// Replaces the service: the old one's requests are aborted and end through
+// its listener's reports (the old listener outlives the old service).
+void EngineController::useService(NextService next) {
+    std::swap(next.listener, listener_);
+    std::swap(next.service, service_);
+    next.service.reset();
     ++serviceNumber_;
     unpublished_.take();
 }
@@ -130,8 +135,11 @@ void EngineController::loadModel(const ModelSource& source) {
         emit loadProgress(tr("Building the engine..."));
         EngineConfig config = config_;
         config.model = path;
-        startService(config, model);
-        template_ = std::make_unique<ChatTemplate>(ChatTemplate::for_model(model->file(), service_->tokenizer()));
+        NextService next = makeService(config, model);
+        auto chatTemplate =
+            std::make_unique<ChatTemplate>(ChatTemplate::for_model(model->file(), next.service->tokenizer()));
+        useService(std::move(next)); // nothing can fail from here on
+        template_ = std::move(chatTemplate);
         model_ = std::move(model);
         sessions_.clear(); // another vocabulary: chats go on from their text
         source_ = source;
@@ -152,7 +160,7 @@ void EngineController::applyConfig(const EngineConfig& config) {
     try {
         EngineConfig next = config;
         next.model = config_.model;
-        startService(next, model_);
+        useService(makeService(next, model_));
         for (auto& [chat, session] : sessions_)
             session.set_encoder(encoder()); // the new engine's tokenizer
         config_ = next;

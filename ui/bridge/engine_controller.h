@@ -116,7 +116,13 @@ private:
     };
     ChatSession& sessionFor(const ChatTurn& turn);
     TurnEncoder encoder() const;
-    void startService(const EngineConfig& config, std::shared_ptr<const Model> model);
+    // A built service and the listener it reports to, not yet in use.
+    struct NextService {
+        std::unique_ptr<Listener> listener;
+        std::unique_ptr<EngineService> service;
+    };
+    NextService makeService(const EngineConfig& config, std::shared_ptr<const Model> model);
+    void useService(NextService next);
     std::shared_ptr<const Model> openModel(const ModelSource& source);
     // What the Listener posts here, from the service's thread.
     void onOutput(const std::shared_ptr<RequestHandle>& handle, const RequestOutput& out, Clock::time_point at);
