@@ -1,13 +1,17 @@
 // kvscope-cli make-model: a GGUF with random weights of a real model's shape.
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string>
 
 #include "app/cli/commands.h"
 #include "app/cli/text_file.h"
 #include "engine/core/error.h"
+#include "engine/model/quantize.h"
 #include "engine/model/synthetic_model.h"
 #include "engine/presets/model_presets.h"
 
@@ -15,17 +19,15 @@ namespace kvscope::cli {
 namespace {
 
 GgmlType parse_weight_type(const std::string& word) {
-    if (word == "f32")
-        return GgmlType::F32;
-    if (word == "f16")
-        return GgmlType::F16;
-    if (word == "bf16")
-        return GgmlType::BF16;
-    if (word == "q8_0")
-        return GgmlType::Q8_0;
-    if (word == "q4_0")
-        return GgmlType::Q4_0;
-    throw Error("make-model --type must be f32, f16, bf16, q8_0 or q4_0, got '" + word + "'");
+    std::string names;
+    for (const GgmlType type : quantizable_types()) {
+        std::string name(to_string(type));
+        std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (word == name)
+            return type;
+        names += (names.empty() ? "" : ", ") + name;
+    }
+    throw Error("make-model --type must be one of " + names + "; got '" + word + "'");
 }
 
 // --chat-template FILE's Jinja text; empty without the option.
@@ -39,6 +41,20 @@ std::string read_chat_template_file(const std::optional<std::string>& path) {
     }
 }
 
+// --layers/--vocab/--window/--ffn: a preset made smaller for tests (0: as
+// the preset; cut_geometry checks the ranges).
+GeometryCut read_cut(Args& args) {
+    auto count = [&](const char* name) {
+        return static_cast<std::uint32_t>(args.int_or(name, 0, 0, std::numeric_limits<std::uint32_t>::max()));
+    };
+    GeometryCut cut;
+    cut.layers = count("--layers");
+    cut.vocab = count("--vocab");
+    cut.window = count("--window");
+    cut.ffn = count("--ffn");
+    return cut;
+}
+
 } // namespace
 
 int run_make_model(Args& args) {
@@ -47,10 +63,11 @@ int run_make_model(Args& args) {
     const auto out = args.value("-o");
     const auto seed = static_cast<std::uint64_t>(args.int_or("--seed", 1, 0, INT64_MAX));
     const auto chat_template_file = args.value("--chat-template");
+    const GeometryCut cut = read_cut(args);
     args.finish();
     if (!preset || !out)
         throw Error("make-model needs --preset NAME and -o FILE.gguf (calc --list shows presets)");
-    const ModelGeometry& g = find_model_preset(*preset);
+    const ModelGeometry g = cut_geometry(find_model_preset(*preset), cut);
     const std::string chat_template = read_chat_template_file(chat_template_file);
     const auto start = std::chrono::steady_clock::now();
     write_synthetic_model(g, type, seed, *out, chat_template);

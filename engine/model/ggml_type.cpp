@@ -22,13 +22,13 @@ constexpr std::array kTraits{
     GgmlTypeTraits{T::F32, "F32", 1, 4, true},
     GgmlTypeTraits{T::F16, "F16", 1, 2, true},
     GgmlTypeTraits{T::Q4_0, "Q4_0", 32, 18, true},
-    GgmlTypeTraits{T::Q4_1, "Q4_1", 32, 20, false},
+    GgmlTypeTraits{T::Q4_1, "Q4_1", 32, 20, true},
     GgmlTypeTraits{T::Q5_0, "Q5_0", 32, 22, true},
-    GgmlTypeTraits{T::Q5_1, "Q5_1", 32, 24, false},
+    GgmlTypeTraits{T::Q5_1, "Q5_1", 32, 24, true},
     GgmlTypeTraits{T::Q8_0, "Q8_0", 32, 34, true},
     GgmlTypeTraits{T::Q8_1, "Q8_1", 32, 36, false},
-    GgmlTypeTraits{T::Q2_K, "Q2_K", 256, 84, false},
-    GgmlTypeTraits{T::Q3_K, "Q3_K", 256, 110, false},
+    GgmlTypeTraits{T::Q2_K, "Q2_K", 256, 84, true},
+    GgmlTypeTraits{T::Q3_K, "Q3_K", 256, 110, true},
     GgmlTypeTraits{T::Q4_K, "Q4_K", 256, 144, true},
     GgmlTypeTraits{T::Q5_K, "Q5_K", 256, 176, true},
     GgmlTypeTraits{T::Q6_K, "Q6_K", 256, 210, true},
@@ -37,10 +37,10 @@ constexpr std::array kTraits{
     GgmlTypeTraits{T::IQ2_XS, "IQ2_XS", 256, 74, false},
     GgmlTypeTraits{T::IQ3_XXS, "IQ3_XXS", 256, 98, false},
     GgmlTypeTraits{T::IQ1_S, "IQ1_S", 256, 50, false},
-    GgmlTypeTraits{T::IQ4_NL, "IQ4_NL", 32, 18, false},
+    GgmlTypeTraits{T::IQ4_NL, "IQ4_NL", 32, 18, true},
     GgmlTypeTraits{T::IQ3_S, "IQ3_S", 256, 110, false},
     GgmlTypeTraits{T::IQ2_S, "IQ2_S", 256, 82, false},
-    GgmlTypeTraits{T::IQ4_XS, "IQ4_XS", 256, 136, false},
+    GgmlTypeTraits{T::IQ4_XS, "IQ4_XS", 256, 136, true},
     GgmlTypeTraits{T::I8, "I8", 1, 1, false},
     GgmlTypeTraits{T::I16, "I16", 1, 2, false},
     GgmlTypeTraits{T::I32, "I32", 1, 4, false},
@@ -80,6 +80,14 @@ const GgmlTypeTraits& traits(GgmlType type) {
 std::string_view to_string(GgmlType type) { return traits(type).name; }
 
 bool is_dequantizable(GgmlType type) { return traits(type).dequantizable; }
+
+std::string dequantizable_type_names() {
+    std::string names;
+    for (const GgmlTypeTraits& t : kTraits)
+        if (t.dequantizable)
+            names += (names.empty() ? "" : ", ") + std::string(t.name);
+    return names;
+}
 
 std::uint64_t row_bytes(GgmlType type, std::uint64_t row_length) {
     const GgmlTypeTraits& t = traits(type);
@@ -123,6 +131,12 @@ void dequantize_row(GgmlType type, const void* src, float* dst, std::uint64_t n)
     case T::Q4_K: cpu::dequantize_row_q4_k(src, dst, n); return;
     case T::Q5_K: cpu::dequantize_row_q5_k(src, dst, n); return;
     case T::Q6_K: cpu::dequantize_row_q6_k(src, dst, n); return;
+    case T::Q4_1: cpu::dequantize_row_q4_1(src, dst, n); return;
+    case T::Q5_1: cpu::dequantize_row_q5_1(src, dst, n); return;
+    case T::Q2_K: cpu::dequantize_row_q2_k(src, dst, n); return;
+    case T::Q3_K: cpu::dequantize_row_q3_k(src, dst, n); return;
+    case T::IQ4_NL: cpu::dequantize_row_iq4_nl(src, dst, n); return;
+    case T::IQ4_XS: cpu::dequantize_row_iq4_xs(src, dst, n); return;
     default:
         throw Error("tensor type " + std::string(t.name) + " is not supported for computation");
     }

@@ -104,8 +104,7 @@ public:
                  ", expected F32 for a 1-D tensor (norm or bias)");
         if (!is_dequantizable(t->type))
             fail("tensor " + quoted(name) + " has type " + std::string(to_string(t->type)) +
-                 ", which kvscope cannot compute with (supported: F32, F16, BF16, Q8_0, Q4_0, "
-                 "Q5_0, Q4_K, Q5_K, Q6_K)");
+                 ", which kvscope cannot compute with (supported: " + dequantizable_type_names() + ")");
         return t;
     }
 

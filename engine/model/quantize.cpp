@@ -4,9 +4,11 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "engine/core/error.h"
+#include "kernels/cpu/float16.h"
 #include "kernels/cpu/float16_encode.h"
 #include "kernels/cpu/quant_blocks.h"
 
@@ -15,6 +17,178 @@ namespace {
 
 namespace cpu = kernels::cpu;
 constexpr std::uint64_t kBlock = cpu::kQuantBlockValues;
+constexpr std::uint64_t kSuper = cpu::kSuperBlockValues;
+
+constexpr GgmlType kQuantizable[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::Q4_0,   GgmlType::Q4_1,
+                                     GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,   GgmlType::Q2_K,
+                                     GgmlType::Q3_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::BF16};
+
+// A float as stored in an f16 field, and the value it decodes to.
+struct Half {
+    std::uint16_t bits;
+    float value;
+};
+Half to_half(float v) {
+    const std::uint16_t bits = cpu::f32_to_f16(v);
+    return {bits, cpu::f16_to_f32(bits)};
+}
+
+int clamp_round(float v, int lo, int hi) { return std::clamp(static_cast<int>(std::lround(v)), lo, hi); }
+
+// The value of largest magnitude (0 for all zeros).
+float signed_max(const float* x, std::size_t n) {
+    float max = 0;
+    for (std::size_t i = 0; i < n; ++i)
+        if (std::abs(x[i]) > std::abs(max))
+            max = x[i];
+    return max;
+}
+
+// Candidate scales are tried around the one that maps the extreme value
+// to the end of the code range, in steps of a tenth of a code.
+constexpr int kSearchSteps = 5;
+
+// x ~ s * q with integer codes q in [qmin, qmax] (qmin < 0 < qmax): the s
+// of least squared error among the candidates, each refit by least squares
+// to its codes.
+float fit_symmetric(const float* x, std::size_t n, int qmin, int qmax) {
+    const float max = signed_max(x, n);
+    if (max == 0)
+        return 0;
+    float best = 0;
+    double best_error = std::numeric_limits<double>::infinity();
+    for (const int target : {qmin, qmax})
+        for (int t = -kSearchSteps; t <= kSearchSteps; ++t) {
+            const float inverse = (static_cast<float>(target) + 0.1f * static_cast<float>(t)) / max;
+            double xq = 0, qq = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                const int q = clamp_round(x[i] * inverse, qmin, qmax);
+                xq += static_cast<double>(x[i]) * q;
+                qq += static_cast<double>(q) * q;
+            }
+            if (qq == 0)
+                continue;
+            const double s = xq / qq;
+            double error = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                const double e = x[i] - s * clamp_round(x[i] * inverse, qmin, qmax);
+                error += e * e;
+            }
+            if (error < best_error) {
+                best_error = error;
+                best = static_cast<float>(s);
+            }
+        }
+    return best;
+}
+
+// x ~ scale * q + min with q in [0, qmax]; with `min_at_most_zero` the
+// min is kept <= 0 (Q2_K stores it negated, unsigned).
+struct Affine {
+    float scale;
+    float min;
+};
+Affine fit_affine(const float* x, std::size_t n, int qmax, bool min_at_most_zero) {
+    float lo = *std::min_element(x, x + n);
+    const float hi = *std::max_element(x, x + n);
+    if (min_at_most_zero)
+        lo = std::min(lo, 0.0f);
+    if (hi == lo)
+        return {0, lo};
+    Affine best{(hi - lo) / static_cast<float>(qmax), lo};
+    double best_error = std::numeric_limits<double>::infinity();
+    for (int t = -kSearchSteps; t <= kSearchSteps; ++t) {
+        const float step = (hi - lo) / (static_cast<float>(qmax) + 0.1f * static_cast<float>(t));
+        double sq = 0, sqq = 0, sx = 0, sxq = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const int q = clamp_round((x[i] - lo) / step, 0, qmax);
+            sq += q;
+            sqq += static_cast<double>(q) * q;
+            sx += x[i];
+            sxq += static_cast<double>(x[i]) * q;
+        }
+        const double det = static_cast<double>(n) * sqq - sq * sq;
+        if (det <= 0)
+            continue;
+        double s = (static_cast<double>(n) * sxq - sq * sx) / det;
+        double m = (sqq * sx - sq * sxq) / det;
+        if (min_at_most_zero && m > 0) {
+            m = 0;
+            s = sxq / sqq;
+        }
+        if (s <= 0)
+            continue;
+        double error = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const double e = x[i] - (s * clamp_round((x[i] - lo) / step, 0, qmax) + m);
+            error += e * e;
+        }
+        if (error < best_error) {
+            best_error = error;
+            best = {static_cast<float>(s), static_cast<float>(m)};
+        }
+    }
+    return best;
+}
+
+// The index of the kIq4nlValues entry nearest v.
+int nearest_iq4nl(float v) {
+    const auto& t = cpu::kIq4nlValues;
+    int lo = 0, hi = 15; // t[lo] <= v < t[hi] once inside
+    if (v <= t[0])
+        return 0;
+    if (v >= t[15])
+        return 15;
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) / 2;
+        (v < t[mid] ? hi : lo) = mid;
+    }
+    return v - t[lo] < t[hi] - v ? lo : hi;
+}
+
+// x ~ s * kIq4nlValues[code]: as fit_symmetric, the extreme value mapped
+// near the table's -127.
+float fit_iq4nl(const float* x, std::size_t n) {
+    const float max = signed_max(x, n);
+    if (max == 0)
+        return 0;
+    float best = 0;
+    double best_error = std::numeric_limits<double>::infinity();
+    for (int t = -2 * kSearchSteps; t <= 2 * kSearchSteps; ++t) {
+        const float inverse = (-127.0f + static_cast<float>(t)) / max;
+        double xv = 0, vv = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const double v = cpu::kIq4nlValues[nearest_iq4nl(x[i] * inverse)];
+            xv += x[i] * v;
+            vv += v * v;
+        }
+        const double s = xv / vv;
+        double error = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const double e = x[i] - s * cpu::kIq4nlValues[nearest_iq4nl(x[i] * inverse)];
+            error += e * e;
+        }
+        if (error < best_error) {
+            best_error = error;
+            best = static_cast<float>(s);
+        }
+    }
+    return best;
+}
+
+// Codes of n values for scale d (the stored one): nearest table entries.
+void iq4nl_codes(const float* x, std::size_t n, float d, int* codes) {
+    const float inverse = d != 0 ? 1.0f / d : 0.0f;
+    for (std::size_t i = 0; i < n; ++i)
+        codes[i] = nearest_iq4nl(x[i] * inverse);
+}
+
+// Value i of a 32-value block in the low nibble of byte i % 16 (i < 16) or
+// its high nibble.
+void pack_nibbles32(const int* q, std::uint8_t* qs) {
+    for (std::size_t i = 0; i < kBlock / 2; ++i)
+        qs[i] = static_cast<std::uint8_t>(q[i] | (q[i + kBlock / 2] << 4));
+}
 
 // Q8_0: d = max|x| / 127, q = round(x / d).
 void quantize_q8_0(const float* x, cpu::BlockQ8_0* out, std::uint64_t blocks) {
@@ -30,36 +204,190 @@ void quantize_q8_0(const float* x, cpu::BlockQ8_0* out, std::uint64_t blocks) {
     }
 }
 
-// Q4_0: d = (the value of largest magnitude) / -8, q = x / d + 8 in 0..15;
-// value i in the low nibble of byte i, value i + 16 in its high nibble.
+// Q4_0 / Q5_0 (ggml's reference): d = (the value of largest magnitude) /
+// -half, q = x / d + half, clamped to the code range; half = 8 or 16.
+template <int Half>
+void offset_codes(const float* x, std::uint16_t& d_bits, int* q) {
+    const float d = signed_max(x, kBlock) / -static_cast<float>(Half);
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    d_bits = cpu::f32_to_f16(d);
+    for (std::uint64_t i = 0; i < kBlock; ++i)
+        q[i] = static_cast<int>(std::min(2.0f * Half - 1, std::floor(x[i] * id + Half + 0.5f)));
+}
+
 void quantize_q4_0(const float* x, cpu::BlockQ4_0* out, std::uint64_t blocks) {
     for (std::uint64_t b = 0; b < blocks; ++b, x += kBlock) {
-        float amax = 0, max = 0;
-        for (std::uint64_t i = 0; i < kBlock; ++i)
-            if (std::abs(x[i]) > amax) {
-                amax = std::abs(x[i]);
-                max = x[i];
-            }
-        const float d = max / -8.0f;
-        const float id = d != 0 ? 1.0f / d : 0.0f;
-        out[b].d = cpu::f32_to_f16(d);
-        auto q = [&](float v) { return static_cast<std::uint8_t>(std::min(15.0f, std::floor(v * id + 8.5f))); };
-        for (std::uint64_t i = 0; i < kBlock / 2; ++i)
-            out[b].qs[i] = static_cast<std::uint8_t>(q(x[i]) | (q(x[i + kBlock / 2]) << 4));
+        int q[kBlock];
+        offset_codes<8>(x, out[b].d, q);
+        pack_nibbles32(q, out[b].qs);
     }
+}
+
+// The fifth bits of 32 codes: bit i of the little-endian u32 is value i's.
+void pack_fifth_bits(const int* q, std::uint8_t* qh) {
+    std::uint32_t bits = 0;
+    for (std::uint64_t i = 0; i < kBlock; ++i)
+        bits |= static_cast<std::uint32_t>(q[i] >> 4) << i;
+    std::memcpy(qh, &bits, sizeof bits);
+}
+
+void quantize_q5_0(const float* x, cpu::BlockQ5_0* out, std::uint64_t blocks) {
+    for (std::uint64_t b = 0; b < blocks; ++b, x += kBlock) {
+        int q[kBlock];
+        offset_codes<16>(x, out[b].d, q);
+        pack_fifth_bits(q, out[b].qh);
+        for (int& v : q)
+            v &= 0x0F;
+        pack_nibbles32(q, out[b].qs);
+    }
+}
+
+// Q4_1 / Q5_1: x ~ d * q + m, codes for the stored (f16) d and m.
+template <typename Block, int QMax>
+void quantize_affine32(const float* x, Block* out, std::uint64_t blocks) {
+    for (std::uint64_t b = 0; b < blocks; ++b, x += kBlock) {
+        const Affine fit = fit_affine(x, kBlock, QMax, false);
+        const Half d = to_half(fit.scale), m = to_half(fit.min);
+        out[b].d = d.bits;
+        out[b].m = m.bits;
+        int q[kBlock];
+        for (std::uint64_t i = 0; i < kBlock; ++i)
+            q[i] = d.value != 0 ? clamp_round((x[i] - m.value) / d.value, 0, QMax) : 0;
+        if constexpr (QMax == 31) {
+            pack_fifth_bits(q, out[b].qh);
+            for (int& v : q)
+                v &= 0x0F;
+        }
+        pack_nibbles32(q, out[b].qs);
+    }
+}
+
+void quantize_iq4_nl(const float* x, cpu::BlockIQ4_NL* out, std::uint64_t blocks) {
+    for (std::uint64_t b = 0; b < blocks; ++b, x += kBlock) {
+        const Half d = to_half(fit_iq4nl(x, kBlock));
+        out[b].d = d.bits;
+        int q[kBlock];
+        iq4nl_codes(x, kBlock, d.value, q);
+        pack_nibbles32(q, out[b].qs);
+    }
+}
+
+// A super-block's sub-block scales as small integers times one f16 d:
+// d maps the scale of largest magnitude to `extreme` (-32 for the signed
+// 6-bit scales, 15 for 4-bit ones), each l = round(scale / d) clamped to
+// [lo, hi].
+template <std::size_t N>
+Half quantize_scales(const float (&scales)[N], float extreme, int lo, int hi, int (&l)[N]) {
+    const Half d = to_half(signed_max(scales, N) / extreme);
+    for (std::size_t j = 0; j < N; ++j)
+        l[j] = d.value != 0 ? clamp_round(scales[j] / d.value, lo, hi) : 0;
+    return d;
+}
+
+void quantize_iq4_xs(const float* x, cpu::BlockIQ4_XS* out, std::uint64_t blocks) {
+    for (std::uint64_t b = 0; b < blocks; ++b, x += kSuper) {
+        cpu::BlockIQ4_XS& block = out[b];
+        std::memset(&block, 0, sizeof block);
+        float scales[8];
+        for (std::size_t j = 0; j < 8; ++j)
+            scales[j] = fit_iq4nl(x + 32 * j, 32);
+        int l[8];
+        const Half d = quantize_scales(scales, -32.0f, -32, 31, l);
+        block.d = d.bits;
+        for (std::size_t j = 0; j < 8; ++j) {
+            const int ls = l[j] + 32;
+            block.scales_l[j / 2] |= static_cast<std::uint8_t>((ls & 0x0F) << (4 * (j % 2)));
+            block.scales_h |= static_cast<std::uint16_t>((ls >> 4) << (2 * j));
+            int q[32];
+            iq4nl_codes(x + 32 * j, 32, d.value * static_cast<float>(l[j]), q);
+            pack_nibbles32(q, block.qs + 16 * j);
+        }
+    }
+}
+
+// Q2_K and Q3_K: the 2-bit part of value 128h + 32k + l goes to bits 2k
+// of qs[32h + l] (quant_blocks.h).
+void put_low2(std::uint8_t* qs, std::size_t i, int code) {
+    qs[32 * (i / 128) + i % 32] |= static_cast<std::uint8_t>((code & 3) << (2 * (i % 128 / 32)));
+}
+
+void quantize_q2_k(const float* x, cpu::BlockQ2_K* out, std::uint64_t blocks) {
+    for (std::uint64_t b = 0; b < blocks; ++b, x += kSuper) {
+        cpu::BlockQ2_K& block = out[b];
+        std::memset(&block, 0, sizeof block);
+        float scales[16], mins[16];
+        for (std::size_t s = 0; s < 16; ++s) {
+            const Affine fit = fit_affine(x + 16 * s, 16, 3, true);
+            scales[s] = fit.scale;
+            mins[s] = -fit.min;
+        }
+        int sc[16], mn[16];
+        const Half d = quantize_scales(scales, 15.0f, 0, 15, sc);
+        const Half dmin = quantize_scales(mins, 15.0f, 0, 15, mn);
+        block.d = d.bits;
+        block.dmin = dmin.bits;
+        for (std::size_t s = 0; s < 16; ++s) {
+            block.scales[s] = static_cast<std::uint8_t>(sc[s] | (mn[s] << 4));
+            const float dl = d.value * static_cast<float>(sc[s]), ml = dmin.value * static_cast<float>(mn[s]);
+            for (std::size_t i = 16 * s; i < 16 * s + 16; ++i)
+                put_low2(block.qs, i, dl != 0 ? clamp_round((x[i] + ml) / dl, 0, 3) : 0);
+        }
+    }
+}
+
+// The inverse of cpu::unpack_q3k_scales, for stored scales 0..63.
+void pack_q3k_scales(const int* stored, std::uint8_t* packed) {
+    std::memset(packed, 0, cpu::kKScaleBytes);
+    for (int k = 0; k < 4; ++k)
+        for (int i = 0; i < 4; ++i) {
+            const int v = stored[4 * k + i];
+            packed[4 * (k % 2) + i] |= static_cast<std::uint8_t>((v & 0x0F) << (4 * (k / 2)));
+            packed[8 + i] |= static_cast<std::uint8_t>((v >> 4) << (2 * k));
+        }
+}
+
+void quantize_q3_k(const float* x, cpu::BlockQ3_K* out, std::uint64_t blocks) {
+    for (std::uint64_t b = 0; b < blocks; ++b, x += kSuper) {
+        cpu::BlockQ3_K& block = out[b];
+        std::memset(&block, 0, sizeof block);
+        float scales[16];
+        for (std::size_t s = 0; s < 16; ++s)
+            scales[s] = fit_symmetric(x + 16 * s, 16, -4, 3);
+        int l[16], stored[16];
+        const Half d = quantize_scales(scales, -32.0f, -32, 31, l);
+        block.d = d.bits;
+        for (std::size_t s = 0; s < 16; ++s) {
+            stored[s] = l[s] + 32;
+            const float dl = d.value * static_cast<float>(l[s]);
+            for (std::size_t i = 16 * s; i < 16 * s + 16; ++i) {
+                const int u = (dl != 0 ? clamp_round(x[i] / dl, -4, 3) : 0) + 4; // 0..7
+                put_low2(block.qs, i, u);
+                block.hmask[i % 32] |= static_cast<std::uint8_t>((u >> 2) << (i / 32));
+            }
+        }
+        pack_q3k_scales(stored, block.scales);
+    }
+}
+
+template <typename Block>
+Block* blocks_at(void* dst) {
+    return static_cast<Block*>(dst);
 }
 
 } // namespace
 
+std::span<const GgmlType> quantizable_types() { return kQuantizable; }
+
 void quantize_row(GgmlType type, const float* src, void* dst, std::uint64_t n) {
+    if (std::find(std::begin(kQuantizable), std::end(kQuantizable), type) == std::end(kQuantizable))
+        throw Error("quantizing to " + std::string(to_string(type)) + " is not supported");
     const std::uint64_t block_values = traits(type).block_values;
     if (n % block_values != 0)
         throw Error("quantize_row: " + std::to_string(n) + " values are not whole " +
                     std::string(to_string(type)) + " blocks");
+    const std::uint64_t blocks = n / block_values;
     switch (type) {
-    case GgmlType::F32:
-        std::memcpy(dst, src, n * sizeof(float));
-        return;
+    case GgmlType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
     case GgmlType::F16:
         for (std::uint64_t i = 0; i < n; ++i)
             static_cast<std::uint16_t*>(dst)[i] = cpu::f32_to_f16(src[i]);
@@ -70,14 +398,16 @@ void quantize_row(GgmlType type, const float* src, void* dst, std::uint64_t n) {
             static_cast<std::uint16_t*>(dst)[i] = static_cast<std::uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
         }
         return;
-    case GgmlType::Q8_0:
-        quantize_q8_0(src, static_cast<cpu::BlockQ8_0*>(dst), n / kBlock);
-        return;
-    case GgmlType::Q4_0:
-        quantize_q4_0(src, static_cast<cpu::BlockQ4_0*>(dst), n / kBlock);
-        return;
-    default:
-        throw Error("quantizing to " + std::string(to_string(type)) + " is not supported");
+    case GgmlType::Q8_0: return quantize_q8_0(src, blocks_at<cpu::BlockQ8_0>(dst), blocks);
+    case GgmlType::Q4_0: return quantize_q4_0(src, blocks_at<cpu::BlockQ4_0>(dst), blocks);
+    case GgmlType::Q5_0: return quantize_q5_0(src, blocks_at<cpu::BlockQ5_0>(dst), blocks);
+    case GgmlType::Q4_1: return quantize_affine32<cpu::BlockQ4_1, 15>(src, blocks_at<cpu::BlockQ4_1>(dst), blocks);
+    case GgmlType::Q5_1: return quantize_affine32<cpu::BlockQ5_1, 31>(src, blocks_at<cpu::BlockQ5_1>(dst), blocks);
+    case GgmlType::IQ4_NL: return quantize_iq4_nl(src, blocks_at<cpu::BlockIQ4_NL>(dst), blocks);
+    case GgmlType::IQ4_XS: return quantize_iq4_xs(src, blocks_at<cpu::BlockIQ4_XS>(dst), blocks);
+    case GgmlType::Q2_K: return quantize_q2_k(src, blocks_at<cpu::BlockQ2_K>(dst), blocks);
+    case GgmlType::Q3_K: return quantize_q3_k(src, blocks_at<cpu::BlockQ3_K>(dst), blocks);
+    default: break; // not in kQuantizable
     }
 }
 

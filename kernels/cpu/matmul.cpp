@@ -31,9 +31,15 @@ ActFormat act_format(WeightType type, SimdPath path) {
     case WeightType::Q8_0:
     case WeightType::Q4_0:
     case WeightType::Q5_0: return uses_avx512vnni(path) ? ActFormat::Q8x32Pairs : ActFormat::Q8x32;
+    case WeightType::IQ4_NL: return ActFormat::Q8x32;
+    case WeightType::Q4_1:
+    case WeightType::Q5_1: return ActFormat::Q8x32Sums; // their mins need each block's code sum
+    case WeightType::Q2_K:
+    case WeightType::Q3_K:
     case WeightType::Q4_K:
     case WeightType::Q5_K:
-    case WeightType::Q6_K: return ActFormat::Q8x256;
+    case WeightType::Q6_K:
+    case WeightType::IQ4_XS: return ActFormat::Q8x256;
     default: return ActFormat::F32;
     }
 }
@@ -61,10 +67,11 @@ RowDot row_dot(WeightType type, SimdPath path) {
 #endif
 #if defined(KVSCOPE_KERNELS_AVX2)
     if (path == SimdPath::Avx2)
-        return avx2_row_dot(type);
+        if (const RowDot avx2 = avx2_row_dot(type))
+            return avx2;
 #endif
     (void)path;
-    return scalar_row_dot(type);
+    return scalar_row_dot(type); // also the types with no AVX2 row kernel (their tiles have one)
 }
 
 RowDotMultiFn row_dot_multi(WeightType type, SimdPath path) {

@@ -315,8 +315,8 @@ RowDot avx2_row_dot(WeightType type) {
     case WeightType::Q4_K: return single_input<multi_q4_k>;
     case WeightType::Q5_K: return single_input<multi_q5_k>;
     case WeightType::Q6_K: return single_input<multi_q6_k>;
+    default: return nullptr; // the scalar kernel (their packed tiles are the fast path)
     }
-    return nullptr;
 }
 
 RowDotMultiFn avx2_row_dot_multi(WeightType type) {
@@ -330,8 +330,8 @@ RowDotMultiFn avx2_row_dot_multi(WeightType type) {
     case WeightType::Q4_K: return {multi_q4_k, 2};
     case WeightType::Q5_K: return {multi_q5_k, 2};
     case WeightType::Q6_K: return {multi_q6_k, 2};
+    default: return {};
     }
-    return {};
 }
 
 } // namespace kvscope::kernels::cpu::detail

@@ -185,6 +185,130 @@ float dot_q6_k(const std::byte* w, const void* xv, std::size_t cols) {
     return sum;
 }
 
+// Q4_1 and Q5_1: value = d * q + m, so per block
+// dot = d * a.d * (q . a) + m * a.d * sum(a).
+template <typename Block, typename Decode>
+float dot_blocks32_min(const std::byte* w, const void* xv, std::size_t cols, Decode decode) {
+    const auto* x = static_cast<const ActBlock32Sum*>(xv);
+    float sum = 0.0f;
+    for (std::size_t b = 0; b < cols / kActBlockValues; ++b) {
+        const auto block = load_block<Block>(w, b);
+        int q[kActBlockValues];
+        decode(block, q);
+        int isum = 0;
+        for (std::size_t i = 0; i < kActBlockValues; ++i)
+            isum += q[i] * x[b].qs[i];
+        sum += f16_to_f32(block.d) * x[b].d * static_cast<float>(isum) +
+               f16_to_f32(block.m) * x[b].d * static_cast<float>(x[b].sum);
+    }
+    return sum;
+}
+
+float dot_q4_1(const std::byte* w, const void* x, std::size_t cols) {
+    return dot_blocks32_min<BlockQ4_1>(w, x, cols, [](const BlockQ4_1& block, int* q) {
+        for (std::size_t i = 0; i < kActBlockValues / 2; ++i) {
+            q[i] = block.qs[i] & 0x0F;
+            q[i + 16] = block.qs[i] >> 4;
+        }
+    });
+}
+
+float dot_q5_1(const std::byte* w, const void* x, std::size_t cols) {
+    return dot_blocks32_min<BlockQ5_1>(w, x, cols, [](const BlockQ5_1& block, int* q) {
+        std::uint32_t qh;
+        std::memcpy(&qh, block.qh, 4);
+        for (std::size_t i = 0; i < kActBlockValues / 2; ++i) {
+            q[i] = (block.qs[i] & 0x0F) | static_cast<int>(((qh >> i) & 1u) << 4);
+            q[i + 16] = (block.qs[i] >> 4) | static_cast<int>(((qh >> (i + 16)) & 1u) << 4);
+        }
+    });
+}
+
+float dot_iq4_nl(const std::byte* w, const void* x, std::size_t cols) {
+    return dot_blocks32<BlockIQ4_NL>(w, x, cols, [](const BlockIQ4_NL& block, int* q) {
+        for (std::size_t i = 0; i < kActBlockValues / 2; ++i) {
+            q[i] = kIq4nlValues[block.qs[i] & 0x0F];
+            q[i + 16] = kIq4nlValues[block.qs[i] >> 4];
+        }
+    });
+}
+
+// The integer dot product of sub-block s (`len` values) of codes q with
+// the activation codes.
+int sub_dot(const int* q, const ActBlock256& a, int s, int len) {
+    int sum = 0;
+    for (int l = 0; l < len; ++l)
+        sum += q[len * s + l] * a.qs[len * s + l];
+    return sum;
+}
+
+// IQ4_XS: value = d * sc[j] * kIq4nlValues[code] over sub-block j of 32.
+float dot_iq4_xs(const std::byte* w, const void* xv, std::size_t cols) {
+    const auto* x = static_cast<const ActBlock256*>(xv);
+    float sum = 0.0f;
+    for (std::size_t b = 0; b < cols / kActSuperValues; ++b) {
+        const auto block = load_block<BlockIQ4_XS>(w, b);
+        int scales[8], q[kActSuperValues];
+        unpack_iq4xs_scales(block, scales);
+        for (int j = 0; j < 8; ++j)
+            for (int l = 0; l < 16; ++l) {
+                q[32 * j + l] = kIq4nlValues[block.qs[16 * j + l] & 0x0F];
+                q[32 * j + 16 + l] = kIq4nlValues[block.qs[16 * j + l] >> 4];
+            }
+        int total = 0;
+        for (int j = 0; j < 8; ++j)
+            total += scales[j] * sub_dot(q, x[b], j, 32);
+        sum += f16_to_f32(block.d) * x[b].d * static_cast<float>(total);
+    }
+    return sum;
+}
+
+// Q2_K and Q3_K keep value 128h + 32k + l (l < 32) in bits 2k of byte
+// 32h + l of qs (quant_blocks.h).
+int k_low2(const std::uint8_t* qs, int i) { return (qs[32 * (i / 128) + i % 32] >> (2 * (i % 128 / 32))) & 3; }
+
+// Q2_K: value = d * sc[s] * q - dmin * m[s] over sub-block s of 16, so
+// dot = d * sum_s sc[s] (q . a)_s - dmin * sum_s m[s] bsums[s].
+float dot_q2_k(const std::byte* w, const void* xv, std::size_t cols) {
+    const auto* x = static_cast<const ActBlock256*>(xv);
+    float sum = 0.0f;
+    for (std::size_t b = 0; b < cols / kActSuperValues; ++b) {
+        const auto block = load_block<BlockQ2_K>(w, b);
+        const ActBlock256& a = x[b];
+        int q[kActSuperValues];
+        for (int i = 0; i < 256; ++i)
+            q[i] = k_low2(block.qs, i);
+        int scaled = 0, mins = 0;
+        for (int s = 0; s < 16; ++s) {
+            scaled += (block.scales[s] & 0x0F) * sub_dot(q, a, s, 16);
+            mins += (block.scales[s] >> 4) * a.bsums[s];
+        }
+        sum += f16_to_f32(block.d) * a.d * static_cast<float>(scaled) -
+               f16_to_f32(block.dmin) * a.d * static_cast<float>(mins);
+    }
+    return sum;
+}
+
+// Q3_K: value = d * sc[s] * q with q = low2 - 4 where the high bit is clear.
+float dot_q3_k(const std::byte* w, const void* xv, std::size_t cols) {
+    const auto* x = static_cast<const ActBlock256*>(xv);
+    float sum = 0.0f;
+    for (std::size_t b = 0; b < cols / kActSuperValues; ++b) {
+        const auto block = load_block<BlockQ3_K>(w, b);
+        int scales[16], q[kActSuperValues];
+        unpack_q3k_scales(block.scales, scales);
+        for (int i = 0; i < 256; ++i) {
+            const int high = (block.hmask[i % 32] >> (i / 32)) & 1;
+            q[i] = k_low2(block.qs, i) - (high ? 0 : 4);
+        }
+        int total = 0;
+        for (int s = 0; s < 16; ++s)
+            total += scales[s] * sub_dot(q, x[b], s, 16);
+        sum += f16_to_f32(block.d) * x[b].d * static_cast<float>(total);
+    }
+    return sum;
+}
+
 } // namespace
 
 RowDot scalar_row_dot(WeightType type) {
@@ -198,6 +322,12 @@ RowDot scalar_row_dot(WeightType type) {
     case WeightType::Q4_K: return dot_q4_k;
     case WeightType::Q5_K: return dot_q5_k;
     case WeightType::Q6_K: return dot_q6_k;
+    case WeightType::Q4_1: return dot_q4_1;
+    case WeightType::Q5_1: return dot_q5_1;
+    case WeightType::IQ4_NL: return dot_iq4_nl;
+    case WeightType::IQ4_XS: return dot_iq4_xs;
+    case WeightType::Q2_K: return dot_q2_k;
+    case WeightType::Q3_K: return dot_q3_k;
     }
     return nullptr;
 }

@@ -150,4 +150,121 @@ void dequantize_row_q6_k(const void* src, float* dst, std::size_t n) {
     }
 }
 
+void unpack_iq4xs_scales(const BlockIQ4_XS& block, int* scales) {
+    for (int j = 0; j < 8; ++j)
+        scales[j] = ((block.scales_l[j / 2] >> (4 * (j % 2))) & 0x0F) + (((block.scales_h >> (2 * j)) & 3) << 4) - 32;
+}
+
+// Q3_K's 12 bytes: scale i (0..3) has its low 4 bits in the low nibble of
+// byte i, 4 + i in that of byte 4 + i, 8 + i and 12 + i in the high nibbles
+// of bytes i and 4 + i; bits 4-5 of scale 4k + i are bits 2k, 2k + 1 of
+// byte 8 + i.
+void unpack_q3k_scales(const std::uint8_t* packed, int* scales) {
+    for (int k = 0; k < 4; ++k)
+        for (int i = 0; i < 4; ++i) {
+            const int low = (packed[4 * (k % 2) + i] >> (4 * (k / 2))) & 0x0F;
+            const int high = (packed[8 + i] >> (2 * k)) & 3;
+            scales[4 * k + i] = (low | (high << 4)) - 32;
+        }
+}
+
+// The products below are exact in float (few significant bits each), so
+// these give llama.cpp's bits whatever the order of the multiplications.
+void dequantize_row_q4_1(const void* src, float* dst, std::size_t n) {
+    constexpr std::size_t half = kQuantBlockValues / 2;
+    for (std::size_t b = 0; b < n / kQuantBlockValues; ++b, dst += kQuantBlockValues) {
+        const auto block = load_block<BlockQ4_1>(src, b);
+        const float d = f16_to_f32(block.d);
+        const float m = f16_to_f32(block.m);
+        for (std::size_t i = 0; i < half; ++i) {
+            dst[i] = static_cast<float>(block.qs[i] & 0x0F) * d + m;
+            dst[i + half] = static_cast<float>(block.qs[i] >> 4) * d + m;
+        }
+    }
+}
+
+void dequantize_row_q5_1(const void* src, float* dst, std::size_t n) {
+    constexpr std::size_t half = kQuantBlockValues / 2;
+    for (std::size_t b = 0; b < n / kQuantBlockValues; ++b, dst += kQuantBlockValues) {
+        const auto block = load_block<BlockQ5_1>(src, b);
+        const float d = f16_to_f32(block.d);
+        const float m = f16_to_f32(block.m);
+        std::uint32_t qh;
+        std::memcpy(&qh, block.qh, sizeof qh);
+        for (std::size_t i = 0; i < half; ++i) {
+            const int lo = (block.qs[i] & 0x0F) | static_cast<int>(((qh >> i) & 1u) << 4);
+            const int hi = (block.qs[i] >> 4) | static_cast<int>(((qh >> (i + half)) & 1u) << 4);
+            dst[i] = static_cast<float>(lo) * d + m;
+            dst[i + half] = static_cast<float>(hi) * d + m;
+        }
+    }
+}
+
+void dequantize_row_iq4_nl(const void* src, float* dst, std::size_t n) {
+    constexpr std::size_t half = kQuantBlockValues / 2;
+    for (std::size_t b = 0; b < n / kQuantBlockValues; ++b, dst += kQuantBlockValues) {
+        const auto block = load_block<BlockIQ4_NL>(src, b);
+        const float d = f16_to_f32(block.d);
+        for (std::size_t i = 0; i < half; ++i) {
+            dst[i] = d * static_cast<float>(kIq4nlValues[block.qs[i] & 0x0F]);
+            dst[i + half] = d * static_cast<float>(kIq4nlValues[block.qs[i] >> 4]);
+        }
+    }
+}
+
+void dequantize_row_iq4_xs(const void* src, float* dst, std::size_t n) {
+    for (std::size_t b = 0; b < n / kSuperBlockValues; ++b) {
+        const auto block = load_block<BlockIQ4_XS>(src, b);
+        const float d = f16_to_f32(block.d);
+        int scales[8];
+        unpack_iq4xs_scales(block, scales);
+        for (int j = 0; j < 8; ++j, dst += 32) {
+            const float dl = d * static_cast<float>(scales[j]);
+            const std::uint8_t* qs = block.qs + 16 * j;
+            for (int l = 0; l < 16; ++l) {
+                dst[l] = dl * static_cast<float>(kIq4nlValues[qs[l] & 0x0F]);
+                dst[l + 16] = dl * static_cast<float>(kIq4nlValues[qs[l] >> 4]);
+            }
+        }
+    }
+}
+
+void dequantize_row_q2_k(const void* src, float* dst, std::size_t n) {
+    for (std::size_t b = 0; b < n / kSuperBlockValues; ++b) {
+        const auto block = load_block<BlockQ2_K>(src, b);
+        const float d = f16_to_f32(block.d);
+        const float dmin = f16_to_f32(block.dmin);
+        for (int h = 0; h < 2; ++h)
+            for (int k = 0; k < 4; ++k)
+                for (int part = 0; part < 2; ++part, dst += 16) {
+                    const std::uint8_t sc = block.scales[8 * h + 2 * k + part];
+                    const float dl = d * static_cast<float>(sc & 0x0F);
+                    const float ml = dmin * static_cast<float>(sc >> 4);
+                    const std::uint8_t* q = block.qs + 32 * h + 16 * part;
+                    for (int l = 0; l < 16; ++l)
+                        dst[l] = dl * static_cast<float>((q[l] >> (2 * k)) & 3) - ml;
+                }
+    }
+}
+
+void dequantize_row_q3_k(const void* src, float* dst, std::size_t n) {
+    for (std::size_t b = 0; b < n / kSuperBlockValues; ++b) {
+        const auto block = load_block<BlockQ3_K>(src, b);
+        const float d = f16_to_f32(block.d);
+        int scales[16];
+        unpack_q3k_scales(block.scales, scales);
+        for (int h = 0; h < 2; ++h)
+            for (int k = 0; k < 4; ++k)
+                for (int part = 0; part < 2; ++part, dst += 16) {
+                    const float dl = d * static_cast<float>(scales[8 * h + 2 * k + part]);
+                    const int l0 = 16 * part;
+                    for (int l = l0; l < l0 + 16; ++l) {
+                        const int low = (block.qs[32 * h + l] >> (2 * k)) & 3;
+                        const int high = (block.hmask[l] >> (4 * h + k)) & 1;
+                        dst[l - l0] = dl * static_cast<float>(low - (high ? 0 : 4));
+                    }
+                }
+    }
+}
+
 } // namespace kvscope::kernels::cpu

@@ -12,8 +12,8 @@
 
 namespace kvscope::kernels::cpu {
 
-inline constexpr std::size_t kQuantBlockValues = 32; // Q8_0, Q4_0, Q5_0
-inline constexpr std::size_t kSuperBlockValues = 256; // the K-quants
+inline constexpr std::size_t kQuantBlockValues = 32; // Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL
+inline constexpr std::size_t kSuperBlockValues = 256; // the K-quants and IQ4_XS
 inline constexpr std::size_t kKScaleBytes = 12;        // Q4_K/Q5_K packed scales+mins
 
 // value[i] = qs[i] * d
@@ -34,6 +34,35 @@ struct BlockQ4_0 {
 struct BlockQ5_0 {
     std::uint16_t d;
     std::uint8_t qh[4];
+    std::uint8_t qs[kQuantBlockValues / 2];
+};
+
+// value[i]      = (qs[i] & 0x0F) * d + m   for i < 16
+// value[i + 16] = (qs[i] >> 4)   * d + m
+struct BlockQ4_1 {
+    std::uint16_t d;
+    std::uint16_t m;
+    std::uint8_t qs[kQuantBlockValues / 2];
+};
+
+// As Q4_1 with Q5_0's fifth bits: code = nibble | (bit i of qh) << 4,
+// value = code * d + m.
+struct BlockQ5_1 {
+    std::uint16_t d;
+    std::uint16_t m;
+    std::uint8_t qh[4];
+    std::uint8_t qs[kQuantBlockValues / 2];
+};
+
+// The 16 values of the non-linear 4-bit types (IQ4_NL, IQ4_XS): a code
+// indexes this table, denser near zero where weights cluster.
+inline constexpr std::int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                 1,    13,   25,  38,  53,  69,  89,  113};
+
+// As Q4_0 with codes mapped through kIq4nlValues:
+// value[i] = kIq4nlValues[qs[i] & 0x0F] * d, value[i + 16] from qs[i] >> 4.
+struct BlockIQ4_NL {
+    std::uint16_t d;
     std::uint8_t qs[kQuantBlockValues / 2];
 };
 
@@ -74,7 +103,48 @@ struct BlockQ6_K {
     std::uint16_t d;
 };
 
+// 8 sub-blocks of 32 values with 6-bit scales ls[j] (offset 32): the low 4
+// bits in nibble j % 2 of scales_l[j / 2], the top 2 in bits 2j, 2j+1 of
+// scales_h. Sub-block j's 16 bytes qs[16j..16j+15] hold values 32j + l
+// (low nibbles) and 32j + 16 + l (high), and
+// value = d * (ls[j] - 32) * kIq4nlValues[code].
+struct BlockIQ4_XS {
+    std::uint16_t d;
+    std::uint16_t scales_h;
+    std::uint8_t scales_l[kSuperBlockValues / 64];
+    std::uint8_t qs[kSuperBlockValues / 2];
+};
+
+// 16 sub-blocks of 16 values; scales[s] holds sub-block s's 4-bit scale
+// (low nibble) and 4-bit min (high). 2-bit codes: for half h (0..1, 128
+// values, qs + 32h), shift 2k (k = 0..3) and l < 32, value
+// 128h + 32k + l is (qs[32h + l] >> 2k) & 3, in sub-block 8h + 2k + l / 16;
+// value = d * sc[s] * q - dmin * m[s].
+struct BlockQ2_K {
+    std::uint8_t scales[kSuperBlockValues / 16];
+    std::uint8_t qs[kSuperBlockValues / 4];
+    std::uint16_t d;
+    std::uint16_t dmin;
+};
+
+// 16 sub-blocks of 16 values with 6-bit scales (offset 32) packed into 12
+// bytes (see unpack_q3k_scales in the .cpp); 3-bit codes: the low 2 bits as
+// Q2_K's qs, the third bit of value 128h + 32k + l is bit 4h + k of
+// hmask[l], and value = d * (sc[s] - 32) * (low2 - (bit ? 0 : 4)).
+struct BlockQ3_K {
+    std::uint8_t hmask[kSuperBlockValues / 8];
+    std::uint8_t qs[kSuperBlockValues / 4];
+    std::uint8_t scales[kKScaleBytes];
+    std::uint16_t d;
+};
+
 static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ4_K) == 144);
@@ -91,5 +161,16 @@ void dequantize_row_q5_0(const void* src, float* dst, std::size_t n);
 void dequantize_row_q4_k(const void* src, float* dst, std::size_t n);
 void dequantize_row_q5_k(const void* src, float* dst, std::size_t n);
 void dequantize_row_q6_k(const void* src, float* dst, std::size_t n);
+void dequantize_row_q4_1(const void* src, float* dst, std::size_t n);
+void dequantize_row_q5_1(const void* src, float* dst, std::size_t n);
+void dequantize_row_iq4_nl(const void* src, float* dst, std::size_t n);
+void dequantize_row_iq4_xs(const void* src, float* dst, std::size_t n);
+void dequantize_row_q2_k(const void* src, float* dst, std::size_t n);
+void dequantize_row_q3_k(const void* src, float* dst, std::size_t n);
+
+// Sub-block scales, unpacked from their block (exact small integers):
+// IQ4_XS's 8 ls[j] - 32 and Q3_K's 16 sc[s] - 32, both in -32..31.
+void unpack_iq4xs_scales(const BlockIQ4_XS& block, int* scales);
+void unpack_q3k_scales(const std::uint8_t* packed, int* scales);
 
 } // namespace kvscope::kernels::cpu

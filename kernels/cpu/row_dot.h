@@ -12,10 +12,10 @@ namespace kvscope::kernels::cpu::detail {
 // How the activation row is prepared for a weight type.
 enum class ActFormat {
     F32,        // the floats as given (F32, F16, BF16 weights)
-    Q8x32,      // ActBlock32[cols / 32]   (Q8_0, Q4_0, Q5_0)
-    Q8x256,     // ActBlock256[cols / 256] (Q4_K, Q5_K, Q6_K)
+    Q8x32,      // ActBlock32[cols / 32]   (Q8_0, Q4_0, Q5_0, IQ4_NL)
+    Q8x256,     // ActBlock256[cols / 256] (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS)
     Q8x32Pairs, // ActPair64[(cols / 32 + 1) / 2] (Q8_0, Q4_0, Q5_0 on AVX-512 VNNI)
-    Q8x32Sums,  // ActBlock32Sum[cols / 32] (packed Q8_0, Q4_0, Q5_0 tiles)
+    Q8x32Sums,  // ActBlock32Sum[cols / 32] (Q4_1, Q5_1; packed blocks-of-32 tiles)
 };
 inline constexpr std::size_t kActFormats = static_cast<std::size_t>(ActFormat::Q8x32Sums) + 1;
 

@@ -1,5 +1,6 @@
 #include "kernels/cpu/weight_type.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -9,56 +10,51 @@ namespace kvscope::kernels::cpu {
 namespace {
 
 struct Geometry {
+    WeightType type;
+    std::string_view name;
     std::size_t values;
     std::size_t bytes;
 };
 
-Geometry geometry(WeightType type) {
-    switch (type) {
-    case WeightType::F32: return {1, 4};
-    case WeightType::F16:
-    case WeightType::BF16: return {1, 2};
-    case WeightType::Q8_0: return {kQuantBlockValues, sizeof(BlockQ8_0)};
-    case WeightType::Q4_0: return {kQuantBlockValues, sizeof(BlockQ4_0)};
-    case WeightType::Q5_0: return {kQuantBlockValues, sizeof(BlockQ5_0)};
-    case WeightType::Q4_K: return {kSuperBlockValues, sizeof(BlockQ4_K)};
-    case WeightType::Q5_K: return {kSuperBlockValues, sizeof(BlockQ5_K)};
-    case WeightType::Q6_K: return {kSuperBlockValues, sizeof(BlockQ6_K)};
-    }
+constexpr Geometry kGeometry[] = {
+    {WeightType::F32, "F32", 1, 4},
+    {WeightType::F16, "F16", 1, 2},
+    {WeightType::Q4_0, "Q4_0", kQuantBlockValues, sizeof(BlockQ4_0)},
+    {WeightType::Q4_1, "Q4_1", kQuantBlockValues, sizeof(BlockQ4_1)},
+    {WeightType::Q5_0, "Q5_0", kQuantBlockValues, sizeof(BlockQ5_0)},
+    {WeightType::Q5_1, "Q5_1", kQuantBlockValues, sizeof(BlockQ5_1)},
+    {WeightType::Q8_0, "Q8_0", kQuantBlockValues, sizeof(BlockQ8_0)},
+    {WeightType::Q2_K, "Q2_K", kSuperBlockValues, sizeof(BlockQ2_K)},
+    {WeightType::Q3_K, "Q3_K", kSuperBlockValues, sizeof(BlockQ3_K)},
+    {WeightType::Q4_K, "Q4_K", kSuperBlockValues, sizeof(BlockQ4_K)},
+    {WeightType::Q5_K, "Q5_K", kSuperBlockValues, sizeof(BlockQ5_K)},
+    {WeightType::Q6_K, "Q6_K", kSuperBlockValues, sizeof(BlockQ6_K)},
+    {WeightType::IQ4_NL, "IQ4_NL", kQuantBlockValues, sizeof(BlockIQ4_NL)},
+    {WeightType::IQ4_XS, "IQ4_XS", kSuperBlockValues, sizeof(BlockIQ4_XS)},
+    {WeightType::BF16, "BF16", 1, 2},
+};
+static_assert(std::size(kGeometry) == std::size(kWeightTypes));
+
+const Geometry* find(WeightType type) {
+    const auto it = std::find_if(std::begin(kGeometry), std::end(kGeometry),
+                                 [type](const Geometry& g) { return g.type == type; });
+    return it == std::end(kGeometry) ? nullptr : it;
+}
+
+const Geometry& geometry(WeightType type) {
+    if (const Geometry* g = find(type))
+        return *g;
     throw std::invalid_argument("unsupported weight type " +
                                 std::to_string(static_cast<std::uint32_t>(type)));
 }
 
 } // namespace
 
-bool is_weight_type(std::uint32_t raw) {
-    switch (static_cast<WeightType>(raw)) {
-    case WeightType::F32:
-    case WeightType::F16:
-    case WeightType::BF16:
-    case WeightType::Q8_0:
-    case WeightType::Q4_0:
-    case WeightType::Q5_0:
-    case WeightType::Q4_K:
-    case WeightType::Q5_K:
-    case WeightType::Q6_K: return true;
-    }
-    return false;
-}
+bool is_weight_type(std::uint32_t raw) { return find(static_cast<WeightType>(raw)) != nullptr; }
 
 std::string_view to_string(WeightType type) {
-    switch (type) {
-    case WeightType::F32: return "F32";
-    case WeightType::F16: return "F16";
-    case WeightType::BF16: return "BF16";
-    case WeightType::Q8_0: return "Q8_0";
-    case WeightType::Q4_0: return "Q4_0";
-    case WeightType::Q5_0: return "Q5_0";
-    case WeightType::Q4_K: return "Q4_K";
-    case WeightType::Q5_K: return "Q5_K";
-    case WeightType::Q6_K: return "Q6_K";
-    }
-    return "unknown";
+    const Geometry* g = find(type);
+    return g != nullptr ? g->name : "unknown";
 }
 
 std::size_t block_values(WeightType type) { return geometry(type).values; }
@@ -66,7 +62,7 @@ std::size_t block_values(WeightType type) { return geometry(type).values; }
 std::size_t block_bytes(WeightType type) { return geometry(type).bytes; }
 
 std::size_t weight_row_bytes(WeightType type, std::size_t cols) {
-    const Geometry g = geometry(type);
+    const Geometry& g = geometry(type);
     if (cols % g.values != 0)
         throw std::invalid_argument(std::string(to_string(type)) + " rows hold whole blocks of " +
                                     std::to_string(g.values) + " values, but a row has " +

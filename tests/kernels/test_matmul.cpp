@@ -424,8 +424,16 @@ void TestMatmul::row_bytes_match_ggml() {
     QCOMPARE(weight_row_bytes(WeightType::Q4_K, 4096), std::size_t{16 * 144});
     QCOMPARE(weight_row_bytes(WeightType::Q5_K, 4096), std::size_t{16 * 176});
     QCOMPARE(weight_row_bytes(WeightType::Q6_K, 4096), std::size_t{16 * 210});
+    QCOMPARE(weight_row_bytes(WeightType::Q4_1, 4096), std::size_t{128 * 20});
+    QCOMPARE(weight_row_bytes(WeightType::Q5_1, 4096), std::size_t{128 * 24});
+    QCOMPARE(weight_row_bytes(WeightType::IQ4_NL, 4096), std::size_t{128 * 18});
+    QCOMPARE(weight_row_bytes(WeightType::Q2_K, 4096), std::size_t{16 * 84});
+    QCOMPARE(weight_row_bytes(WeightType::Q3_K, 4096), std::size_t{16 * 110});
+    QCOMPARE(weight_row_bytes(WeightType::IQ4_XS, 4096), std::size_t{16 * 136});
     QVERIFY(is_weight_type(8));
-    QVERIFY(!is_weight_type(3)); // Q4_1: not computed with
+    QVERIFY(is_weight_type(23)); // IQ4_XS
+    QVERIFY(!is_weight_type(9)); // Q8_1: not computed with
+    QVERIFY(!is_weight_type(16)); // IQ2_XXS
 }
 
 void TestMatmul::rejects_bad_arguments() {
@@ -440,7 +448,7 @@ void TestMatmul::rejects_bad_arguments() {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
                              matmul(WeightType::F32, w.data(), 2, 4, nullptr, 1, y.data(), kThreads));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
-                             weight_row_bytes(static_cast<WeightType>(3), 32));
+                             weight_row_bytes(static_cast<WeightType>(9), 32));
 }
 
 QTEST_APPLESS_MAIN(TestMatmul)

@@ -29,20 +29,15 @@ namespace kernel_test {
 
 using namespace kvscope::kernels::cpu;
 
-inline constexpr WeightType kAllTypes[] = {WeightType::F32,  WeightType::F16,  WeightType::BF16,
-                                           WeightType::Q8_0, WeightType::Q4_0, WeightType::Q5_0,
-                                           WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K};
+inline constexpr const auto& kAllTypes = kWeightTypes;
 
 // Values per activation block for the quantized types, 0 for float types.
 inline std::size_t act_block(WeightType type) {
     switch (type) {
-    case WeightType::Q8_0:
-    case WeightType::Q4_0:
-    case WeightType::Q5_0: return 32;
-    case WeightType::Q4_K:
-    case WeightType::Q5_K:
-    case WeightType::Q6_K: return 256;
-    default: return 0;
+    case WeightType::F32:
+    case WeightType::F16:
+    case WeightType::BF16: return 0;
+    default: return block_values(type); // 32, or 256 for the super-block types
     }
 }
 
@@ -57,6 +52,12 @@ inline void dequantize(WeightType type, const std::byte* row, float* out, std::s
     case WeightType::Q4_K: dequantize_row_q4_k(row, out, cols); return;
     case WeightType::Q5_K: dequantize_row_q5_k(row, out, cols); return;
     case WeightType::Q6_K: dequantize_row_q6_k(row, out, cols); return;
+    case WeightType::Q4_1: dequantize_row_q4_1(row, out, cols); return;
+    case WeightType::Q5_1: dequantize_row_q5_1(row, out, cols); return;
+    case WeightType::IQ4_NL: dequantize_row_iq4_nl(row, out, cols); return;
+    case WeightType::IQ4_XS: dequantize_row_iq4_xs(row, out, cols); return;
+    case WeightType::Q2_K: dequantize_row_q2_k(row, out, cols); return;
+    case WeightType::Q3_K: dequantize_row_q3_k(row, out, cols); return;
     }
 }
 
@@ -105,12 +106,24 @@ inline Matrix random_matrix(WeightType type, std::size_t rows, std::size_t cols,
         }
         case WeightType::Q8_0:
         case WeightType::Q4_0:
-        case WeightType::Q5_0: put_u16(block, random_scale(rng)); break;
+        case WeightType::Q5_0:
+        case WeightType::IQ4_NL:
+        case WeightType::IQ4_XS: put_u16(block, random_scale(rng)); break;
+        case WeightType::Q4_1:
+        case WeightType::Q5_1: // d, then a min of either sign
+            put_u16(block, random_scale(rng));
+            put_u16(block + 2, static_cast<std::uint16_t>(random_scale(rng) | (rng() % 2 ? 0x8000 : 0)));
+            break;
         case WeightType::Q4_K:
         case WeightType::Q5_K:
             put_u16(block, random_scale(rng));     // d
             put_u16(block + 2, random_scale(rng)); // dmin
             break;
+        case WeightType::Q2_K:
+            put_u16(block + offsetof(BlockQ2_K, d), random_scale(rng));
+            put_u16(block + offsetof(BlockQ2_K, dmin), random_scale(rng));
+            break;
+        case WeightType::Q3_K: put_u16(block + offsetof(BlockQ3_K, d), random_scale(rng)); break;
         case WeightType::Q6_K: put_u16(block + offsetof(BlockQ6_K, d), random_scale(rng)); break;
         }
     }

@@ -85,12 +85,13 @@ struct TinyModel {
         if (shapes.contains(name))
             dims = shapes.at(name);
         const std::uint32_t type = types.contains(name) ? types.at(name) : 0;
-        // Zero bytes of the right size: 4 per value for F32, Q4_1 (20 bytes
-        // per 32 values) is the only other type these tests use.
+        // Zero bytes of the right size: 4 per value for F32, Q8_1 (36 bytes
+        // per 32 values, a type kvscope does not compute with) is the only
+        // other type these tests use.
         std::uint64_t values = 1;
         for (auto d : dims)
             values *= d;
-        w.add_tensor(name, dims, type, std::string(type == 0 ? values * 4 : values / 32 * 20, '\0'));
+        w.add_tensor(name, dims, type, std::string(type == 0 ? values * 4 : values / 32 * 36, '\0'));
     }
 };
 
@@ -223,15 +224,15 @@ private slots:
 
     void unsupportedTensorTypes() {
         TinyModel m;
-        m.dim = 32; // a whole Q4_1 block per row
+        m.dim = 32; // a whole Q8_1 block per row
         m.head_dim = 16;
-        m.types["blk.0.ffn_up.weight"] = 3; // Q4_1
-        expect_error(m, "tensor 'blk.0.ffn_up.weight' has type Q4_1, which kvscope cannot compute with");
+        m.types["blk.0.ffn_up.weight"] = 9; // Q8_1
+        expect_error(m, "tensor 'blk.0.ffn_up.weight' has type Q8_1, which kvscope cannot compute with");
         TinyModel norm;
         norm.dim = 32;
         norm.head_dim = 16;
-        norm.types["output_norm.weight"] = 3;
-        expect_error(norm, "tensor 'output_norm.weight' has type Q4_1, expected F32 for a 1-D tensor");
+        norm.types["output_norm.weight"] = 9;
+        expect_error(norm, "tensor 'output_norm.weight' has type Q8_1, expected F32 for a 1-D tensor");
     }
 
     void badMetadata() {

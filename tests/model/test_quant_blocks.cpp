@@ -86,9 +86,12 @@ private slots:
             {GgmlType::F32, 1, 4, true},     {GgmlType::F16, 1, 2, true},
             {GgmlType::BF16, 1, 2, true},    {GgmlType::Q8_0, 32, 34, true},
             {GgmlType::Q4_0, 32, 18, true},  {GgmlType::Q5_0, 32, 22, true},
-            {GgmlType::Q4_1, 32, 20, false}, {GgmlType::Q4_K, 256, 144, true},
+            {GgmlType::Q4_1, 32, 20, true},  {GgmlType::Q4_K, 256, 144, true},
             {GgmlType::Q5_K, 256, 176, true}, {GgmlType::Q6_K, 256, 210, true},
-            {GgmlType::Q2_K, 256, 84, false}, {GgmlType::Q3_K, 256, 110, false},
+            {GgmlType::Q2_K, 256, 84, true}, {GgmlType::Q3_K, 256, 110, true},
+            {GgmlType::Q5_1, 32, 24, true},  {GgmlType::IQ4_NL, 32, 18, true},
+            {GgmlType::IQ4_XS, 256, 136, true}, {GgmlType::Q8_1, 32, 36, false},
+            {GgmlType::IQ2_XXS, 256, 66, false},
         };
         for (const Row& r : rows) {
             const auto& t = kvscope::traits(r.type);
@@ -99,6 +102,9 @@ private slots:
         QCOMPARE(kvscope::to_string(GgmlType::Q4_K), std::string_view("Q4_K"));
         QVERIFY(kvscope::find_ggml_type(4) == nullptr); // Q4_2, removed from ggml
         QVERIFY(kvscope::find_ggml_type(1000) == nullptr);
+        QCOMPARE(kvscope::dequantizable_type_names(),
+                 std::string("F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, "
+                             "IQ4_XS, BF16"));
     }
 
     void tensorBytes() {
@@ -252,16 +258,157 @@ private slots:
         compare(dequantize(GgmlType::Q6_K, blocks, 512), expected);
     }
 
+    // Q4_1: as Q4_0's nibbles, value = q * d + m (a min, no offset).
+    void q4_1() { affine32(GgmlType::Q4_1, 4); }
+
+    // Q5_1: Q5_0's fifth bits (a u32 after d and m), value = q * d + m.
+    void q5_1() { affine32(GgmlType::Q5_1, 5); }
+
+    // IQ4_NL: Q4_0's nibbles index a 16-entry table; value = d * table[q].
+    void iq4_nl() {
+        std::mt19937 rng(7);
+        std::string blocks;
+        std::vector<double> expected;
+        for (double scale : {0.0078125, -2.5}) {
+            const auto q = random_ints(rng, 32, 0, 15);
+            put16(blocks, f16_bits(scale));
+            for (int j = 0; j < 16; ++j)
+                blocks += static_cast<char>(q[j] | (q[j + 16] << 4));
+            for (int v : q)
+                expected.push_back(scale * kIq4nl[v]);
+        }
+        compare(dequantize(GgmlType::IQ4_NL, blocks, 64), expected);
+    }
+
+    // IQ4_XS: 8 sub-blocks of 32 with 6-bit scales ls (value ls - 32): low
+    // 4 bits in nibble j % 2 of scales_l[j / 2], top 2 bits at 2j of the u16
+    // scales_h; sub-block j's 16 bytes of nibbles as IQ4_NL's.
+    void iq4_xs() {
+        std::mt19937 rng(8);
+        std::string blocks;
+        std::vector<double> expected;
+        for (double scale : {0.001953125, -0.75}) {
+            const auto q = random_ints(rng, 256, 0, 15);
+            auto ls = random_ints(rng, 8, 0, 63);
+            ls[2] = 0;  // -32
+            ls[5] = 63; // 31
+            int high = 0;
+            std::string low(4, '\0');
+            for (int j = 0; j < 8; ++j) {
+                high |= (ls[j] >> 4) << (2 * j);
+                low[j / 2] = static_cast<char>(low[j / 2] | ((ls[j] & 15) << (4 * (j % 2))));
+            }
+            put16(blocks, f16_bits(scale));
+            put16(blocks, high);
+            blocks += low;
+            for (int j = 0; j < 8; ++j)
+                for (int l = 0; l < 16; ++l)
+                    blocks += static_cast<char>(q[32 * j + l] | (q[32 * j + 16 + l] << 4));
+            for (int i = 0; i < 256; ++i)
+                expected.push_back(scale * (ls[i / 32] - 32) * kIq4nl[q[i]]);
+        }
+        QCOMPARE(blocks.size(), 2u * 136u);
+        compare(dequantize(GgmlType::IQ4_XS, blocks, 512), expected);
+    }
+
+    // Q2_K: 16 sub-blocks of 16; scales[s] = scale (low nibble) | min (high);
+    // value i = 128h + 32k + l has its 2 bits at 2k of qs[32h + l];
+    // value = d * scale * q - dmin * min; d and dmin (f16) come last.
+    void q2_k() {
+        std::mt19937 rng(9);
+        std::string blocks;
+        std::vector<double> expected;
+        for (const auto& [scale, min_scale] : {std::pair{0.03125, 0.015625}, std::pair{-1.5, 0.5}}) {
+            const auto q = random_ints(rng, 256, 0, 3);
+            const auto sc = random_ints(rng, 16, 0, 15);
+            const auto mn = random_ints(rng, 16, 0, 15);
+            std::string qs(64, '\0');
+            for (int s = 0; s < 16; ++s)
+                blocks += static_cast<char>(sc[s] | (mn[s] << 4));
+            for (int i = 0; i < 256; ++i) {
+                const int h = i / 128, k = i % 128 / 32, l = i % 32;
+                qs[32 * h + l] = static_cast<char>(qs[32 * h + l] | (q[i] << (2 * k)));
+                expected.push_back(scale * sc[i / 16] * q[i] - min_scale * mn[i / 16]);
+            }
+            blocks += qs;
+            put16(blocks, f16_bits(scale));
+            put16(blocks, f16_bits(min_scale));
+        }
+        QCOMPARE(blocks.size(), 2u * 84u);
+        compare(dequantize(GgmlType::Q2_K, blocks, 512), expected);
+    }
+
+    // Q3_K: hmask[32], qs[64], 12 bytes of 6-bit scales, d. Value i =
+    // 128h + 32k + l: low 2 bits at 2k of qs[32h + l], third bit at 4h + k
+    // of hmask[l]; q = low2 - 4 when that bit is clear; value =
+    // d * (scale[i / 16] - 32) * q. Scale 4k + i (i < 4): low 4 bits in
+    // nibble k / 2 of byte 4 (k % 2) + i, top 2 bits at 2k of byte 8 + i.
+    void q3_k() {
+        std::mt19937 rng(10);
+        std::string blocks;
+        std::vector<double> expected;
+        for (double scale : {0.0625, -0.25}) {
+            const auto u = random_ints(rng, 256, 0, 7); // q + 4
+            auto sc = random_ints(rng, 16, 0, 63);
+            sc[3] = 0;
+            sc[12] = 63;
+            std::string hmask(32, '\0'), qs(64, '\0'), packed(12, '\0');
+            for (int i = 0; i < 256; ++i) {
+                const int h = i / 128, k = i % 128 / 32, l = i % 32;
+                qs[32 * h + l] = static_cast<char>(qs[32 * h + l] | ((u[i] & 3) << (2 * k)));
+                hmask[l] = static_cast<char>(hmask[l] | ((u[i] >> 2) << (4 * h + k)));
+                expected.push_back(scale * (sc[i / 16] - 32) * (u[i] - 4));
+            }
+            for (int k = 0; k < 4; ++k)
+                for (int i = 0; i < 4; ++i) {
+                    const int v = sc[4 * k + i];
+                    packed[4 * (k % 2) + i] = static_cast<char>(packed[4 * (k % 2) + i] | ((v & 15) << (4 * (k / 2))));
+                    packed[8 + i] = static_cast<char>(packed[8 + i] | ((v >> 4) << (2 * k)));
+                }
+            blocks += hmask + qs + packed;
+            put16(blocks, f16_bits(scale));
+        }
+        QCOMPARE(blocks.size(), 2u * 110u);
+        compare(dequantize(GgmlType::Q3_K, blocks, 512), expected);
+    }
+
     void rejectsUnsupportedTypeAndPartialBlocks() {
         std::vector<float> out(64);
         const std::string zeros(1000, '\0');
         QVERIFY_THROWS_EXCEPTION(kvscope::Error,
-                                 kvscope::dequantize_row(GgmlType::Q4_1, zeros.data(), out.data(), 32));
+                                 kvscope::dequantize_row(GgmlType::Q8_1, zeros.data(), out.data(), 32));
         QVERIFY_THROWS_EXCEPTION(kvscope::Error,
                                  kvscope::dequantize_row(GgmlType::Q8_0, zeros.data(), out.data(), 40));
     }
 
 private:
+    static constexpr int kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+    // Two blocks of Q4_1 (bits 4) or Q5_1 (bits 5): d, m, [qh,] nibbles.
+    static void affine32(GgmlType type, int bits) {
+        std::mt19937 rng(bits + 20);
+        std::string blocks;
+        std::vector<double> expected;
+        for (const auto& [scale, min] : {std::pair{0.125, -1.0}, std::pair{0.0078125, 0.75}}) {
+            const auto q = random_ints(rng, 32, 0, (1 << bits) - 1);
+            put16(blocks, f16_bits(scale));
+            put16(blocks, f16_bits(min));
+            if (bits == 5) {
+                std::uint32_t high = 0;
+                for (int i = 0; i < 32; ++i)
+                    high |= static_cast<std::uint32_t>(q[i] >> 4) << i;
+                for (int b = 0; b < 4; ++b)
+                    blocks += static_cast<char>((high >> (8 * b)) & 0xFF);
+            }
+            for (int j = 0; j < 16; ++j)
+                blocks += static_cast<char>((q[j] & 15) | ((q[j + 16] & 15) << 4));
+            for (int v : q)
+                expected.push_back(v * scale + min);
+        }
+        QCOMPARE(blocks.size(), 2u * kvscope::traits(type).block_bytes);
+        compare(dequantize(type, blocks, 64), expected);
+    }
+
     // Two super-blocks with random quants, scales and mins; all 6-bit scale
     // and min values including those above 15 (which need the top bits).
     static void k_quant(GgmlType type, int bits) {
