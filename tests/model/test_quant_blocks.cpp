@@ -2,10 +2,15 @@
 // chosen integers and scales, packing them as the ggml layouts describe,
 // and checks the result against the formula computed here in double
 // precision, so a wrong bit position or scale order shows up as a mismatch.
+// For the types added later (Q4_1, Q5_1, IQ4_NL, IQ4_XS, Q2_K, Q3_K),
+// blocks that llama.cpp's llama-quantize wrote must also dequantize to
+// llama.cpp's own floats, bit for bit (tests/data/quant_reference).
 #include <QTest>
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -370,6 +375,55 @@ private slots:
         }
         QCOMPARE(blocks.size(), 2u * 110u);
         compare(dequantize(GgmlType::Q3_K, blocks, 512), expected);
+    }
+
+    // tests/data/quant_reference/<type>.txt (make.sh there writes them):
+    // "type NAME", "bytes HEX" (blocks llama-quantize wrote), "floats
+    // HEX..." (the IEEE bits llama.cpp's dequantization gives).
+    void matchesLlamaCppBitForBit_data() {
+        QTest::addColumn<QString>("file");
+        for (const char* name : {"q4_1", "q5_1", "iq4_nl", "iq4_xs", "q2_k", "q3_k"})
+            QTest::newRow(name) << QString(name);
+    }
+    void matchesLlamaCppBitForBit() {
+        QFETCH(QString, file);
+        std::ifstream in(std::string(KVSCOPE_TEST_DATA) + "/quant_reference/" + file.toStdString() + ".txt");
+        QVERIFY2(in, "reference file missing");
+        std::string line, type_name, bytes;
+        std::vector<std::uint32_t> expected;
+        while (std::getline(in, line)) {
+            std::istringstream words(line);
+            std::string key;
+            words >> key;
+            if (key == "type")
+                words >> type_name;
+            else if (key == "bytes")
+                words >> bytes;
+            else if (key == "floats")
+                for (std::string hex; words >> hex;)
+                    expected.push_back(static_cast<std::uint32_t>(std::stoul(hex, nullptr, 16)));
+        }
+        // ggml prints "q2_K"; kvscope's names are upper case.
+        const std::string upper = QString::fromStdString(type_name).toUpper().toStdString();
+        QCOMPARE(QString::fromStdString(upper).toLower(), file);
+        const kvscope::GgmlTypeTraits* type = nullptr;
+        for (std::uint32_t raw = 0; raw < 64; ++raw)
+            if (const auto* t = kvscope::find_ggml_type(raw); t != nullptr && t->name == upper)
+                type = t;
+        QVERIFY2(type != nullptr, type_name.c_str());
+        std::string blocks;
+        for (std::size_t i = 0; i + 1 < bytes.size(); i += 2)
+            blocks += static_cast<char>(std::stoi(bytes.substr(i, 2), nullptr, 16));
+        QVERIFY(!expected.empty());
+        QCOMPARE(blocks.size(), expected.size() / type->block_values * type->block_bytes);
+        const std::vector<float> got = dequantize(type->type, blocks, expected.size());
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            std::uint32_t bits;
+            std::memcpy(&bits, &got[i], sizeof bits);
+            if (bits != expected[i])
+                QFAIL(qPrintable(QStringLiteral("value %1: got %2 (%3), llama.cpp %4").arg(i).arg(bits, 8, 16, QChar('0'))
+                                     .arg(static_cast<double>(got[i])).arg(expected[i], 8, 16, QChar('0'))));
+        }
     }
 
     void rejectsUnsupportedTypeAndPartialBlocks() {

@@ -37,9 +37,11 @@ void TestQuantize::round_trip_within_a_step_data() {
     // sub-block scales included).
     QTest::addColumn<double>("bound");
     // Root-mean-square error relative to the values' (normal data), 0 for
-    // none: llama-quantize gets 0.070 (Q4_1), 0.035 (Q5_1), 0.072
-    // (IQ4_NL), 0.073 (IQ4_XS), 0.27 (Q2_K), 0.14 (Q3_K) on this data
-    // without an importance matrix; these quantizers must stay near.
+    // none: llama-quantize --pure (no importance matrix) got 0.078 (Q4_1),
+    // 0.038 (Q5_1), 0.076 (IQ4_NL), 0.077 (IQ4_XS), 0.30 (Q2_K) and 0.15
+    // (Q3_K) on a make-model matrix (normal weights); these quantizers get
+    // 0.071, 0.034, 0.075, 0.076, 0.27 and 0.14 here and must stay at or
+    // below llama.cpp's, rounded up.
     QTest::addColumn<double>("rms");
     QTest::newRow("F16") << int(GgmlType::F16) << 0.5 / 1024 << 0.0;
     QTest::newRow("BF16") << int(GgmlType::BF16) << 0.5 / 128 << 0.0;
