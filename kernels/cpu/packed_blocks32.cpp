@@ -1,4 +1,5 @@
-// The tile layout of the blocks-of-32 types (Q8_0, Q4_0, Q5_0) and the
+// The tile layout of the blocks-of-32 types (Q8_0, Q4_0, Q5_0, Q4_1,
+// Q5_1, IQ4_NL) and the
 // choice of kernel per instruction set (packed_kernel.h says what tiles are
 // for; packed_blocks32.h holds the numbers).
 //
@@ -6,6 +7,7 @@
 //
 //   codes    [block b][code_bytes(type)]      B x code_bytes, 64-byte lines
 //   scales   [block b][row r] f16 d           B x 32 bytes
+//   mins     [block b][row r] f16 m           B x 32 bytes (Q4_1, Q5_1 only)
 //   padding  zeros, to a multiple of 64 bytes
 //
 // A group is 4 consecutive values 4g..4g+3 (g = 0..7) of one block for the
@@ -23,9 +25,13 @@
 //                    4 r + j of word g is the fifth bit of value 4 g + j of
 //                    row r (a ready AVX-512 byte mask: code = nibble | 16);
 //                    codes q + 16
+//   Q4_1  as Q4_0, codes q (0..15, no offset: the min is added per block)
+//   Q5_1  as Q5_0, codes q (0..31)
+//   IQ4_NL as Q4_0, the nibbles the GGUF's table indices; the kernels look
+//          each up as kIq4nlValues[i] + 128 (offset 128, as Q8_0)
 //
-// Sizes are those of the GGUF rows: 16 x 34, 16 x 18 and 16 x 22 bytes per
-// block column, before the tile's padding to a cache line.
+// Sizes are those of the GGUF rows: 16 x 34, 18, 22, 20, 24 and 18 bytes
+// per block column, before the tile's padding to a cache line.
 #include "kernels/cpu/packed_blocks32.h"
 
 #include <cstring>
@@ -44,7 +50,24 @@ std::size_t round_up(std::size_t bytes) { return (bytes + kPackedAlign - 1) / kP
 
 template <WeightType T>
 std::size_t tile_bytes(std::size_t cols) {
-    return round_up(cols / kQuantBlockValues * (code_bytes(T) + kScaleBytes));
+    return round_up(cols / kQuantBlockValues * blocks32::block_tile_bytes(T));
+}
+
+// Where a GGUF block keeps its nibbles and fifth bits.
+template <WeightType T>
+constexpr std::size_t qs_offset() {
+    switch (T) {
+    case WeightType::Q4_0: return offsetof(BlockQ4_0, qs);
+    case WeightType::Q5_0: return offsetof(BlockQ5_0, qs);
+    case WeightType::Q4_1: return offsetof(BlockQ4_1, qs);
+    case WeightType::Q5_1: return offsetof(BlockQ5_1, qs);
+    case WeightType::IQ4_NL: return offsetof(BlockIQ4_NL, qs);
+    default: return offsetof(BlockQ8_0, qs);
+    }
+}
+template <WeightType T>
+constexpr std::size_t qh_offset() {
+    return T == WeightType::Q5_0 ? offsetof(BlockQ5_0, qh) : offsetof(BlockQ5_1, qh);
 }
 
 // The stored code of value i of a GGUF block (code_offset added).
@@ -53,13 +76,12 @@ std::uint8_t stored_code(const std::byte* block, std::size_t i) {
     if constexpr (T == WeightType::Q8_0) {
         return static_cast<std::uint8_t>(std::to_integer<std::uint8_t>(block[offsetof(BlockQ8_0, qs) + i]) ^ 0x80);
     } else {
-        const std::size_t qs = T == WeightType::Q4_0 ? offsetof(BlockQ4_0, qs) : offsetof(BlockQ5_0, qs);
-        const auto byte = std::to_integer<std::uint8_t>(block[qs + i % kHalfBlock]);
+        const auto byte = std::to_integer<std::uint8_t>(block[qs_offset<T>() + i % kHalfBlock]);
         const auto nibble = static_cast<std::uint8_t>(i < kHalfBlock ? byte & 0x0F : byte >> 4);
-        if constexpr (T == WeightType::Q4_0)
+        if constexpr (!blocks32::has_fifth_bit(T))
             return nibble;
         std::uint32_t qh;
-        std::memcpy(&qh, block + offsetof(BlockQ5_0, qh), sizeof qh);
+        std::memcpy(&qh, block + qh_offset<T>(), sizeof qh);
         return static_cast<std::uint8_t>(nibble | ((qh >> i) & 1) << 4);
     }
 }
@@ -73,7 +95,7 @@ void place_code(std::uint8_t code, std::size_t r, std::size_t i, std::uint8_t* c
     } else {
         const std::size_t line = i % kHalfBlock / kGroupValues;
         codes[line * kGroupBytes + lane_byte] |= static_cast<std::uint8_t>((code & 0x0F) << (i < kHalfBlock ? 0 : 4));
-        if constexpr (T == WeightType::Q5_0)
+        if constexpr (blocks32::has_fifth_bit(T))
             codes[blocks32::kNibbleBytes + i / kGroupValues * sizeof(std::uint64_t) + lane_byte / 8] |=
                 static_cast<std::uint8_t>((code >> 4) << (lane_byte % 8));
     }
@@ -85,10 +107,15 @@ void pack_tile(const std::byte* w, std::size_t row_bytes, std::size_t rows, std:
     const std::size_t blocks = cols / kQuantBlockValues, block_bytes = row_bytes / blocks;
     auto* codes = reinterpret_cast<std::uint8_t*>(tile);
     std::byte* scales = tile + blocks32::scales_offset(T, cols);
+    std::byte* mins = tile + blocks32::mins_offset(T, cols);
     for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t b = 0; b < blocks; ++b) {
             const std::byte* block = w + r * row_bytes + b * block_bytes;
+            // Every type's block starts with its f16 d; Q4_1's and Q5_1's m follows.
             std::memcpy(scales + b * kScaleBytes + r * sizeof(std::uint16_t), block, sizeof(std::uint16_t));
+            if constexpr (blocks32::has_min(T))
+                std::memcpy(mins + b * kScaleBytes + r * sizeof(std::uint16_t), block + offsetof(BlockQ4_1, m),
+                            sizeof(std::uint16_t));
             for (std::size_t i = 0; i < kQuantBlockValues; ++i)
                 place_code<T>(stored_code<T>(block, i), r, i, codes + b * code_bytes(T));
         }
@@ -104,6 +131,9 @@ const PackedLayout* blocks32_packed_layout(WeightType type) {
     case WeightType::Q8_0: return &kLayout<WeightType::Q8_0>;
     case WeightType::Q4_0: return &kLayout<WeightType::Q4_0>;
     case WeightType::Q5_0: return &kLayout<WeightType::Q5_0>;
+    case WeightType::Q4_1: return &kLayout<WeightType::Q4_1>;
+    case WeightType::Q5_1: return &kLayout<WeightType::Q5_1>;
+    case WeightType::IQ4_NL: return &kLayout<WeightType::IQ4_NL>;
     default: return nullptr;
     }
 }

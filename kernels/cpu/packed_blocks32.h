@@ -1,4 +1,5 @@
-// Internal to the blocks-of-32 tile kernels (packed_blocks32*.cpp): the
+// Internal to the blocks-of-32 tile kernels (packed_blocks32*.cpp; Q8_0,
+// Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL): the
 // numbers of the tile layout drawn in packed_blocks32.cpp, the per-ISA
 // kernels, what the kernels of both register widths share (group decoding,
 // prefetch), and the 256-bit kernel that the AVX2 and AVX-VNNI files both
@@ -28,27 +29,50 @@ inline constexpr std::size_t kScaleBytes = kPackedRows * sizeof(std::uint16_t); 
 constexpr std::size_t code_bytes(WeightType type) {
     switch (type) {
     case WeightType::Q8_0: return kGroups * kGroupBytes;
-    case WeightType::Q4_0: return kNibbleBytes;
-    case WeightType::Q5_0: return kNibbleBytes + kHighBitBytes;
+    case WeightType::Q4_0:
+    case WeightType::Q4_1:
+    case WeightType::IQ4_NL: return kNibbleBytes;
+    case WeightType::Q5_0:
+    case WeightType::Q5_1: return kNibbleBytes + kHighBitBytes;
     default: return 0;
     }
 }
 
-// Stored code = signed code + offset (unsigned, as dpbusd wants its
-// register operand), so a block's integer sum starts at -offset x the
-// activation block's sum.
+// Whether codes carry a fifth bit (Q5_0, Q5_1).
+constexpr bool has_fifth_bit(WeightType type) { return type == WeightType::Q5_0 || type == WeightType::Q5_1; }
+
+// Whether the nibbles index kIq4nlValues (IQ4_NL): the kernels look the
+// codes up, as kIq4nlValues + 128, when they decode a group.
+constexpr bool is_table(WeightType type) { return type == WeightType::IQ4_NL; }
+
+// Whether rows have a min m per block (value = d q + m: Q4_1, Q5_1); its
+// f16 values follow the scales, and each block adds m x d_x x sum(x codes).
+constexpr bool has_min(WeightType type) { return type == WeightType::Q4_1 || type == WeightType::Q5_1; }
+
+// The code the kernels multiply = signed code + offset (unsigned, as
+// dpbusd wants its register operand), so a block's integer sum starts at
+// -offset x the activation block's sum.
 constexpr std::int32_t code_offset(WeightType type) {
     switch (type) {
-    case WeightType::Q8_0: return 128;
+    case WeightType::Q8_0:
+    case WeightType::IQ4_NL: return 128;
     case WeightType::Q4_0: return 8;
     case WeightType::Q5_0: return 16;
-    default: return 0;
+    default: return 0; // Q4_1, Q5_1: unsigned codes, the min apart
     }
 }
 
-// The scales region follows the codes of all blocks.
+// The scales region follows the codes of all blocks, the mins the scales.
 constexpr std::size_t scales_offset(WeightType type, std::size_t cols) {
     return cols / kQuantBlockValues * code_bytes(type);
+}
+constexpr std::size_t mins_offset(WeightType type, std::size_t cols) {
+    return scales_offset(type, cols) + cols / kQuantBlockValues * kScaleBytes;
+}
+
+// Bytes a block column takes in a tile: codes, scale and min.
+constexpr std::size_t block_tile_bytes(WeightType type) {
+    return code_bytes(type) + kScaleBytes * (has_min(type) ? 2 : 1);
 }
 
 #if defined(KVSCOPE_KERNELS_AVX512VNNI)
@@ -88,6 +112,14 @@ inline std::int32_t load_i32(const void* p) {
     return v;
 }
 
+// kIq4nlValues + 128, the unsigned codes of IQ4_NL, as a pshufb table.
+inline __m128i iq4nl_table() {
+    alignas(16) std::uint8_t table[16];
+    for (std::size_t i = 0; i < 16; ++i)
+        table[i] = static_cast<std::uint8_t>(kIq4nlValues[i] + 128);
+    return _mm_load_si128(reinterpret_cast<const __m128i*>(table));
+}
+
 // A decode step streams the tiles in order (codes, scales, the next tile)
 // and reads each byte once: while on block b, the lines kPrefetchBytes
 // ahead of the walk are requested, a block's share of lines per block.
@@ -98,7 +130,7 @@ inline constexpr std::size_t kPrefetchBytes = 4096;
 
 template <WeightType T>
 inline void prefetch_ahead(const std::byte* tile, std::size_t b) {
-    constexpr std::size_t lines = (code_bytes(T) + kScaleBytes + kPackedAlign - 1) / kPackedAlign;
+    constexpr std::size_t lines = (block_tile_bytes(T) + kPackedAlign - 1) / kPackedAlign;
     for (std::size_t l = 0; l < lines; ++l)
         _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + (b * lines + l) * kPackedAlign),
                      _MM_HINT_T0);
@@ -107,7 +139,7 @@ inline void prefetch_ahead(const std::byte* tile, std::size_t b) {
 // Calls f(g, codes) for the 8 groups of a block, each group's unsigned
 // codes decoded once into a register of Simd (Ymm below; Zmm in the
 // AVX-512 file). `codes`: the block's code bytes at the register's first
-// row (a ymm half: + 32 h); `fifth`: Q5_0's mask of group 0 at the same
+// row (a ymm half: + 32 h); `fifth`: Q5_0's / Q5_1's mask of group 0 at the same
 // row (+ 4 h), each next group's 8 bytes on.
 template <WeightType T, typename Simd, typename F>
 inline void for_each_group(const std::byte* codes, const std::byte* fifth, F f) {
@@ -119,9 +151,13 @@ inline void for_each_group(const std::byte* codes, const std::byte* fifth, F f) 
         for (std::size_t k = 0; k < kGroups / 2; ++k) {
             const Reg v = Simd::load(codes + k * kGroupBytes);
             Reg lo = Simd::low_nibbles(v), hi = Simd::high_nibbles(v);
-            if constexpr (T == WeightType::Q5_0) {
+            if constexpr (has_fifth_bit(T)) {
                 lo = Simd::add_fifth_bits(lo, fifth + k * sizeof(std::uint64_t));
                 hi = Simd::add_fifth_bits(hi, fifth + (k + kGroups / 2) * sizeof(std::uint64_t));
+            }
+            if constexpr (is_table(T)) {
+                lo = Simd::iq4nl_codes(lo);
+                hi = Simd::iq4nl_codes(hi);
             }
             f(k, lo);
             f(k + kGroups / 2, hi);
@@ -143,6 +179,10 @@ struct Ymm {
         const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
         return _mm256_or_si256(nibbles, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
     }
+    // kIq4nlValues[i] + 128 for each byte i (0..15).
+    static Reg iq4nl_codes(Reg nibbles) {
+        return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(iq4nl_table()), nibbles);
+    }
 };
 
 // Inputs i < N against one half of a tile. IntDot::start<T>(sum) is the
@@ -155,6 +195,7 @@ void ymm_gemm_half(const std::byte* tile, const std::byte* act, std::size_t act_
                    std::size_t h, float* y, std::size_t y_stride, std::size_t rows) {
     const std::size_t blocks = cols / kQuantBlockValues;
     const std::byte* scales = tile + scales_offset(T, cols) + h * kHalfRows * sizeof(std::uint16_t);
+    const std::byte* mins = tile + mins_offset(T, cols) + h * kHalfRows * sizeof(std::uint16_t);
     const ActBlock32Sum* a[N];
     __m256 acc[N];
     for (std::size_t j = 0; j < N; ++j) {
@@ -179,6 +220,11 @@ void ymm_gemm_half(const std::byte* tile, const std::byte* act, std::size_t act_
         for (std::size_t j = 0; j < N; ++j)
             acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a[j][b].d)), _mm256_cvtepi32_ps(sums[j]),
                                      acc[j]);
+        if constexpr (has_min(T)) {
+            const __m256 m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mins + b * kScaleBytes)));
+            for (std::size_t j = 0; j < N; ++j)
+                acc[j] = _mm256_fmadd_ps(m, _mm256_set1_ps(a[j][b].d * static_cast<float>(a[j][b].sum)), acc[j]);
+        }
     }
     const std::size_t first = h * kHalfRows, count = rows - first < kHalfRows ? rows - first : kHalfRows;
     for (std::size_t j = 0; j < N; ++j) {
@@ -213,6 +259,9 @@ PackedGemmFn ymm_packed_gemm(WeightType type) {
     case WeightType::Q8_0: return {ymm_gemm<IntDot, WeightType::Q8_0>, kYmmMaxInputs};
     case WeightType::Q4_0: return {ymm_gemm<IntDot, WeightType::Q4_0>, kYmmMaxInputs};
     case WeightType::Q5_0: return {ymm_gemm<IntDot, WeightType::Q5_0>, kYmmMaxInputs};
+    case WeightType::Q4_1: return {ymm_gemm<IntDot, WeightType::Q4_1>, kYmmMaxInputs};
+    case WeightType::Q5_1: return {ymm_gemm<IntDot, WeightType::Q5_1>, kYmmMaxInputs};
+    case WeightType::IQ4_NL: return {ymm_gemm<IntDot, WeightType::IQ4_NL>, kYmmMaxInputs};
     default: return {};
     }
 }

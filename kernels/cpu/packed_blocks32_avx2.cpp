@@ -1,4 +1,4 @@
-// The blocks-of-32 tile kernels (Q8_0, Q4_0, Q5_0) with AVX2 alone: the
+// The blocks-of-32 tile kernels (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL) with AVX2 alone: the
 // kernel of packed_blocks32.h, each dpbusd done as maddubs (u8 x s8 ->
 // pairs in s16) + madd (-> s32) + add. This file alone is compiled with
 // -mavx2 -mfma -mf16c.
@@ -9,15 +9,18 @@
 namespace kvscope::kernels::cpu::detail::blocks32 {
 namespace {
 
-// maddubs saturates a pair sum above 32767. Q4_0/Q5_0 codes are at most
-// 31 (31 x 127 x 2 fits). Q8_0's stored q + 128 would not, so Q8_0 takes
-// the signed codes back (q = stored ^ 0x80) and multiplies |q| by a with
-// q's sign: |pair| <= 128 x 127 x 2 fits, and with no offset in the codes
-// the sums start at 0. The int32 sums equal dpbusd's exactly.
+// maddubs saturates a pair sum above 32767. Q4_0/Q5_0/Q4_1/Q5_1 codes
+// are at most 31 (31 x 127 x 2 fits). Q8_0's and IQ4_NL's codes + 128
+// would not, so they take the signed codes back (q = code ^ 0x80) and
+// multiply |q| by a with q's sign: |pair| <= 128 x 127 x 2 fits, and with
+// no offset in the codes the sums start at 0. The int32 sums equal
+// dpbusd's exactly.
 struct Avx2Dot {
     template <WeightType T>
+    static constexpr bool kSigned = T == WeightType::Q8_0 || T == WeightType::IQ4_NL;
+    template <WeightType T>
     static __m256i start(std::int32_t act_sum) {
-        if constexpr (T == WeightType::Q8_0)
+        if constexpr (kSigned<T>)
             return _mm256_setzero_si256();
         else
             return _mm256_set1_epi32(-code_offset(T) * act_sum);
@@ -25,7 +28,7 @@ struct Avx2Dot {
     template <WeightType T>
     static __m256i dot(__m256i acc, __m256i w, __m256i a) {
         __m256i pairs;
-        if constexpr (T == WeightType::Q8_0) {
+        if constexpr (kSigned<T>) {
             const __m256i q = _mm256_xor_si256(w, _mm256_set1_epi8(static_cast<char>(0x80)));
             pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(a, q));
         } else {

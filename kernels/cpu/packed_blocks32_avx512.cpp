@@ -1,4 +1,4 @@
-// The blocks-of-32 tile kernels (Q8_0, Q4_0, Q5_0) with AVX-512 VNNI: the
+// The blocks-of-32 tile kernels (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL) with AVX-512 VNNI: the
 // 16 rows of a tile in the 16 int32 lanes of a zmm (layout in
 // packed_blocks32.cpp). Per block, each of the 8 groups of 4 values is
 // decoded once into a register, then each input adds its 4 activation
@@ -31,6 +31,9 @@ struct Zmm {
         std::memcpy(&mask, p, sizeof mask);
         return _mm512_mask_add_epi8(nibbles, mask, nibbles, _mm512_set1_epi8(0x10));
     }
+    static Reg iq4nl_codes(Reg nibbles) {
+        return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(iq4nl_table()), nibbles);
+    }
 };
 
 template <WeightType T, std::size_t N>
@@ -38,6 +41,7 @@ void gemm_n(const std::byte* tile, const std::byte* act, std::size_t act_stride,
             std::size_t y_stride, std::size_t rows) {
     const std::size_t blocks = cols / kQuantBlockValues;
     const std::byte* scales = tile + scales_offset(T, cols);
+    const std::byte* mins = tile + mins_offset(T, cols);
     const ActBlock32Sum* a[N];
     __m512 acc[N];
     for (std::size_t j = 0; j < N; ++j) {
@@ -59,6 +63,11 @@ void gemm_n(const std::byte* tile, const std::byte* act, std::size_t act_stride,
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kScaleBytes)));
         for (std::size_t j = 0; j < N; ++j)
             acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(a[j][b].d)), _mm512_cvtepi32_ps(sums[j]), acc[j]);
+        if constexpr (has_min(T)) {
+            const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mins + b * kScaleBytes)));
+            for (std::size_t j = 0; j < N; ++j)
+                acc[j] = _mm512_fmadd_ps(m, _mm512_set1_ps(a[j][b].d * static_cast<float>(a[j][b].sum)), acc[j]);
+        }
     }
     const auto mask = static_cast<__mmask16>((1u << rows) - 1);
     for (std::size_t j = 0; j < N; ++j)
@@ -88,6 +97,9 @@ PackedGemmFn avx512_packed_gemm(WeightType type) {
     case WeightType::Q8_0: return {gemm<WeightType::Q8_0>, kMaxInputs};
     case WeightType::Q4_0: return {gemm<WeightType::Q4_0>, kMaxInputs};
     case WeightType::Q5_0: return {gemm<WeightType::Q5_0>, kMaxInputs};
+    case WeightType::Q4_1: return {gemm<WeightType::Q4_1>, kMaxInputs};
+    case WeightType::Q5_1: return {gemm<WeightType::Q5_1>, kMaxInputs};
+    case WeightType::IQ4_NL: return {gemm<WeightType::IQ4_NL>, kMaxInputs};
     default: return {};
     }
 }
