@@ -47,6 +47,8 @@ Completion run_to_completion(Engine& engine, std::vector<TokenId> prompt, const 
         if (!out.tokens.empty())
             last_token = Clock::now();
         c.tokens.insert(c.tokens.end(), out.tokens.begin(), out.tokens.end());
+        c.logprobs.insert(c.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
+        c.prompt_logprobs.insert(c.prompt_logprobs.end(), out.prompt_logprobs.begin(), out.prompt_logprobs.end());
         c.text += out.text;
         if (out.finish) {
             c.finish = *out.finish;

@@ -15,6 +15,8 @@ struct Completion {
     std::vector<TokenId> tokens; // generated, with the stop token that ended it (if one did)
     std::string text;            // the generated text, without stop tokens and stop strings
     FinishReason finish = FinishReason::Length;
+    std::vector<PositionLogprobs> logprobs;        // with RequestParams::logprobs: one per entry of `tokens`
+    std::vector<PositionLogprobs> prompt_logprobs; // with RequestParams::prompt_logprobs: prompt tokens 1, 2, ...
     double prefill_seconds = 0; // from add_request to the first token
     double decode_seconds = 0;  // from the first token to the last
 };

@@ -83,8 +83,11 @@ Admission Engine::add_request(std::vector<TokenId> prompt, const RequestParams& 
     r.arrival = now();
     r.open = params.n;
     const SeqId s = new_seq(id, 0);
+    // Prompt log-probabilities: the logits of positions 0 .. prompt - 2
+    // predict prompt tokens 1 .. prompt - 1.
+    const std::uint32_t all_logits_until = params.prompt_logprobs ? r.prompt_tokens - 1 : 0;
     scheduler_.add({s, std::move(prompt), r.prompt_tokens + params.max_new_tokens, 0, SeqStatus::Waiting, arrivals_++,
-                    params.priority});
+                    params.priority, all_logits_until});
     return Admission(id);
 }
 
@@ -109,6 +112,11 @@ std::optional<RequestRefusal> Engine::refusal(std::span<const TokenId> prompt, c
         r.message = "prompt of " + std::to_string(prompt.size()) + " tokens + " +
                     std::to_string(params.max_new_tokens) + " new tokens exceeds the model's context of " +
                     std::to_string(context) + " tokens";
+    } else if (std::max(params.logprobs.value_or(0), params.prompt_logprobs.value_or(0)) > kMaxLogprobs) {
+        r.reason = RefusalReason::BadSampling;
+        r.message = "log-probabilities of the " +
+                    std::to_string(std::max(params.logprobs.value_or(0), params.prompt_logprobs.value_or(0))) +
+                    " most likely tokens asked; at most " + std::to_string(kMaxLogprobs) + " are given";
     } else if (outside_vocab != prompt.end()) {
         r.reason = RefusalReason::TokenOutsideVocab;
         r.message = "token id " + std::to_string(*outside_vocab) + " is outside the vocabulary";
@@ -189,28 +197,32 @@ std::uint64_t Engine::run(std::span<const ScheduledChunk> chunks) {
 // tokens (same inputs, same results) fills the tail rows again.
 std::string Engine::forward(std::span<const ScheduledChunk> chunks, bool from_block_start) {
     const bool restart_blocks = from_block_start && seals_blocks(kv_.layout().dtype());
-    std::vector<SeqChunk> batch;
+    batch_.clear();
     for (const ScheduledChunk& c : chunks) {
         const std::uint32_t start = restart_blocks ? c.start - c.start % kv_.layout().block_size() : c.start;
         const auto tokens = std::span<const TokenId>(scheduler_.seq(c.seq).tokens);
-        batch.push_back({c.seq, tokens.subspan(start, c.start + c.count - start), start, c.samples});
+        batch_.push_back({c.seq, tokens.subspan(start, c.start + c.count - start), start, c.samples, c.all_logits});
     }
     try {
-        runner_->forward(batch, kv_, logits_);
+        runner_->forward(batch_, kv_, logits_);
         return {};
     } catch (const Error& e) {
         return e.what();
     }
 }
 
-// After the chunks ran: their K/V are computed, and each chunk that reaches
-// the end of its tokens samples one from its row of logits_. Returns the
-// prompt tokens among them.
+// After the chunks ran (batch_, in the same order): their K/V are computed,
+// a chunk with every row of logits keeps its prompt log-probabilities, and
+// each chunk that reaches the end of its tokens samples one from its last
+// row. Returns the prompt tokens among them.
 std::uint64_t Engine::use_logits(std::span<const ScheduledChunk> chunks) {
     const std::size_t vocab = model_->config().vocab_size;
     std::size_t row = 0;
     std::uint64_t prompt_tokens = 0;
-    for (const ScheduledChunk& c : chunks) {
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+        const ScheduledChunk& c = chunks[i];
+        const auto rows = std::span<const float>(logits_).subspan(row * vocab, batch_[i].logit_rows() * vocab);
+        row += batch_[i].logit_rows();
         const std::uint32_t prompt = requests_.at(seqs_.at(c.seq).request).prompt_tokens;
         if (c.start < prompt)
             prompt_tokens += c.count;
@@ -219,13 +231,30 @@ std::uint64_t Engine::use_logits(std::span<const ScheduledChunk> chunks) {
         else
             last_batch_.prefill_tokens += c.count;
         scheduler_.mark_computed(c.seq, c.start + c.count);
+        if (batch_[i].all_logits)
+            keep_prompt_logprobs(batch_[i], rows);
         if (!c.samples)
             continue;
-        const auto l = std::span<const float>(logits_).subspan(row++ * vocab, vocab);
+        const auto l = rows.last(vocab);
         fork_samples(c.seq, l);
         sample(c.seq, l);
     }
     return prompt_tokens;
+}
+
+// The logits at position p predict prompt token p + 1. A recomputed
+// sequence (preempted, or a failed batch's rerun) brings rows it gave
+// before: each prompt token's log-probabilities are kept once, in order.
+void Engine::keep_prompt_logprobs(const SeqChunk& ran, std::span<const float> rows) {
+    const std::size_t vocab = model_->config().vocab_size;
+    Request& r = requests_.at(seqs_.at(ran.seq).request);
+    const std::vector<TokenId>& tokens = scheduler_.seq(ran.seq).tokens;
+    for (std::size_t i = 0; i < ran.tokens.size(); ++i) {
+        const std::size_t target = ran.start + i + 1;
+        if (target == r.prompt_logprobs.size() + 1 && target < r.prompt_tokens)
+            r.prompt_logprobs.push_back(
+                position_logprobs(rows.subspan(i * vocab, vocab), tokens[target], *r.params.prompt_logprobs));
+    }
 }
 
 // The first token of a request with n > 1: the other samples start here,
@@ -264,10 +293,15 @@ void Engine::sample(SeqId id, std::span<const float> logits) {
     s.last_token_time = t;
     ++s.generated;
     ++sampled_this_step_;
+    RequestOutput out{s.request, s.index, {}, {token}, std::nullopt, {}};
+    if (r.params.logprobs)
+        out.logprobs.push_back(position_logprobs(logits, token, *r.params.logprobs));
+    if (s.generated == 1)
+        out.prompt_logprobs = r.prompt_logprobs;
     const bool drawn_end = r.params.end_after_tokens > 0 && s.generated > r.params.end_after_tokens;
     if (is_stop_token(r, token) || drawn_end) {
-        publish({s.request, s.index, s.decoder.flush(), {token}, FinishReason::Stop, {}});
-        finish(id, FinishReason::Stop);
+        out.text = s.decoder.flush();
+        end_with(id, std::move(out), FinishReason::Stop);
         return;
     }
     scheduler_.append_token(id, token);
@@ -279,18 +313,25 @@ void Engine::sample(SeqId id, std::span<const float> logits) {
         const std::size_t from = old_size >= stop.size() ? old_size - stop.size() + 1 : 0;
         const std::size_t at = stop.empty() ? std::string::npos : s.text.find(stop, from);
         if (at != std::string::npos) {
-            piece = s.text.substr(old_size, at > old_size ? at - old_size : 0);
-            publish({s.request, s.index, piece, {token}, FinishReason::Stop, {}});
-            finish(id, FinishReason::Stop);
+            out.text = s.text.substr(old_size, at > old_size ? at - old_size : 0);
+            end_with(id, std::move(out), FinishReason::Stop);
             return;
         }
     }
     if (s.generated >= r.params.max_new_tokens) {
-        publish({s.request, s.index, piece + s.decoder.flush(), {token}, FinishReason::Length, {}});
-        finish(id, FinishReason::Length);
+        out.text = piece + s.decoder.flush();
+        end_with(id, std::move(out), FinishReason::Length);
         return;
     }
-    publish({s.request, s.index, piece, {token}, std::nullopt, {}});
+    out.text = std::move(piece);
+    publish(out);
+}
+
+// The sequence's last output, then its end.
+void Engine::end_with(SeqId id, RequestOutput out, FinishReason reason) {
+    out.finish = reason;
+    publish(out);
+    finish(id, reason);
 }
 
 // Frees the sequence's blocks; the request ends with its last sequence.

@@ -30,6 +30,10 @@ namespace kvscope {
 // n = UINT32_MAX would exhaust memory.
 inline constexpr std::uint32_t kMaxSamplesPerRequest = 128;
 
+// The most alternatives a request may ask for at each position (OpenAI's
+// limit and vLLM's default max_logprobs).
+inline constexpr std::uint32_t kMaxLogprobs = 20;
+
 struct RequestParams {
     SamplingParams sampling;           // sample i of n uses seed + i
     std::uint32_t n = 1;               // parallel samples sharing the prompt's blocks, 1..kMaxSamplesPerRequest
@@ -49,6 +53,16 @@ struct RequestParams {
     // The engine only carries it into its snapshots, so a front end can
     // tell its requests apart without a map of its own.
     std::uint64_t client_tag = 0;
+    // Log-probabilities (PositionLogprobs: the model's raw distribution,
+    // before penalties, temperature or truncation), each with this many of
+    // the most likely tokens, 0..kMaxLogprobs; nullopt: none. `logprobs`:
+    // of each sampled token (RequestOutput::logprobs). `prompt_logprobs`: of
+    // each prompt token after the first (RequestOutput::prompt_logprobs);
+    // every prompt position then runs through the model, none taken from
+    // the prefix cache (as vLLM does), and the forward pass returns each
+    // position's logits. Requests without them pay nothing for either.
+    std::optional<std::uint32_t> logprobs;
+    std::optional<std::uint32_t> prompt_logprobs;
 };
 
 enum class FinishReason : std::uint8_t { Stop, Length, Abort, Error };
@@ -63,6 +77,12 @@ struct RequestOutput {
     std::vector<TokenId> tokens;
     std::optional<FinishReason> finish;
     std::string error; // with FinishReason::Error
+    // With RequestParams::logprobs: one per entry of `tokens`, in order.
+    std::vector<PositionLogprobs> logprobs{};
+    // With RequestParams::prompt_logprobs, in each sample's first output
+    // with a token: prompt tokens 1, 2, ... (the first has no context to
+    // be predicted from), each computed once whatever preemption recomputed.
+    std::vector<PositionLogprobs> prompt_logprobs{};
 };
 
 // What the last step() computed: decode tokens (one per running sequence)
@@ -130,6 +150,7 @@ private:
         bool forked = false;
         double arrival = 0;
         bool first_token_seen = false;
+        std::vector<PositionLogprobs> prompt_logprobs; // so far, with params.prompt_logprobs
     };
     struct Seq {
         RequestId request = 0;
@@ -146,9 +167,11 @@ private:
     std::uint64_t run(std::span<const ScheduledChunk> chunks);
     std::string forward(std::span<const ScheduledChunk> chunks, bool from_block_start);
     std::uint64_t use_logits(std::span<const ScheduledChunk> chunks);
+    void keep_prompt_logprobs(const SeqChunk& ran, std::span<const float> rows);
     void fork_samples(SeqId parent, std::span<const float> logits);
     void sample(SeqId id, std::span<const float> logits);
     bool is_stop_token(const Request& r, TokenId token) const;
+    void end_with(SeqId id, RequestOutput out, FinishReason reason);
     void finish(SeqId id, FinishReason reason, const std::string& error = {});
     void publish(const RequestOutput& out) const;
 
@@ -160,7 +183,8 @@ private:
     KvCacheManager kv_;
     Scheduler scheduler_;
     std::unique_ptr<ForwardPass> runner_;
-    std::vector<float> logits_; // the last step's, kept to reuse its memory
+    std::vector<SeqChunk> batch_; // what the last forward() ran, as use_logits reads its rows
+    std::vector<float> logits_;   // the last step's, kept to reuse its memory
     std::map<RequestId, Request> requests_;
     std::map<SeqId, Seq> seqs_;
     // Ended sequences still named as last holder by cached-free blocks

@@ -54,9 +54,9 @@ std::uint32_t KvCacheManager::block_size() const { return config_.layout.block_s
 
 // Cache hits stop one token short of the prompt: its last token must still
 // run through the model to produce the first output's logits.
-std::vector<BlockId> KvCacheManager::prefix_hits(std::span<const TokenId> prompt) const {
+std::vector<BlockId> KvCacheManager::prefix_hits(std::span<const TokenId> prompt, PrefixReuse reuse) const {
     std::vector<BlockId> hits;
-    if (!caching() || prompt.empty())
+    if (!caching() || prompt.empty() || reuse == PrefixReuse::Never)
         return hits;
     const std::size_t usable = (prompt.size() - 1) / block_size();
     std::uint64_t parent = kNoParentHash;
@@ -81,10 +81,11 @@ std::size_t KvCacheManager::blocks_needed(std::span<const TokenId> prompt, std::
     return layout.blocks_for_tokens(prompt.size()) - hits.size() + static_cast<std::size_t>(revived);
 }
 
-AllocStatus KvCacheManager::can_allocate(std::span<const TokenId> prompt, std::uint32_t max_new_tokens) const {
+AllocStatus KvCacheManager::can_allocate(std::span<const TokenId> prompt, std::uint32_t max_new_tokens,
+                                         PrefixReuse reuse) const {
     if (never_fits(prompt.size(), max_new_tokens))
         return AllocStatus::Never;
-    const std::size_t needed = blocks_needed(prompt, max_new_tokens, prefix_hits(prompt));
+    const std::size_t needed = blocks_needed(prompt, max_new_tokens, prefix_hits(prompt, reuse));
     if (pool_.num_free() < needed + watermark_blocks())
         return AllocStatus::Later;
     if (config_.mode == AllocationMode::Contiguous && pool_.largest_free_run() < needed)
@@ -112,13 +113,14 @@ std::optional<KvRefusal> KvCacheManager::never_fits(std::size_t prompt_tokens, s
     return r;
 }
 
-std::optional<KvRefusal> KvCacheManager::refusal(std::span<const TokenId> prompt, std::uint32_t max_new_tokens) const {
+std::optional<KvRefusal> KvCacheManager::refusal(std::span<const TokenId> prompt, std::uint32_t max_new_tokens,
+                                                 PrefixReuse reuse) const {
     if (std::optional<KvRefusal> never = never_fits(prompt.size(), max_new_tokens))
         return never;
-    const AllocStatus status = can_allocate(prompt, max_new_tokens);
+    const AllocStatus status = can_allocate(prompt, max_new_tokens, reuse);
     if (status == AllocStatus::Ok)
         return std::nullopt;
-    KvRefusal r{status, prompt.size(), max_new_tokens, blocks_needed(prompt, max_new_tokens, prefix_hits(prompt)),
+    KvRefusal r{status, prompt.size(), max_new_tokens, blocks_needed(prompt, max_new_tokens, prefix_hits(prompt, reuse)),
                 pool_.num_free(), config_.num_blocks, watermark_blocks(), {}};
     const std::string request = str(prompt.size()) + " prompt + " + str(max_new_tokens) + " new tokens";
     if (config_.mode == AllocationMode::Contiguous && r.free_blocks >= r.blocks_needed + r.watermark_blocks) {
@@ -154,10 +156,11 @@ std::vector<BlockId> KvCacheManager::take_run(std::size_t count, const std::stri
     return run;
 }
 
-std::uint32_t KvCacheManager::allocate(SeqId seq, std::span<const TokenId> prompt, std::uint32_t max_new_tokens) {
+std::uint32_t KvCacheManager::allocate(SeqId seq, std::span<const TokenId> prompt, std::uint32_t max_new_tokens,
+                                       PrefixReuse reuse) {
     if (seqs_.contains(seq))
         throw KvError("sequence " + std::to_string(seq) + " already exists");
-    if (const std::optional<KvRefusal> refused = refusal(prompt, max_new_tokens)) {
+    if (const std::optional<KvRefusal> refused = refusal(prompt, max_new_tokens, reuse)) {
         if (refused->status == AllocStatus::Later)
             pending_request_blocks_ = refused->blocks_needed;
         throw KvError(refused->reason);
@@ -170,7 +173,7 @@ std::uint32_t KvCacheManager::allocate(SeqId seq, std::span<const TokenId> promp
         s.capacity_blocks = static_cast<std::uint32_t>(contiguous_reservation_blocks(config_.layout, s.max_tokens));
         s.table = take_run(s.capacity_blocks, "contiguous allocation");
     } else {
-        s.table = prefix_hits(prompt);
+        s.table = prefix_hits(prompt, reuse);
         for (BlockId b : s.table) {
             pool_.retain(b);
             s.hashes.push_back(*pool_.hash(b));
@@ -183,7 +186,7 @@ std::uint32_t KvCacheManager::allocate(SeqId seq, std::span<const TokenId> promp
         pool_.set_fill(s.table[i], static_cast<std::uint32_t>(std::min<std::size_t>(block_size(), prompt.size() - i * block_size())));
     for (std::size_t i = s.hashes.size(); caching() && i < prompt.size() / block_size(); ++i)
         seal_full_block(s, i);
-    if (caching()) {
+    if (caching() && reuse == PrefixReuse::Allowed) { // a prompt that skipped the lookup asked nothing of it
         prefix_hit_tokens_ += s.cached_prefix_tokens;
         prefix_query_tokens_ += prompt.size();
     }

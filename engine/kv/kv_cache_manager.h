@@ -37,6 +37,12 @@ struct KvCacheConfig {
 // Whether a request can be allocated: now, after others finish, or never.
 enum class AllocStatus : std::uint8_t { Ok, Later, Never };
 
+// Whether a prompt may take its first blocks from the prefix cache. Never:
+// every position runs through the model (a request that wants each prompt
+// position's logits, as vLLM skips the lookup for prompt log-probabilities);
+// its own full blocks are still offered to later prompts.
+enum class PrefixReuse : std::uint8_t { Allowed, Never };
+
 // Why the pool cannot take a request: what was asked, what the pool holds,
 // and the reason in words a person can act on.
 struct KvRefusal {
@@ -74,9 +80,11 @@ public:
 
     // Admission. A prompt of prompt.size() tokens that will grow by at most
     // max_new_tokens. Never: it cannot fit even in an empty pool.
-    AllocStatus can_allocate(std::span<const TokenId> prompt, std::uint32_t max_new_tokens) const;
+    AllocStatus can_allocate(std::span<const TokenId> prompt, std::uint32_t max_new_tokens,
+                             PrefixReuse reuse = PrefixReuse::Allowed) const;
     // Why can_allocate is not Ok, in numbers and words; nothing when it is.
-    std::optional<KvRefusal> refusal(std::span<const TokenId> prompt, std::uint32_t max_new_tokens) const;
+    std::optional<KvRefusal> refusal(std::span<const TokenId> prompt, std::uint32_t max_new_tokens,
+                                     PrefixReuse reuse = PrefixReuse::Allowed) const;
     // The refusal of a request that cannot fit even an empty pool; nothing
     // when it can. Reads only the configuration, fixed at construction, so
     // any thread may call it while another allocates.
@@ -85,7 +93,8 @@ public:
     // came from the prefix cache (their K/V need no recompute). Throws KvError
     // with refusal()'s reason when can_allocate is not Ok (and records the
     // request as pending for the external fragmentation figure).
-    std::uint32_t allocate(SeqId seq, std::span<const TokenId> prompt, std::uint32_t max_new_tokens);
+    std::uint32_t allocate(SeqId seq, std::span<const TokenId> prompt, std::uint32_t max_new_tokens,
+                           PrefixReuse reuse = PrefixReuse::Allowed);
 
     // Decode. can_append: one more token fits without preempting anyone.
     bool can_append(SeqId seq) const;
@@ -155,7 +164,7 @@ private:
     bool caching() const; // prefix caching is on and the mode can share
     std::uint32_t block_size() const;
     std::size_t watermark_blocks() const;
-    std::vector<BlockId> prefix_hits(std::span<const TokenId> prompt) const;
+    std::vector<BlockId> prefix_hits(std::span<const TokenId> prompt, PrefixReuse reuse = PrefixReuse::Allowed) const;
     std::size_t blocks_needed(std::span<const TokenId> prompt, std::uint32_t max_new_tokens,
                               std::span<const BlockId> hits) const;
     std::vector<BlockId> take_blocks(std::size_t count);

@@ -97,8 +97,9 @@ CudaRunner::StepPlan CudaRunner::plan(std::span<const SeqChunk> batch, KvCacheMa
             p.query_seq.push_back(s);
             p.max_context = std::max(p.max_context, pos + 1);
         }
-        if (c.want_logits)
-            p.logit_rows.push_back(static_cast<std::uint32_t>(p.tokens.size() - 1));
+        const auto end = static_cast<std::uint32_t>(p.tokens.size());
+        for (auto row = end - static_cast<std::uint32_t>(c.logit_rows()); row < end; ++row)
+            p.logit_rows.push_back(row);
     }
     // Every layer reads through the same tables: checked once, before any upload.
     const kernels::cpu::PagedKv layer0 =
@@ -222,10 +223,16 @@ void CudaRunner::logits(const StepPlan& p, std::vector<float>& host) {
     }
     const std::size_t dim = config_.embedding_dim;
     const auto rows = static_cast<std::uint32_t>(p.logit_rows.size());
-    // The wanted rows, gathered at the front of xn_, normed, then projected.
-    for (std::uint32_t i = 0; i < rows; ++i)
+    // The wanted rows, gathered at the front of xn_ (one copy per run of
+    // consecutive rows: a chunk's prompt log-probabilities ask for all of
+    // its rows), normed, then projected.
+    for (std::uint32_t i = 0, run = 0; i < rows; i += run) {
+        run = 1;
+        while (i + run < rows && p.logit_rows[i + run] == p.logit_rows[i] + run)
+            ++run;
         cuda::copy_bytes_async(xn_.as<float>() + i * dim, x_.as<float>() + p.logit_rows[i] * dim,
-                               dim * sizeof(float));
+                               run * dim * sizeof(float));
+    }
     cuda::rms_norm(xn_.as<float>(), weights_.output_norm.as<float>(), rows, static_cast<std::uint32_t>(dim),
                    static_cast<float>(config_.norm_eps), xn_.as<float>());
     const DeviceMatrix& out = weights_.output();

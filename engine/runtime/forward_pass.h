@@ -26,6 +26,12 @@ struct SeqChunk {
     std::span<const TokenId> tokens;
     std::uint32_t start = 0;
     bool want_logits = true; // logits of the chunk's last token
+    // Logits of every token of the chunk, in order (prompt log-probabilities),
+    // whatever want_logits says.
+    bool all_logits = false;
+
+    // The rows of logits the forward pass returns for this chunk.
+    std::size_t logit_rows() const { return all_logits ? tokens.size() : want_logits ? 1 : 0; }
 };
 
 // Throws kvscope::Error when the chunk is empty or its positions are not
@@ -35,9 +41,10 @@ void check_chunk(const SeqChunk& chunk, const KvCacheManager& kv);
 class ForwardPass {
 public:
     virtual ~ForwardPass() = default;
-    // Logits of every chunk that wants them, vocab_size floats each, in
-    // batch order, into `logits` (resized to fit). The KV cache's pool must
-    // live where this pass computes (kv_memory(backend)). A caller that
+    // Each chunk's SeqChunk::logit_rows() rows of logits, vocab_size floats
+    // each, in batch order (and token order within a chunk), into `logits`
+    // (resized to fit). The KV cache's pool must live where this pass
+    // computes (kv_memory(backend)). A caller that
     // steps repeatedly passes the same vector: a fresh one per step costs
     // an allocation, and page faults, of vocab_size floats per sequence.
     // Throws kvscope::Error only: a kernel's refusal (std::invalid_argument)

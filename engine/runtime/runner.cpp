@@ -172,9 +172,9 @@ void Runner::logits(std::span<const SeqChunk> batch, std::vector<float>& out) {
     std::size_t end = 0;
     for (const SeqChunk& c : batch) {
         end += c.tokens.size();
-        if (c.want_logits)
-            last_rows_.insert(last_rows_.end(), x_.begin() + static_cast<std::ptrdiff_t>((end - 1) * dim),
-                              x_.begin() + static_cast<std::ptrdiff_t>(end * dim));
+        const std::size_t first = end - c.logit_rows(); // the chunk's last logit_rows() rows
+        last_rows_.insert(last_rows_.end(), x_.begin() + static_cast<std::ptrdiff_t>(first * dim),
+                          x_.begin() + static_cast<std::ptrdiff_t>(end * dim));
     }
     if (last_rows_.empty()) {
         out.clear();

@@ -9,6 +9,55 @@
 
 namespace kvscope {
 
+namespace {
+
+// log(sum_i exp(x_i)), in double around the largest logit.
+double log_sum_exp(std::span<const float> logits) {
+    const float max = *std::max_element(logits.begin(), logits.end());
+    if (std::isinf(max))
+        return max; // all -inf (or a +inf): nothing finite to normalise by
+    double sum = 0;
+    for (float x : logits)
+        sum += std::exp(static_cast<double>(x) - max);
+    return max + std::log(sum);
+}
+
+} // namespace
+
+PositionLogprobs position_logprobs(std::span<const float> logits, TokenId chosen, std::uint32_t top_n) {
+    if (logits.empty())
+        throw Error("log-probabilities: no logits");
+    if (chosen < 0 || static_cast<std::size_t>(chosen) >= logits.size())
+        throw Error("log-probabilities: token " + std::to_string(chosen) + " is outside the " +
+                    std::to_string(logits.size()) + " logits");
+    const double lse = log_sum_exp(logits);
+    auto entry = [&](std::size_t id) {
+        return TokenLogprob{static_cast<TokenId>(id), static_cast<float>(logits[id] - lse)};
+    };
+    // The top_n largest logits are the top_n most likely tokens: a partial
+    // sort of their ids, O(vocab log top_n).
+    const std::size_t n = std::min<std::size_t>(top_n, logits.size());
+    std::vector<std::size_t> ids(n);
+    auto better = [&](std::size_t a, std::size_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+    std::size_t filled = 0;
+    for (std::size_t i = 0; i < logits.size() && n > 0; ++i) {
+        if (filled < n) {
+            ids[filled++] = i;
+            std::push_heap(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(filled), better);
+        } else if (better(i, ids.front())) {
+            std::pop_heap(ids.begin(), ids.end(), better);
+            ids.back() = i;
+            std::push_heap(ids.begin(), ids.end(), better);
+        }
+    }
+    std::sort_heap(ids.begin(), ids.end(), better);
+    PositionLogprobs p{entry(static_cast<std::size_t>(chosen)), {}};
+    p.top.reserve(n);
+    for (std::size_t id : ids)
+        p.top.push_back(entry(id));
+    return p;
+}
+
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {
     auto bad = [](const std::string& what) { throw Error("sampling: " + what); };
     if (!(params.temperature >= 0.0f) || !std::isfinite(params.temperature))

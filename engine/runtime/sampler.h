@@ -21,6 +21,27 @@ struct SamplingParams {
     std::uint64_t seed = 0;
 };
 
+// One token's log-probability.
+struct TokenLogprob {
+    TokenId token = 0;
+    float logprob = 0;
+};
+
+// One position's log-probabilities under the model's own distribution: the
+// log-softmax of the raw logits, before the repetition penalty, temperature
+// or truncation change what is sampled (vLLM's default).
+struct PositionLogprobs {
+    TokenLogprob chosen;           // the token that came (sampled, or the prompt's next one)
+    std::vector<TokenLogprob> top; // the most likely tokens, most likely first (ties: lower id first)
+};
+
+// `chosen`'s log-probability and the `top_n` most likely tokens' (fewer
+// when the vocabulary is smaller) at one position. log p_i = x_i - max -
+// log(sum_j exp(x_j - max)), summed in double. A logit of -inf gives -inf
+// (while another is finite).
+// Throws kvscope::Error for empty logits or `chosen` outside them.
+PositionLogprobs position_logprobs(std::span<const float> logits, TokenId chosen, std::uint32_t top_n);
+
 // Turns logits into a token. Steps, in llama.cpp's order: repetition
 // penalty, then (unless greedy) temperature, top-k, softmax, top-p, min-p,
 // and a draw from what is left. Same seed and inputs, same tokens.

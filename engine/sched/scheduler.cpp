@@ -56,6 +56,9 @@ void Scheduler::add(SchedSeq s) {
         throw Error("scheduler: sequence " + std::to_string(s.id) + " has no tokens");
     if (const auto never = kv_.never_fits(s.tokens.size(), new_tokens(s)))
         throw KvError("scheduler: sequence " + std::to_string(s.id) + ": " + never->reason);
+    if (s.all_logits_until > s.tokens.size())
+        throw Error("scheduler: sequence " + std::to_string(s.id) + " wants logits up to position " +
+                    std::to_string(s.all_logits_until) + " of its " + std::to_string(s.tokens.size()) + " tokens");
     s.status = SeqStatus::Waiting;
     s.computed = 0;
     const SeqId id = s.id;
@@ -106,7 +109,7 @@ void Scheduler::preempt_for_waiting(Schedule& out) {
         SchedSeq& last = seqs_.at(running_.back());
         if (last.priority <= head.priority)
             return;
-        const AllocStatus status = kv_.can_allocate(head.tokens, new_tokens(head));
+        const AllocStatus status = kv_.can_allocate(head.tokens, new_tokens(head), prefix_reuse(head));
         if (status == AllocStatus::Never || (status == AllocStatus::Ok && running_.size() < config_.max_num_seqs))
             return;
         preempt(last, out);
@@ -150,7 +153,7 @@ bool Scheduler::schedule_decode(SchedSeq& s, std::uint32_t& budget, Schedule& ou
             return false;
     }
     kv_.append(s.id, s.tokens.back());
-    out.chunks.push_back({s.id, static_cast<std::uint32_t>(s.tokens.size() - 1), 1, true});
+    out.chunks.push_back({s.id, static_cast<std::uint32_t>(s.tokens.size() - 1), 1, true, false});
     --budget;
     return true;
 }
@@ -160,7 +163,7 @@ void Scheduler::schedule_prefill(SchedSeq& s, std::uint32_t& budget, Schedule& o
     const std::uint32_t count = std::min(left, budget);
     if (count == 0)
         return;
-    out.chunks.push_back({s.id, s.computed, count, count == left});
+    out.chunks.push_back({s.id, s.computed, count, count == left, s.computed < s.all_logits_until});
     budget -= count;
 }
 
@@ -206,6 +209,12 @@ std::uint32_t Scheduler::new_tokens(const SchedSeq& s) {
     return s.max_tokens > length ? s.max_tokens - length : 0;
 }
 
+// A cached block's K/V would spare the model its positions, and with them
+// the logits a sequence that wants every one needs.
+PrefixReuse Scheduler::prefix_reuse(const SchedSeq& s) {
+    return s.all_logits_until > 0 ? PrefixReuse::Never : PrefixReuse::Allowed;
+}
+
 // Swapped sequences come back before anyone waiting (FCFS) or before those
 // behind them in ahead() order (Priority).
 void Scheduler::admit_waiting(std::uint32_t& budget, Schedule& out) {
@@ -213,18 +222,23 @@ void Scheduler::admit_waiting(std::uint32_t& budget, Schedule& out) {
            (swapped_.empty() || waiting_head_first())) {
         SchedSeq& s = seqs_.at(waiting_.front());
         const std::uint32_t max_new = new_tokens(s);
-        const AllocStatus status = kv_.can_allocate(s.tokens, max_new);
+        const AllocStatus status = kv_.can_allocate(s.tokens, max_new, prefix_reuse(s));
         if (status != AllocStatus::Ok)
             return; // FCFS: nobody overtakes the oldest waiting sequence (add() let in none that never fit)
         waiting_.pop_front();
-        s.computed = kv_.allocate(s.id, s.tokens, max_new);
+        s.computed = kv_.allocate(s.id, s.tokens, max_new, prefix_reuse(s));
         s.status = SeqStatus::Running;
         enter_running(s.id);
         schedule_prefill(s, budget, out);
     }
 }
 
-void Scheduler::mark_computed(SeqId id, std::uint32_t computed) { seqs_.at(id).computed = computed; }
+void Scheduler::mark_computed(SeqId id, std::uint32_t computed) {
+    SchedSeq& s = seqs_.at(id);
+    s.computed = computed;
+    if (computed >= s.all_logits_until)
+        s.all_logits_until = 0; // every wanted row has been returned
+}
 
 void Scheduler::append_token(SeqId id, TokenId token) { seqs_.at(id).tokens.push_back(token); }
 

@@ -50,6 +50,12 @@ struct SchedSeq {
     SeqStatus status = SeqStatus::Waiting;
     std::uint64_t arrival = 0; // FCFS order; forks inherit their parent's
     std::int32_t priority = 0; // Priority policy: lower values go first (vLLM's convention); forks inherit it
+    // Positions below it need their logits (prompt log-probabilities), at
+    // most tokens.size(): admission takes none of its blocks from the
+    // prefix cache, and its chunks starting below it return every token's
+    // logits (ScheduledChunk::all_logits). 0 once `computed` passes it: a
+    // sequence recomputed after that runs as any other.
+    std::uint32_t all_logits_until = 0;
 };
 
 // One sequence's work in a step: compute tokens[start, start + count).
@@ -59,6 +65,7 @@ struct ScheduledChunk {
     std::uint32_t start = 0;
     std::uint32_t count = 0;
     bool samples = false;
+    bool all_logits = false; // every token's logits, not only the last's (SchedSeq::all_logits_until)
 };
 
 struct Schedule {
@@ -87,7 +94,8 @@ public:
 
     // Joins the waiting queue. Throws KvError, adding nothing, for a
     // sequence that can never fit the pool (KvCacheManager::never_fits):
-    // Engine::add_request refuses those before they get here.
+    // Engine::add_request refuses those before they get here; kvscope::Error
+    // for all_logits_until past its tokens.
     void add(SchedSeq seq);
     Schedule schedule();
     // After a chunk ran: its tokens' K/V are in the cache.
@@ -116,6 +124,7 @@ private:
     void preempt_for_waiting(Schedule& out);
     void enter_running(SeqId id);
     static std::uint32_t new_tokens(const SchedSeq& s); // what it may still generate
+    static PrefixReuse prefix_reuse(const SchedSeq& s);
     bool schedule_decode(SchedSeq& s, std::uint32_t& budget, Schedule& out);
     void schedule_prefill(SchedSeq& s, std::uint32_t& budget, Schedule& out);
     void preempt(SchedSeq& victim, Schedule& out);

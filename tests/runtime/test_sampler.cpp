@@ -1,7 +1,12 @@
-// The sampler against hand-computed distributions.
+// The sampler against hand-computed distributions, and the log-probabilities
+// it reports against a long double log-softmax.
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -39,6 +44,9 @@ private slots:
     void min_p_drops_unlikely_tokens();
     void same_seed_same_tokens();
     void rejects_bad_parameters();
+    void logprobs_match_a_long_double_reference();
+    void logprobs_rank_ties_by_id_and_keep_minus_infinity();
+    void logprobs_reject_bad_input();
 };
 
 void TestSampler::greedy_takes_first_best() {
@@ -139,6 +147,54 @@ void TestSampler::rejects_bad_parameters() {
     QVERIFY_THROWS_EXCEPTION(Error, Sampler{p});
     Sampler ok({});
     QVERIFY_THROWS_EXCEPTION(Error, ok.sample(std::vector<float>{}, {}));
+}
+
+// A 32000-entry vocabulary with logits spread over +-40 (float rounding
+// of a float sum would show): every log-probability within 1e-5 of a
+// long double log-softmax, the top list the reference's best, in order.
+void TestSampler::logprobs_match_a_long_double_reference() {
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> spread(-40.0f, 40.0f);
+    std::vector<float> logits(32000);
+    for (float& x : logits)
+        x = spread(rng);
+    long double sum = 0;
+    const float max = *std::max_element(logits.begin(), logits.end());
+    for (float x : logits)
+        sum += std::exp(static_cast<long double>(x) - max);
+    auto reference = [&](std::size_t i) { return static_cast<double>(logits[i] - max - std::log(sum)); };
+    std::vector<std::size_t> order(logits.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return logits[a] > logits[b]; });
+
+    const PositionLogprobs p = position_logprobs(logits, 1234, 20);
+    QCOMPARE(p.chosen.token, 1234);
+    QVERIFY(std::abs(p.chosen.logprob - reference(1234)) < 1e-5);
+    QCOMPARE(p.top.size(), std::size_t{20});
+    for (std::size_t i = 0; i < p.top.size(); ++i) {
+        QCOMPARE(static_cast<std::size_t>(p.top[i].token), order[i]);
+        QVERIFY(std::abs(p.top[i].logprob - reference(order[i])) < 1e-5);
+    }
+    QVERIFY(position_logprobs(logits, 0, 0).top.empty());
+}
+
+void TestSampler::logprobs_rank_ties_by_id_and_keep_minus_infinity() {
+    const float inf = std::numeric_limits<float>::infinity();
+    const std::vector<float> logits{1.0f, 2.0f, -inf, 2.0f, 1.0f};
+    const PositionLogprobs p = position_logprobs(logits, 2, 10); // more asked than there are
+    std::vector<TokenId> ids;
+    for (const TokenLogprob& t : p.top)
+        ids.push_back(t.token);
+    QCOMPARE(ids, (std::vector<TokenId>{1, 3, 0, 4, 2}));
+    QCOMPARE(p.chosen.logprob, -inf);
+    const double lse = std::log(2 * std::exp(1.0) + 2 * std::exp(2.0));
+    QVERIFY(std::abs(p.top[0].logprob - (2.0 - lse)) < 1e-6);
+}
+
+void TestSampler::logprobs_reject_bad_input() {
+    QVERIFY_THROWS_EXCEPTION(Error, position_logprobs(std::vector<float>{}, 0, 1));
+    QVERIFY_THROWS_EXCEPTION(Error, position_logprobs(std::vector<float>{0.5f}, 1, 1));
+    QVERIFY_THROWS_EXCEPTION(Error, position_logprobs(std::vector<float>{0.5f}, -1, 1));
 }
 
 QTEST_APPLESS_MAIN(TestSampler)
