@@ -68,11 +68,38 @@ std::unique_ptr<const TokenizerModel> make_model(const Vocabulary& v) {
                 "gpt2 (byte-level BPE)");
 }
 
-// The text of end-of-turn tokens (llama.cpp's special_eog_ids).
+// The text of end-of-turn tokens (llama.cpp's special_eog_ids): chat turn
+// ends, gpt-oss's harmony <|return|> and <|call|>, and Qwen's fill-in-the-
+// middle pad/repo/file separators (which llama.cpp stops at too).
 constexpr std::string_view kEndOfTurnTexts[] = {
-    "<|eot_id|>", "<|eom_id|>",       "<|im_end|>", "<|end|>", "<end_of_turn>",
-    "<|endoftext|>", "<|end_of_text|>", "<EOT>",      "_<EOT>",
+    "<|eot_id|>",      "<|eom_id|>", "<|im_end|>",  "<|end|>",       "<end_of_turn>",
+    "<|endoftext|>",   "<|end_of_text|>", "<EOT>",  "_<EOT>",        "<|return|>",
+    "<|call|>",        "<|fim_pad|>", "<|fim_repo|>", "<|repo_name|>", "<|file_sep|>",
 };
+
+// gpt-oss's harmony format marks channels and messages with control tokens
+// that a chat parser must see in the decoded text; llama.cpp makes them
+// user-defined (always parsed, always rendered), and <|end|>, which ends a
+// message but not the answer, too when <|return|> and <|call|> exist.
+constexpr std::string_view kHarmonyMarkers[] = {"<|channel|>", "<|message|>", "<|start|>",
+                                                "<|constrain|>"};
+
+std::int32_t find_token(const Vocabulary& v, std::string_view text) {
+    const auto it = std::find(v.tokens.begin(), v.tokens.end(), text);
+    return it == v.tokens.end() ? -1 : static_cast<std::int32_t>(it - v.tokens.begin());
+}
+
+// Returns the id of a harmony <|end|> that is no longer a stop token, or -1.
+std::int32_t make_harmony_markers_user_defined(Vocabulary& v) {
+    const auto user_defined = static_cast<std::int32_t>(TokenType::user_defined);
+    for (const std::string_view text : kHarmonyMarkers)
+        if (const std::int32_t id = find_token(v, text); id >= 0)
+            v.types[static_cast<std::size_t>(id)] = user_defined;
+    const std::int32_t end = find_token(v, "<|end|>");
+    if (end < 0 || find_token(v, "<|return|>") < 0 || find_token(v, "<|call|>") < 0) return -1;
+    v.types[static_cast<std::size_t>(end)] = user_defined;
+    return end;
+}
 
 bool is_special(TokenType type) {
     return type == TokenType::control || type == TokenType::unknown ||
@@ -87,6 +114,7 @@ Tokenizer::Tokenizer(Vocabulary vocab) : vocab_(std::move(vocab)) {
     check_sizes(vocab_);
     check_entries(vocab_);
     check_special_ids(vocab_);
+    const std::int32_t harmony_end = spm ? -1 : make_harmony_markers_user_defined(vocab_);
     model_ = make_model(vocab_);
     space_prefix_ = spm && vocab_.add_space_prefix;
 
@@ -96,7 +124,7 @@ Tokenizer::Tokenizer(Vocabulary vocab) : vocab_(std::move(vocab)) {
         if (is_special(token_type(id)) && !token_text(id).empty())
             specials_[static_cast<std::uint8_t>(token_text(id)[0])].push_back(id);
         const TokenType type = token_type(id);
-        if ((type == TokenType::control || type == TokenType::user_defined) &&
+        if ((type == TokenType::control || type == TokenType::user_defined) && id != harmony_end &&
             std::find(std::begin(kEndOfTurnTexts), std::end(kEndOfTurnTexts), token_text(id)) !=
                 std::end(kEndOfTurnTexts))
             stop_tokens_.push_back(id);

@@ -48,7 +48,10 @@ public:
     // ids in range, byte tokens well formed) and throws kvscope::Error
     // naming what is wrong, or "unsupported tokenizer" for a model other
     // than "llama" (SentencePiece BPE) and "gpt2" (byte-level BPE). A "gpt2"
-    // vocabulary may leave `scores` empty.
+    // vocabulary may leave `scores` empty. As llama.cpp, it makes gpt-oss's
+    // harmony markers <|channel|>, <|message|>, <|start|>, <|constrain|>
+    // (and <|end|>, see stop_tokens) user-defined, so that they are always
+    // parsed and always decoded as their text.
     explicit Tokenizer(Vocabulary vocab);
 
     std::vector<std::int32_t> encode(std::string_view text, EncodeOptions options = {}) const;
@@ -76,7 +79,10 @@ public:
     // metadata, and the control (or user-defined) tokens whose text is an
     // end-of-turn marker of a common chat format: <|eot_id|>, <|eom_id|>,
     // <|im_end|>, <|end|>, <end_of_turn>, <|endoftext|>, <|end_of_text|>,
-    // <EOT> (llama.cpp's list).
+    // <EOT>, gpt-oss's <|return|> and <|call|>, Qwen's <|fim_pad|>,
+    // <|repo_name|> and <|file_sep|> (llama.cpp's list). In a harmony
+    // vocabulary (<|return|> and <|call|> exist) <|end|> ends a message, not
+    // the turn, and is left out.
     const std::vector<std::int32_t>& stop_tokens() const { return stop_tokens_; }
     bool is_stop_token(std::int32_t id) const;
 

@@ -6,6 +6,7 @@
 
 #include "engine/core/error.h"
 #include "engine/model/gguf_file.h"
+#include "engine/tokenizer/pre_tokenizer.h"
 
 namespace kvscope {
 namespace {
@@ -50,7 +51,10 @@ Vocabulary read_vocabulary(const GgufFile& file) {
     v.pad = read_id(file, "padding_token_id", -1);
     v.eot = read_id(file, "eot_token_id", -1);
     v.eom = read_id(file, "eom_token_id", -1);
-    v.add_bos = file.get_bool("tokenizer.ggml.add_bos_token").value_or(spm);
+    // llama.cpp adds BOS by default for SentencePiece and the Llama 3 family.
+    const bool bos_by_default =
+        spm || (v.model == "gpt2" && choose_pre_tokenizer(v.pre).add_bos_by_default);
+    v.add_bos = file.get_bool("tokenizer.ggml.add_bos_token").value_or(bos_by_default);
     v.add_eos = file.get_bool("tokenizer.ggml.add_eos_token").value_or(false);
     v.add_space_prefix = file.get_bool("tokenizer.ggml.add_space_prefix").value_or(spm);
     return v;

@@ -46,8 +46,9 @@ struct Vocabulary {
 
 // Reads the tokenizer.ggml.* keys. Missing optional keys get llama.cpp's
 // defaults (for "llama": BOS 1, EOS 2, UNK 0, add BOS, space prefix; for
-// other models no special ids, no BOS, no space prefix; scores 0 and type
-// normal when those arrays are absent). Throws kvscope::Error when
+// other models no special ids, no space prefix, and add BOS only for the
+// Llama 3 pre-tokenizer family ("llama-bpe", ...); scores 0 and type normal
+// when those arrays are absent). Throws kvscope::Error when
 // the model or token list is missing or an id does not fit in 32 bits.
 Vocabulary read_vocabulary(const GgufFile& file);
 

@@ -116,6 +116,8 @@ private slots:
     void gpt2_words();
     void llama3_words();
     void qwen2_and_smollm_digits();
+    void gpt4o_words();
+    void qwen35_marks_are_letters();
     void default_and_falcon_stages();
     void pre_tokenizer_names();
     void lowest_rank_merges_first();
@@ -133,7 +135,13 @@ private slots:
 
 void TestTokenizerBpe::unicode_classes() {
     using namespace unicode;
-    QCOMPARE(flags(U'a'), std::uint8_t{letter});
+    auto both = [](Flag a, Flag b) { return static_cast<std::uint8_t>(a | b); };
+    QCOMPARE(flags(U'a'), both(letter, lower));
+    QCOMPARE(flags(U'Q'), both(letter, upper));
+    QCOMPARE(flags(U'\u0416'), both(letter, upper)); // Ж (Lu)
+    QCOMPARE(flags(U'\u01C5'), both(letter, upper)); // ǅ (Lt)
+    QCOMPARE(flags(U'\u00DF'), both(letter, lower)); // ß (Ll)
+    QCOMPARE(flags(U'\u02B0'), std::uint8_t{letter}); // ʰ (Lm): neither case
     QCOMPARE(flags(U'7'), std::uint8_t{number});
     QCOMPARE(flags(U'\u00B2'), std::uint8_t{number});   // ² is \p{N} (No)
     QCOMPARE(flags(U'\u0661'), std::uint8_t{number});   // Arabic-Indic one
@@ -142,7 +150,7 @@ void TestTokenizerBpe::unicode_classes() {
     QCOMPARE(flags(U'\u0085'), std::uint8_t{whitespace});
     QCOMPARE(flags(U'\u200B'), std::uint8_t{0});           // zero width space is Cf, not \s
     QCOMPARE(flags(U'\u0301'), std::uint8_t{mark});        // combining acute: not \p{L}
-    QCOMPARE(flags(U'\U0001D518'), std::uint8_t{letter});  // 𝔘
+    QCOMPARE(flags(U'\U0001D518'), both(letter, upper));  // 𝔘 (Lu)
     QCOMPARE(flags(U'\uAC00'), std::uint8_t{letter});      // 가
     QCOMPARE(flags(U'!'), std::uint8_t{punctuation});
     QCOMPARE(flags(U'+'), std::uint8_t{symbol});
@@ -215,6 +223,37 @@ void TestTokenizerBpe::qwen2_and_smollm_digits() {
     QCOMPARE(words_of(PreTokenizerKind::smollm, "THEY'LL"), (Words{"THEY", "'", "LL"}));
 }
 
+void TestTokenizerBpe::gpt4o_words() {
+    // o200k: a word is lower-case letters after any capitals, or capitals
+    // with lower-case after them, so case changes cut words; Lm/Lo letters
+    // and marks go with either; contractions stay on the word.
+    const auto k = PreTokenizerKind::gpt4o;
+    QCOMPARE(words_of(k, "helloWorld XMLHttpRequest iPhone"),
+             (Words{"hello", "World", " XMLHttp", "Request", " i", "Phone"}));
+    QCOMPARE(words_of(k, "HELLO world HELLOworld"), (Words{"HELLO", " world", " HELLOworld"}));
+    QCOMPARE(words_of(k, "\u043F\u0440\u0438\u0412\u0435\u0442"), // приВет
+             (Words{"\u043F\u0440\u0438", "\u0412\u0435\u0442"}));
+    const std::string namaste = "\u0928\u092E\u0938\u094D\u0924\u0947"; // नमस्ते
+    QCOMPARE(words_of(k, namaste + " x"), (Words{namaste, " x"})); // its marks stay
+    // e + combining acute, title-case Dž, modifier letter small h
+    QCOMPARE(words_of(k, "e\u0301cole \u01C5ungla \u02B0ello"),
+             (Words{"e\u0301cole", " \u01C5ungla", " \u02B0ello"}));
+    QCOMPARE(words_of(k, "I'M they'Re don't"), (Words{"I'M", " they'Re", " don't"}));
+    QCOMPARE(words_of(k, "12345 x"), (Words{"123", "45", " x"}));
+    QCOMPARE(words_of(k, "a/b\n/c !\r\n/x"), (Words{"a", "/b", "\n", "/c", " !\r\n/", "x"}));
+    QCOMPARE(words_of(k, "x  \n  "), (Words{"x", "  \n", "  "}));
+}
+
+void TestTokenizerBpe::qwen35_marks_are_letters() {
+    // Qwen 3.5 counts combining marks as letters; Qwen 2/3 cut at them.
+    const std::string namaste = "\u0928\u092E\u0938\u094D\u0924\u0947"; // नमस्ते
+    QCOMPARE(words_of(PreTokenizerKind::qwen35, namaste + " x1"), (Words{namaste, " x", "1"}));
+    QCOMPARE(words_of(PreTokenizerKind::qwen2, namaste),
+             (Words{"\u0928\u092E\u0938", "\u094D\u0924", "\u0947"}));
+    QCOMPARE(words_of(PreTokenizerKind::qwen35, "e\u0301 x\u0301"),
+             (Words{"e\u0301", " x\u0301"}));
+}
+
 void TestTokenizerBpe::default_and_falcon_stages() {
     // [\p{P}$+<=>^~|]+ first, then GPT-2's rules, \p{N}+, [0-9]{3}.
     QCOMPARE(words_of(PreTokenizerKind::default_, "a+b=12345!"),
@@ -230,12 +269,20 @@ void TestTokenizerBpe::pre_tokenizer_names() {
     QCOMPARE(kind("gpt2"), PreTokenizerKind::gpt2);
     QCOMPARE(kind("llama-bpe"), PreTokenizerKind::llama3);
     QCOMPARE(kind("llama3"), PreTokenizerKind::llama3);
-    QCOMPARE(kind("qwen2"), PreTokenizerKind::qwen2);
+    QCOMPARE(kind("qwen2"), PreTokenizerKind::qwen2); // Qwen 2, 2.5 and 3
+    QCOMPARE(kind("qwen35"), PreTokenizerKind::qwen35);
+    QCOMPARE(kind("gpt-4o"), PreTokenizerKind::gpt4o); // gpt-oss, Phi-4-mini
+    QCOMPARE(kind("llama4"), PreTokenizerKind::gpt4o);
     QCOMPARE(kind("smollm"), PreTokenizerKind::smollm);
     QCOMPARE(kind("default"), PreTokenizerKind::default_);
     QCOMPARE(kind(""), PreTokenizerKind::default_);
     QVERIFY(choose_pre_tokenizer("llama-bpe").ignore_merges);
     QVERIFY(!choose_pre_tokenizer("qwen2").ignore_merges);
+    QVERIFY(!choose_pre_tokenizer("gpt-4o").ignore_merges);
+    // llama.cpp adds BOS when the file does not say for Llama 3 (SmolLM3 too).
+    QVERIFY(choose_pre_tokenizer("llama-bpe").add_bos_by_default);
+    QVERIFY(!choose_pre_tokenizer("qwen2").add_bos_by_default);
+    QVERIFY(!choose_pre_tokenizer("gpt-4o").add_bos_by_default);
     QVERIFY(choose_pre_tokenizer("smollm").known);
     const PreTokenizerChoice unknown = choose_pre_tokenizer("mystery-9000");
     QCOMPARE(unknown.kind, PreTokenizerKind::gpt2);

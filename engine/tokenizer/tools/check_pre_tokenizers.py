@@ -35,10 +35,24 @@ def llama3(digits):
             f" ?{OTHER}+[\\r\\n]*|{S}*[\\r\\n]+|{S}+(?!{NS})|{S}+")
 
 
+# Qwen 3.5: marks count as letters.
+QWEN35 = (f"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{{L}}\\p{{N}}]?[\\p{{L}}\\p{{M}}]+|\\p{{N}}|"
+          f" ?[^{WS}\\p{{L}}\\p{{M}}\\p{{N}}]+[\\r\\n]*|{S}*[\\r\\n]+|{S}+(?!{NS})|{S}+")
+
+# o200k (tiktoken's o200k_base, Hugging Face's gpt-4o): letters by case.
+UPPER = "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]"
+LOWER = "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]"
+CONTRACTION = "(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+O200K = (f"[^\\r\\n\\p{{L}}\\p{{N}}]?{UPPER}*{LOWER}+{CONTRACTION}|"
+         f"[^\\r\\n\\p{{L}}\\p{{N}}]?{UPPER}+{LOWER}*{CONTRACTION}|\\p{{N}}{{1,3}}|"
+         f" ?{OTHER}+[\\r\\n/]*|{S}*[\\r\\n]+|{S}+(?!{NS})|{S}+")
+
 PIPELINES = {
     "gpt-2": [GPT2],
     "llama-bpe": [llama3("{1,3}")],
     "qwen2": [llama3("")],
+    "qwen35": [QWEN35],
+    "gpt-4o": [O200K],
     "smollm": ["\\p{N}", GPT2],
     "falcon": ["[\\p{P}\\$\\+<=>\\^~\\|`]+", GPT2, "[0-9][0-9][0-9]"],
     "default": ["[\\p{P}\\$\\+<=>\\^~\\|]+", GPT2, "\\p{N}+", "[0-9][0-9][0-9]"],
@@ -48,8 +62,10 @@ RANGES = [(0x20, 0x7E), (0x20, 0x20), (0x09, 0x0D), (0x27, 0x27), (0x30, 0x39), 
           (0x80, 0xFF), (0x300, 0x36F), (0x391, 0x3C9), (0x410, 0x44F), (0x600, 0x6FF),
           (0x900, 0x97F), (0x3040, 0x30FF), (0x4E00, 0x4FFF), (0xAC00, 0xACFF), (0x2000, 0x206F),
           (0x3000, 0x3000), (0x1680, 0x1680), (0x2160, 0x2188), (0xFF10, 0xFF5A),
-          (0x1F300, 0x1F6FF), (0x1D400, 0x1D7FF), (0x0, 0xFFFF), (0x10000, 0x3FFFF)]
-SNIPPETS = ["'s", "'S", "'ll", "'LL", "'re", "'Ve", " 's", "''t", "\r\n", "  \n  ", "1234567"]
+          (0x1F300, 0x1F6FF), (0x1D400, 0x1D7FF), (0x0, 0xFFFF), (0x10000, 0x3FFFF),
+          (0x41, 0x5A), (0x61, 0x7A), (0x1C4, 0x1CC), (0x2B0, 0x2C1), (0x2F, 0x2F)]
+SNIPPETS = ["'s", "'S", "'ll", "'LL", "'re", "'Ve", " 's", "''t", "\r\n", "  \n  ", "1234567",
+            "HelloWorld", "XMLHttp", "ǅa", "ʰb", "नमस्ते", "e\u0301", "\n/", "!\r\n/x"]
 
 
 def split(patterns, text):

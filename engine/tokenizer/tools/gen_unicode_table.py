@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes engine/tokenizer/unicode_table.cpp: a flag byte per code point
-(letter, number, whitespace, punctuation, symbol, mark) for the
-pre-tokenizers' \\p{L}, \\p{N}, \\s, \\p{P} ... classes.
+(letter, number, whitespace, punctuation, symbol, mark, and the cases
+upper/title and lower of letters) for the pre-tokenizers' \\p{L}, \\p{N},
+\\s, \\p{P}, \\p{Lu} ... classes.
 
 Categories come from Python's unicodedata (its Unicode version is written
 into the output); White_Space is Unicode's PropList property, listed below
@@ -17,6 +18,7 @@ import sys
 import unicodedata
 
 LETTER, NUMBER, WHITESPACE, PUNCTUATION, SYMBOL, MARK = 1, 2, 4, 8, 16, 32
+UPPER, LOWER = 64, 128  # Lu or Lt; Ll (Lm and Lo are letters of neither)
 
 # PropList.txt, White_Space (unchanged since Unicode 6.3).
 WHITE_SPACE = [(0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0),
@@ -31,6 +33,7 @@ def flags_of(cp):
     cat = unicodedata.category(chr(cp))
     f = {"L": LETTER, "N": NUMBER, "P": PUNCTUATION, "S": SYMBOL,
          "M": MARK}.get(cat[0], 0)
+    f |= {"Lu": UPPER, "Lt": UPPER, "Ll": LOWER}.get(cat, 0)
     for lo, hi in WHITE_SPACE:
         if lo <= cp <= hi:
             f |= WHITESPACE
