@@ -84,7 +84,7 @@ PackedGemmFn best_packed_gemm(WeightType type);
 // not check the CPU (packed_gemm does).
 const PackedLayout* blocks32_packed_layout(WeightType type); // Q8_0, Q4_0, Q5_0
 PackedGemmFn blocks32_packed_gemm(WeightType type, PackedIsa isa);
-const PackedLayout* q4k_q5k_packed_layout(WeightType type); // Q4_K, Q5_K
+const PackedLayout* q4k_q5k_packed_layout(WeightType type); // Q4_K, Q5_K, IQ4_XS
 PackedGemmFn q4k_q5k_packed_gemm(WeightType type, PackedIsa isa);
 const PackedLayout* q6k_packed_layout(WeightType type); // Q6_K
 PackedGemmFn q6k_packed_gemm(WeightType type, PackedIsa isa);

@@ -1,4 +1,4 @@
-// Q4_K and Q5_K tiles: the layout (drawn in packed_q4k_q5k.h, next to the
+// Q4_K, Q5_K and IQ4_XS tiles: the layout (drawn in packed_q4k_q5k.h, next to the
 // offsets the kernels share), packing from GGUF rows, and the choice of
 // kernel per instruction set.
 #include "kernels/cpu/packed_q4k_q5k.h"
@@ -80,7 +80,43 @@ void pack_tile(const std::byte* w, std::size_t row_bytes, std::size_t rows, std:
         }
 }
 
+// IQ4_XS: the nibbles as Q4_K's, byte i of row r's group g of sub-block j
+// holding values 32j + 8g + i (low) and 32j + 8g + 4 + i (high).
+void place_iq4xs_row(const BlockIQ4_XS& block, std::size_t r, std::byte* t) {
+    using X = Iq4xsTileLayout;
+    std::memcpy(t + L::kD + 2 * r, &block.d, 2);
+    int scales[8];
+    unpack_iq4xs_scales(block, scales);
+    auto* u = reinterpret_cast<std::uint8_t*>(t);
+    const auto code = [&](std::size_t v) { // value v's table index
+        const std::uint8_t byte = block.qs[16 * (v / 32) + v % 16];
+        return static_cast<std::uint8_t>(v % 32 < 16 ? byte & 0x0F : byte >> 4);
+    };
+    for (std::size_t j = 0; j < L::kSubBlocks; ++j) {
+        u[X::kScales + kPackedRows * j + r] = static_cast<std::uint8_t>(static_cast<std::int8_t>(scales[j]));
+        for (std::size_t g = 0; g < L::kGroups; ++g)
+            for (std::size_t i = 0; i < 4; ++i) {
+                const std::size_t v = 32 * j + 8 * g + i;
+                u[X::kQs + j * L::kQsSubBlock + g * kPackedRows * 4 + 4 * r + i] =
+                    static_cast<std::uint8_t>(code(v) | code(v + 4) << 4);
+            }
+    }
+}
+
+std::size_t iq4xs_tile_bytes(std::size_t cols) { return cols / kSuperBlockValues * Iq4xsTileLayout::kSuperBlockBytes; }
+
+void pack_iq4xs_tile(const std::byte* w, std::size_t row_bytes, std::size_t rows, std::size_t cols, std::byte* tile) {
+    std::memset(tile, 0, iq4xs_tile_bytes(cols)); // zero rows and the padding
+    for (std::size_t b = 0; b < cols / kSuperBlockValues; ++b)
+        for (std::size_t r = 0; r < rows; ++r) {
+            BlockIQ4_XS block;
+            std::memcpy(&block, w + r * row_bytes + b * sizeof block, sizeof block);
+            place_iq4xs_row(block, r, tile + b * Iq4xsTileLayout::kSuperBlockBytes);
+        }
+}
+
 const PackedLayout kQ4K{tile_bytes<BlockQ4_K>, pack_tile<BlockQ4_K>, ActFormat::Q8x256};
+const PackedLayout kIq4Xs{iq4xs_tile_bytes, pack_iq4xs_tile, ActFormat::Q8x256};
 const PackedLayout kQ5K{tile_bytes<BlockQ5_K>, pack_tile<BlockQ5_K>, ActFormat::Q8x256};
 
 } // namespace
@@ -89,25 +125,30 @@ const PackedLayout* q4k_q5k_packed_layout(WeightType type) {
     switch (type) {
     case WeightType::Q4_K: return &kQ4K;
     case WeightType::Q5_K: return &kQ5K;
+    case WeightType::IQ4_XS: return &kIq4Xs;
     default: return nullptr;
     }
 }
 
 PackedGemmFn q4k_q5k_packed_gemm(WeightType type, PackedIsa isa) {
-    if (type != WeightType::Q4_K && type != WeightType::Q5_K)
-        return {};
-    const bool q5 = type == WeightType::Q5_K;
+    KFormat format;
+    switch (type) {
+    case WeightType::Q4_K: format = KFormat::Q4K; break;
+    case WeightType::Q5_K: format = KFormat::Q5K; break;
+    case WeightType::IQ4_XS: format = KFormat::IQ4XS; break;
+    default: return {};
+    }
     switch (isa) {
 #if defined(KVSCOPE_KERNELS_AVX512VNNI)
-    case PackedIsa::Avx512Vnni: return q4k_q5k_avx512_gemm(q5);
+    case PackedIsa::Avx512Vnni: return q4k_q5k_avx512_gemm(format);
 #endif
 #if defined(KVSCOPE_KERNELS_AVXVNNI)
-    case PackedIsa::AvxVnni: return q4k_q5k_avxvnni_gemm(q5);
+    case PackedIsa::AvxVnni: return q4k_q5k_avxvnni_gemm(format);
 #endif
 #if defined(KVSCOPE_KERNELS_AVX2)
-    case PackedIsa::Avx2: return q4k_q5k_avx2_gemm(q5);
+    case PackedIsa::Avx2: return q4k_q5k_avx2_gemm(format);
 #endif
-    default: (void)q5; return {};
+    default: (void)format; return {};
     }
 }
 

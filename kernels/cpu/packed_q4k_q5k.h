@@ -24,6 +24,7 @@
 
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/packed_kernel.h"
+#include "kernels/cpu/quant_blocks.h"
 
 namespace kvscope::kernels::cpu::detail {
 
@@ -63,14 +64,35 @@ struct KTileLayout {
     static constexpr std::size_t super_block_bytes(bool q5) { return q5 ? kQh + kSubBlocks * kQhSubBlock : kQh; }
 };
 
+// IQ4_XS tiles share the walk: no mins, signed sub-block scales, and
+// nibbles that index kIq4nlValues. One super-block (35 lines):
+//
+//   0     d[R]        f16 x 16
+//   32    zeros
+//   64    sc[j][R]    int8 x 8 x 16: the sub-block scales ls - 32
+//   192   qs[j][g][R] as Q4_K's, the nibbles the GGUF's table indices
+//   2240: the next super-block (the file's 16 x 136 = 2176, +2.9%)
+//
+// The walk looks each nibble up as kIq4nlValues + 128 (unsigned, for
+// dpbusd): a sub-block's sum starts at -128 x its activation sum.
+struct Iq4xsTileLayout {
+    static constexpr std::size_t kD = 0;
+    static constexpr std::size_t kScales = 64;
+    static constexpr std::size_t kQs = 192;
+    static constexpr std::size_t kSuperBlockBytes = kQs + KTileLayout::kSubBlocks * KTileLayout::kQsSubBlock;
+};
+
+// The three formats of the walk.
+enum class KFormat { Q4K, Q5K, IQ4XS };
+
 #if defined(KVSCOPE_KERNELS_AVX512VNNI)
-PackedGemmFn q4k_q5k_avx512_gemm(bool q5);
+PackedGemmFn q4k_q5k_avx512_gemm(KFormat format);
 #endif
 #if defined(KVSCOPE_KERNELS_AVXVNNI)
-PackedGemmFn q4k_q5k_avxvnni_gemm(bool q5);
+PackedGemmFn q4k_q5k_avxvnni_gemm(KFormat format);
 #endif
 #if defined(KVSCOPE_KERNELS_AVX2)
-PackedGemmFn q4k_q5k_avx2_gemm(bool q5);
+PackedGemmFn q4k_q5k_avx2_gemm(KFormat format);
 #endif
 
 // Internal linkage: compiled into each instruction set's file (see the
@@ -97,17 +119,20 @@ inline constexpr std::size_t kPrefetchLines = 6;
 // Rows row0 .. row0 + V::kRows of a tile (row0 = 0 or, for ymm, 8) times N
 // inputs, over all super-blocks. Per super-block, row and input:
 //   mins = sum_j m[j] * (bsums[2j] + bsums[2j+1])       (exact int32)
-//   acc  = float(mins) * -dmin
+//   acc  = float(mins) * -dmin                          (IQ4_XS: acc = 0)
 //   acc  = fma(float(sum_j), d * sc[j], acc)  for j = 0..7, where sum_j is
 //          the exact int32 dot product of sub-block j's codes and the input's
 //   out  = fma(d_x, acc, out)
-template <typename V, int N, bool Q5>
+template <typename V, int N, KFormat K>
 void walk_rows(const std::byte* tile, std::size_t row0, const std::byte* act, std::size_t act_stride,
                std::size_t cols, float* y, std::size_t y_stride, std::size_t valid) {
     using I = typename V::I;
     using F = typename V::F;
+    constexpr bool kQ5 = K == KFormat::Q5K, kTable = K == KFormat::IQ4XS;
+    constexpr std::size_t kScales = kTable ? Iq4xsTileLayout::kScales : L::kScales;
+    constexpr std::size_t kQs = kTable ? Iq4xsTileLayout::kQs : L::kQs;
     const std::size_t supers = cols / kActSuperValues;
-    const std::size_t sb_bytes = L::super_block_bytes(Q5);
+    const std::size_t sb_bytes = kTable ? Iq4xsTileLayout::kSuperBlockBytes : L::super_block_bytes(kQ5);
     const I low4 = V::set1_i8(0x0F);
     F out[N];
     for (int i = 0; i < N; ++i)
@@ -119,7 +144,10 @@ void walk_rows(const std::byte* tile, std::size_t row0, const std::byte* act, st
             a[i] = reinterpret_cast<const ActBlock256*>(act + i * act_stride) + b;
         const F d = V::load_f16(t + L::kD + 2 * row0);
         F acc[N];
-        {
+        if constexpr (kTable) {
+            for (int i = 0; i < N; ++i)
+                acc[i] = V::zero_f();
+        } else {
             I mins[N];
             for (int i = 0; i < N; ++i)
                 mins[i] = V::zero_i();
@@ -139,26 +167,34 @@ void walk_rows(const std::byte* tile, std::size_t row0, const std::byte* act, st
             const std::byte* ahead = t + kPrefetchAhead * sb_bytes + j * kPrefetchLines * kPackedAlign;
             for (std::size_t k = 0; k < kPrefetchLines; ++k)
                 __builtin_prefetch(ahead + k * kPackedAlign);
-            const F dsc = V::mul(d, V::cvt(V::u8_to_i32(t + L::kScales + kPackedRows * j + row0)));
-            const std::byte* qs = t + L::kQs + j * L::kQsSubBlock + 4 * row0;
+            const std::byte* sc = t + kScales + kPackedRows * j + row0;
+            const F dsc = V::mul(d, V::cvt(kTable ? V::i8_to_i32(sc) : V::u8_to_i32(sc)));
+            const std::byte* qs = t + kQs + j * L::kQsSubBlock + 4 * row0;
             I h{};
-            if constexpr (Q5)
+            if constexpr (kQ5)
                 h = V::load(t + L::kQh + j * L::kQhSubBlock + 4 * row0);
             I sum[N];
             for (int i = 0; i < N; ++i)
-                sum[i] = V::zero_i();
+                sum[i] = kTable ? V::table_start(a[i]->bsums[2 * j] + a[i]->bsums[2 * j + 1]) : V::zero_i();
             for (std::size_t g = 0; g < L::kGroups; ++g) {
                 const I q = V::load(qs + g * kPackedRows * 4);
                 I lo = V::and_(q, low4);
                 I hi = V::and_(V::srli16(q, 4), low4);
-                if constexpr (Q5) {
+                if constexpr (kQ5) {
                     lo = V::or_(lo, V::and_(V::slli16(h, 4), V::set1_i8(0x10)));
                     hi = V::or_(hi, V::and_(V::slli16(h, 3), V::set1_i8(0x10)));
                     h = V::srli16(h, 2);
                 }
                 const std::size_t k = 32 * j + 8 * g;
-                for (int i = 0; i < N; ++i)
-                    sum[i] = V::dot8(sum[i], lo, hi, a[i]->qs + k);
+                if constexpr (kTable) {
+                    lo = V::iq4nl_codes(lo);
+                    hi = V::iq4nl_codes(hi);
+                    for (int i = 0; i < N; ++i)
+                        sum[i] = V::dot8_table(sum[i], lo, hi, a[i]->qs + k);
+                } else {
+                    for (int i = 0; i < N; ++i)
+                        sum[i] = V::dot8(sum[i], lo, hi, a[i]->qs + k);
+                }
             }
             for (int i = 0; i < N; ++i)
                 acc[i] = V::fma(V::cvt(sum[i]), dsc, acc[i]);
@@ -172,21 +208,34 @@ void walk_rows(const std::byte* tile, std::size_t row0, const std::byte* act, st
 
 // One call of the PackedGemm contract: inputs in one group of count <= N,
 // the tile's rows in V::kRows-row passes (rows past `rows` are skipped).
-template <typename V, int N, bool Q5>
+template <typename V, int N, KFormat K>
 void gemm(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t count,
           std::size_t cols, float* y, std::size_t y_stride, std::size_t rows) {
     if constexpr (N > 1)
         if (count < N)
-            return gemm<V, N - 1, Q5>(tile, act, act_stride, count, cols, y, y_stride, rows);
+            return gemm<V, N - 1, K>(tile, act, act_stride, count, cols, y, y_stride, rows);
     for (std::size_t row0 = 0; row0 < rows; row0 += V::kRows) {
         const std::size_t valid = rows - row0 < V::kRows ? rows - row0 : V::kRows;
-        walk_rows<V, N, Q5>(tile, row0, act, act_stride, cols, y, y_stride, valid);
+        walk_rows<V, N, K>(tile, row0, act, act_stride, cols, y, y_stride, valid);
     }
 }
 
 template <typename V, int N>
-PackedGemmFn gemm_fn(bool q5) {
-    return {q5 ? gemm<V, N, true> : gemm<V, N, false>, N};
+PackedGemmFn gemm_fn(KFormat format) {
+    switch (format) {
+    case KFormat::Q4K: return {gemm<V, N, KFormat::Q4K>, N};
+    case KFormat::Q5K: return {gemm<V, N, KFormat::Q5K>, N};
+    case KFormat::IQ4XS: return {gemm<V, N, KFormat::IQ4XS>, N};
+    }
+    return {};
+}
+
+// kIq4nlValues + 128 (IQ4_XS's unsigned codes) as a 16-byte pshufb table.
+inline std::int64_t iq4nl_table_half(int half) {
+    std::uint64_t bits = 0;
+    for (int i = 0; i < 8; ++i)
+        bits |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(kIq4nlValues[8 * half + i] + 128)) << (8 * i);
+    return static_cast<std::int64_t>(bits);
 }
 
 #if defined(__AVX2__)
@@ -208,6 +257,13 @@ struct YmmBase {
     }
     static I u8_to_i32(const std::byte* p) {
         return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    }
+    static I i8_to_i32(const std::byte* p) {
+        return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    }
+    static I iq4nl_codes(I nibbles) {
+        const __m128i table = _mm_set_epi64x(iq4nl_table_half(1), iq4nl_table_half(0));
+        return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(table), nibbles);
     }
     static I and_(I a, I b) { return _mm256_and_si256(a, b); }
     static I or_(I a, I b) { return _mm256_or_si256(a, b); }
