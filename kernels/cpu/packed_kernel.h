@@ -86,6 +86,8 @@ const PackedLayout* blocks32_packed_layout(WeightType type); // Q8_0, Q4_0, Q5_0
 PackedGemmFn blocks32_packed_gemm(WeightType type, PackedIsa isa);
 const PackedLayout* q4k_q5k_packed_layout(WeightType type); // Q4_K, Q5_K, IQ4_XS
 PackedGemmFn q4k_q5k_packed_gemm(WeightType type, PackedIsa isa);
+const PackedLayout* q2k_q3k_packed_layout(WeightType type); // Q2_K, Q3_K
+PackedGemmFn q2k_q3k_packed_gemm(WeightType type, PackedIsa isa);
 const PackedLayout* q6k_packed_layout(WeightType type); // Q6_K
 PackedGemmFn q6k_packed_gemm(WeightType type, PackedIsa isa);
 const PackedLayout* float_packed_layout(WeightType type); // F16, BF16

@@ -270,6 +270,10 @@ struct YmmBase {
     static I srli16(I a, int n) { return _mm256_srli_epi16(a, n); }
     static I slli16(I a, int n) { return _mm256_slli_epi16(a, n); }
     static I slli32_16(I a) { return _mm256_slli_epi32(a, 16); }
+    static I srli32(I a, int n) { return _mm256_srli_epi32(a, n); }
+    static I set1_i32(std::int32_t v) { return _mm256_set1_epi32(v); }
+    static I add32(I a, I b) { return _mm256_add_epi32(a, b); }
+    static I mullo32(I a, I b) { return _mm256_mullo_epi32(a, b); }
     static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
     static F neg(F a) { return _mm256_sub_ps(_mm256_setzero_ps(), a); }
     static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
@@ -279,6 +283,51 @@ struct YmmBase {
             return _mm256_storeu_ps(y, v);
         const I lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
         _mm256_maskstore_ps(y, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)), lanes), v);
+    }
+};
+#endif
+
+#if defined(__AVX512F__)
+// 16 rows per zmm: the whole tile in one pass. The kernels derive from
+// this and add their dot products.
+struct ZmmBase {
+    using I = __m512i;
+    using F = __m512;
+    static constexpr std::size_t kRows = 16;
+
+    static I zero_i() { return _mm512_setzero_si512(); }
+    static F zero_f() { return _mm512_setzero_ps(); }
+    static I set1_i8(char v) { return _mm512_set1_epi8(v); }
+    static F set1_f(float v) { return _mm512_set1_ps(v); }
+    static I load(const std::byte* p) { return _mm512_loadu_si512(p); }
+    static F load_f16(const std::byte* p) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    }
+    static I u8_to_i32(const std::byte* p) {
+        return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
+    static I i8_to_i32(const std::byte* p) {
+        return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
+    static I iq4nl_codes(I nibbles) {
+        const __m128i table = _mm_set_epi64x(q4k_q5k::iq4nl_table_half(1), q4k_q5k::iq4nl_table_half(0));
+        return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(table), nibbles);
+    }
+    static I and_(I a, I b) { return _mm512_and_si512(a, b); }
+    static I or_(I a, I b) { return _mm512_or_si512(a, b); }
+    static I srli16(I a, int n) { return _mm512_srli_epi16(a, static_cast<unsigned>(n)); }
+    static I slli16(I a, int n) { return _mm512_slli_epi16(a, static_cast<unsigned>(n)); }
+    static I slli32_16(I a) { return _mm512_slli_epi32(a, 16); }
+    static I srli32(I a, int n) { return _mm512_srli_epi32(a, static_cast<unsigned>(n)); }
+    static I set1_i32(std::int32_t v) { return _mm512_set1_epi32(v); }
+    static I add32(I a, I b) { return _mm512_add_epi32(a, b); }
+    static I mullo32(I a, I b) { return _mm512_mullo_epi32(a, b); }
+    static F cvt(I a) { return _mm512_cvtepi32_ps(a); }
+    static F neg(F a) { return _mm512_sub_ps(_mm512_setzero_ps(), a); }
+    static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+    static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+    static void store(float* y, F v, std::size_t valid) {
+        _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << valid) - 1), v);
     }
 };
 #endif

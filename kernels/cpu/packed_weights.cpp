@@ -53,7 +53,8 @@ bool packed_isa_available(PackedIsa isa) {
 }
 
 const PackedLayout* packed_layout(WeightType type) {
-    for (const auto family : {blocks32_packed_layout, q4k_q5k_packed_layout, q6k_packed_layout, float_packed_layout})
+    for (const auto family : {blocks32_packed_layout, q4k_q5k_packed_layout, q2k_q3k_packed_layout, q6k_packed_layout,
+                              float_packed_layout})
         if (const PackedLayout* layout = family(type))
             return layout;
     return nullptr;
@@ -62,7 +63,8 @@ const PackedLayout* packed_layout(WeightType type) {
 PackedGemmFn packed_gemm(WeightType type, PackedIsa isa) {
     if (!packed_isa_available(isa))
         return {};
-    for (const auto family : {blocks32_packed_gemm, q4k_q5k_packed_gemm, q6k_packed_gemm, float_packed_gemm})
+    for (const auto family : {blocks32_packed_gemm, q4k_q5k_packed_gemm, q2k_q3k_packed_gemm, q6k_packed_gemm,
+                              float_packed_gemm})
         if (const PackedGemmFn gemm = family(type, isa); gemm.fn != nullptr)
             return gemm;
     return {};
