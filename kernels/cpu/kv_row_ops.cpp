@@ -93,10 +93,12 @@ RowCode v_row_code(KvElem elem) {
     }
 }
 
-float scalar_softmax_row(float* scores, std::size_t count, float scale, float* max) {
+float scalar_softmax_row(float* scores, std::size_t count, float scale, float softcap, float* max) {
     float top = -std::numeric_limits<float>::infinity();
     for (std::size_t p = 0; p < count; ++p) {
         scores[p] *= scale;
+        if (softcap > 0.0f)
+            scores[p] = softcap * std::tanh(scores[p]);
         top = std::max(top, scores[p]);
     }
     double sum = 0.0;

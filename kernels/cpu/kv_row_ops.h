@@ -58,15 +58,16 @@ KvRowOps avx2_kv_row_ops(RowCode code);
 #endif
 
 // A decode span's softmax numerators for one query head: each of the
-// `count` (>= 1) dot products becomes exp(dot * scale - m), m the largest
-// scaled dot, which goes to *max; the sum of the results is returned.
+// `count` (>= 1) dot products becomes its score s = dot * scale (softcap
+// > 0: s = softcap * tanh(dot * scale)), then exp(s - m), m the largest
+// score, which goes to *max; the sum of the results is returned.
 // `scores` must have room for count rounded up to 8 floats: the AVX2
 // version works in whole vectors and leaves zeros past count.
-using SoftmaxRowFn = float (*)(float* scores, std::size_t count, float scale, float* max);
+using SoftmaxRowFn = float (*)(float* scores, std::size_t count, float scale, float softcap, float* max);
 
-float scalar_softmax_row(float* scores, std::size_t count, float scale, float* max);
+float scalar_softmax_row(float* scores, std::size_t count, float scale, float softcap, float* max);
 #if defined(KVSCOPE_KERNELS_AVX2)
-float avx2_softmax_row(float* scores, std::size_t count, float scale, float* max);
+float avx2_softmax_row(float* scores, std::size_t count, float scale, float softcap, float* max);
 #endif
 
 SoftmaxRowFn softmax_row(SimdPath path);

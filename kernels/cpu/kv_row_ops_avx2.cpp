@@ -15,6 +15,7 @@
 
 #include "kernels/cpu/avx2_exp.h"
 #include "kernels/cpu/avx2_hsum.h"
+#include "kernels/cpu/avx2_tanh.h"
 #include "kernels/cpu/kv_row_ops.h"
 
 namespace kvscope::kernels::cpu::detail {
@@ -295,23 +296,27 @@ constexpr KvRowOps ops() {
 
 } // namespace
 
-// The scores past count, up to the next multiple of 8, are set to -inf so
-// that every pass works in whole vectors: they leave the max alone and
-// come out of the exp as 0. Per lane sums, added up by hsum: the same
-// order for a row whatever else the step computes.
-float avx2_softmax_row(float* scores, std::size_t count, float scale, float* max_out) {
-    const std::size_t whole = count / 8 * 8, padded = (count + 7) / 8 * 8;
-    for (std::size_t p = whole; p < padded; ++p)
-        scores[p] = p < count ? scores[p] * scale : -std::numeric_limits<float>::infinity();
-    const __m256 scale8 = _mm256_set1_ps(scale);
+// The scores past count, up to the next multiple of 8, are set to -inf
+// (after the scale and soft cap, which would make them finite) so that
+// every pass works in whole vectors: they leave the max alone and come out
+// of the exp as 0. Per lane sums, added up by hsum: the same order for a
+// row whatever else the step computes.
+float avx2_softmax_row(float* scores, std::size_t count, float scale, float softcap, float* max_out) {
+    const std::size_t padded = (count + 7) / 8 * 8;
+    std::fill(scores + count, scores + padded, 0.0f);
+    const __m256 scale8 = _mm256_set1_ps(scale), cap8 = _mm256_set1_ps(softcap);
+    const __m256 lane = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
     __m256 max8 = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-    for (std::size_t p = 0; p < whole; p += 8) {
-        const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(scores + p), scale8);
+    for (std::size_t p = 0; p < padded; p += 8) {
+        __m256 x = _mm256_mul_ps(_mm256_loadu_ps(scores + p), scale8);
+        if (softcap > 0.0f)
+            x = _mm256_mul_ps(cap8, tanh8(x));
+        if (p + 8 > count) // lanes from count on
+            x = _mm256_blendv_ps(x, _mm256_set1_ps(-std::numeric_limits<float>::infinity()),
+                                 _mm256_cmp_ps(lane, _mm256_set1_ps(static_cast<float>(count - p)), _CMP_GE_OQ));
         _mm256_storeu_ps(scores + p, x);
         max8 = _mm256_max_ps(max8, x);
     }
-    if (whole < padded)
-        max8 = _mm256_max_ps(max8, _mm256_loadu_ps(scores + whole));
     *max_out = hmax(max8);
     const __m256 max = _mm256_set1_ps(*max_out);
     __m256 sum = _mm256_setzero_ps();

@@ -54,12 +54,22 @@ void check_scratch(const PagedKv& kv, std::uint32_t ctx_len, std::span<float> sc
              std::to_string(needed));
 }
 
+void check_options(const AttentionOptions& options) {
+    const auto valid = [](float x) { return std::isfinite(x) && x >= 0.0f; };
+    if (!valid(options.scale))
+        fail("scale " + std::to_string(options.scale) + " is not a finite number >= 0");
+    if (!valid(options.softcap))
+        fail("softcap " + std::to_string(options.softcap) + " is not a finite number >= 0");
+}
+
 void check_args(const PagedKv& kv, std::uint32_t ctx_len, const float* q, std::uint32_t n_q, std::uint32_t n_heads,
-                const float* out, std::span<float> scratch, int threads, const std::byte* tail) {
+                const float* out, std::span<float> scratch, int threads, const std::byte* tail,
+                const AttentionOptions& options) {
     check_paged_kv(kv);
     check_heads(kv, n_heads);
     check_sequence(kv, ctx_len, q, n_q, out, tail);
     check_scratch(kv, ctx_len, scratch, threads);
+    check_options(options);
 }
 
 void check_table(const PagedKv& kv, std::span<const std::uint32_t> block_table, std::uint32_t ctx_len) {
@@ -85,6 +95,20 @@ struct ConsecutiveBlocks {
     std::size_t operator()(std::uint32_t b) const { return b; }
 };
 
+// AttentionOptions resolved for a head size: a score is q . k * multiplier,
+// then, with a soft cap, softcap * tanh of that (the multiplier then
+// includes the 1 / softcap, as llama.cpp's flash attention computes it).
+struct ScoreRule {
+    float multiplier;
+    float softcap;
+    std::uint32_t window;
+};
+
+ScoreRule score_rule(const AttentionOptions& options, std::uint32_t head_dim) {
+    const float scale = options.scale > 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+    return {options.softcap > 0.0f ? scale / options.softcap : scale, options.softcap, options.window};
+}
+
 // One of K or V of this layer: where its rows and scales are and how they
 // decode.
 struct KvPart {
@@ -96,7 +120,7 @@ struct KvPart {
 };
 
 // What one call reads: the layer, its K and V parts, the sequence's tail
-// and how far its sealed (pool) positions go.
+// and how far its sealed (pool) positions go; and how it scores them.
 template <typename Blocks>
 struct Source {
     const PagedKv& kv;
@@ -106,6 +130,7 @@ struct Source {
     detail::KvRowOps tail_ops;
     std::uint32_t sealed; // positions below it are in the pool, the rest in the tail
     detail::SoftmaxRowFn softmax;
+    ScoreRule rule;
 };
 
 // Asks for `bytes` from `p` on to be brought into the cache. A head's rows
@@ -195,7 +220,6 @@ void attend_span(const Source<Blocks>& src, std::uint32_t from, std::uint32_t to
                  const float* q, float* scores, std::size_t stride, const SpanResult& out) {
     const PagedKv& kv = src.kv;
     const std::size_t dim = kv.head_dim, group = n_heads / kv.n_kv_heads;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
     for (std::uint32_t kv_head = 0; kv_head < kv.n_kv_heads; ++kv_head)
         for (std::size_t first = 0; first < group; first += detail::kSharedHeads) {
             const std::size_t heads = std::min(detail::kSharedHeads, group - first);
@@ -205,7 +229,8 @@ void attend_span(const Source<Blocks>& src, std::uint32_t from, std::uint32_t to
                              ops.dot[heads - 1](q + head * dim, k, dim, scores + (p - from), stride);
                          });
             for (std::size_t h = 0; h < heads; ++h)
-                out.sum[head + h] = src.softmax(scores + h * stride, to - from, scale, out.max + head + h);
+                out.sum[head + h] = src.softmax(scores + h * stride, to - from, src.rule.multiplier, src.rule.softcap,
+                                                out.max + head + h);
             float* acc = out.acc + head * dim;
             std::fill(acc, acc + heads * dim, 0.0f);
             for_each_run(src, src.v, kv_head, from, to,
@@ -241,7 +266,8 @@ void merge_spans(std::size_t spans, std::size_t step, const float* max, const fl
 int threads_for(std::size_t work, int threads) { return work >= kParallelMinWork ? threads : 1; }
 
 template <typename Blocks>
-Source<Blocks> make_source(const PagedKv& kv, Blocks blocks, std::uint32_t ctx_len, const std::byte* tail) {
+Source<Blocks> make_source(const PagedKv& kv, Blocks blocks, std::uint32_t ctx_len, const std::byte* tail,
+                           const AttentionOptions& options) {
     const SimdPath path = simd_path();
     const bool fp8 = kv.elem == KvElem::Fp8E4M3;
     return {
@@ -255,6 +281,7 @@ Source<Blocks> make_source(const PagedKv& kv, Blocks blocks, std::uint32_t ctx_l
         detail::kv_row_ops(detail::RowCode::F16, path),
         kv_elem_seals_blocks(kv.elem) ? ctx_len / kv.block_size * kv.block_size : ctx_len,
         detail::softmax_row(path),
+        score_rule(options, kv.head_dim),
     };
 }
 
@@ -265,6 +292,10 @@ struct DecodeJob {
     std::uint32_t ctx_len;
     const float* q;
     float* out;
+
+    // The keys its query (at ctx_len - 1) sees: [first_visible(), ctx_len).
+    std::uint32_t first_visible() const { return detail::first_visible_key(ctx_len - 1, src.rule.window); }
+    std::uint32_t visible() const { return ctx_len - first_visible(); }
 };
 
 // Positions per decode span: whole blocks, about kDecodeSpan positions.
@@ -277,10 +308,12 @@ std::uint32_t decode_span(const PagedKv& kv) {
 }
 
 // The decode steps of one or more sequences: one parallel loop over
-// (sequence, span of its context), each item every head of its span
-// (attend_span), then one over (sequence, query head) that merges the
-// spans into the output. Items of the longest contexts are handed out
-// first, so that the last ones taken are short. A sequence's result does
+// (sequence, span of its visible context), each item every head of its
+// span (attend_span), then one over (sequence, query head) that merges the
+// spans into the output. Spans lie on a grid of decode_span positions
+// from 0; a window's first visible position cuts the first one short.
+// Items of the longest visible contexts are handed out first, so that the
+// last ones taken are short. A sequence's result does
 // not depend on which thread takes which item or on the other sequences.
 template <typename Blocks>
 void decode(std::span<const DecodeJob<Blocks>> jobs, std::uint32_t n_heads, std::span<float> scratch,
@@ -293,15 +326,16 @@ void decode(std::span<const DecodeJob<Blocks>> jobs, std::uint32_t n_heads, std:
     std::vector<std::uint32_t> order(jobs.size());
     std::iota(order.begin(), order.end(), 0u);
     std::stable_sort(order.begin(), order.end(),
-                     [&](std::uint32_t a, std::uint32_t b) { return jobs[a].ctx_len > jobs[b].ctx_len; });
-    // Item i is span i - first_item[k] of job order[k]; each item's
-    // results: n_heads maxima, n_heads sums, n_heads accumulators.
+                     [&](std::uint32_t a, std::uint32_t b) { return jobs[a].visible() > jobs[b].visible(); });
+    // Item i is the (i - first_item[k])-th visible span of job order[k];
+    // each item's results: n_heads maxima, n_heads sums, n_heads
+    // accumulators.
     std::vector<std::size_t> first_item(jobs.size() + 1, 0);
     std::size_t work = 0;
     for (std::size_t k = 0; k < jobs.size(); ++k) {
         const DecodeJob<Blocks>& job = jobs[order[k]];
-        first_item[k + 1] = first_item[k] + (job.ctx_len + span - 1) / span;
-        work += std::size_t{n_heads} * job.ctx_len * dim;
+        first_item[k + 1] = first_item[k] + (job.ctx_len + span - 1) / span - job.first_visible() / span;
+        work += std::size_t{n_heads} * job.visible() * dim;
     }
     const std::size_t items = first_item.back(), per_item = n_heads * (2 + dim);
     thread_local std::vector<float> reused;
@@ -311,15 +345,19 @@ void decode(std::span<const DecodeJob<Blocks>> jobs, std::uint32_t n_heads, std:
         float* r = results.data() + item * per_item;
         return SpanResult{r, r + n_heads, r + 2 * n_heads};
     };
-    const std::uint32_t longest = jobs[order.front()].ctx_len;
+    std::uint32_t longest = 0; // the scratch's size
+    for (const DecodeJob<Blocks>& job : jobs)
+        longest = std::max(longest, job.ctx_len);
     const std::size_t per_thread = per_thread_floats(longest, kv.head_dim);
-    const std::size_t stride = detail::round_to_line(std::min<std::size_t>(span, longest)); // a span's scores, per head
+    // A span's scores, per head: at most a span of the longest visible context.
+    const std::size_t stride = detail::round_to_line(std::min(span, jobs[order.front()].visible()));
     const int used = threads_for(work, threads);
     detail::parallel_for(items, used, detail::Schedule::Dynamic, [&](std::size_t item, int thread) {
         const std::size_t k = std::upper_bound(first_item.begin(), first_item.end(), item) - first_item.begin() - 1;
         const DecodeJob<Blocks>& job = jobs[order[k]];
-        const auto from = static_cast<std::uint32_t>((item - first_item[k]) * span);
-        const std::uint32_t to = std::min<std::uint32_t>(job.ctx_len, from + span);
+        const std::uint32_t visible = job.first_visible();
+        const auto grid = static_cast<std::uint32_t>((visible / span + item - first_item[k]) * span);
+        const std::uint32_t from = std::max(visible, grid), to = std::min<std::uint32_t>(job.ctx_len, grid + span);
         attend_span(job.src, from, to, n_heads, job.q, scratch.data() + thread * per_thread, stride,
                     result_of(item));
     });
@@ -333,17 +371,21 @@ void decode(std::span<const DecodeJob<Blocks>> jobs, std::uint32_t n_heads, std:
 
 template <typename Blocks>
 void run(const PagedKv& kv, Blocks blocks, std::uint32_t ctx_len, const float* q, std::uint32_t n_q,
-         std::uint32_t n_heads, float* out, std::span<float> scratch, int threads, const std::byte* tail) {
+         std::uint32_t n_heads, float* out, std::span<float> scratch, int threads, const std::byte* tail,
+         const AttentionOptions& options) {
     if (n_q == 0)
         return;
-    const Source<Blocks> src = make_source(kv, blocks, ctx_len, tail);
+    const Source<Blocks> src = make_source(kv, blocks, ctx_len, tail, options);
     if (n_q == 1) {
         const DecodeJob<Blocks> job{src, ctx_len, q, out};
         decode(std::span(&job, 1), n_heads, scratch, threads);
         return;
     }
-    const detail::PromptShape shape{kv.n_kv_heads, n_heads, kv.head_dim, ctx_len, n_q};
-    const int used = threads_for(std::size_t{n_q} * n_heads * ctx_len * kv.head_dim, threads);
+    const ScoreRule& rule = src.rule;
+    const detail::PromptShape shape{kv.n_kv_heads, n_heads,         kv.head_dim, ctx_len,
+                                    n_q,           rule.multiplier, rule.softcap, rule.window};
+    const std::size_t keys_per_query = rule.window > 0 ? std::min(ctx_len, rule.window) : ctx_len; // at most
+    const int used = threads_for(std::size_t{n_q} * n_heads * keys_per_query * kv.head_dim, threads);
     detail::prompt_attention(SourceRows<Blocks>(src), shape, q, out, scratch.data(),
                              per_thread_floats(ctx_len, kv.head_dim), used);
 }
@@ -357,16 +399,17 @@ std::size_t paged_attention_scratch_floats(std::uint32_t ctx_len, std::uint32_t 
 void paged_attention(const PagedKv& kv, std::span<const std::uint32_t> block_table,
                      std::uint32_t ctx_len, const float* q, std::uint32_t n_q,
                      std::uint32_t n_heads, float* out, std::span<float> scratch, int threads,
-                     const std::byte* tail) {
-    check_args(kv, ctx_len, q, n_q, n_heads, out, scratch, threads, tail);
+                     const std::byte* tail, const AttentionOptions& options) {
+    check_args(kv, ctx_len, q, n_q, n_heads, out, scratch, threads, tail, options);
     check_table(kv, block_table, ctx_len);
-    run(kv, TableBlocks{block_table.data()}, ctx_len, q, n_q, n_heads, out, scratch, threads, tail);
+    run(kv, TableBlocks{block_table.data()}, ctx_len, q, n_q, n_heads, out, scratch, threads, tail, options);
 }
 
 void paged_attention_decode_batch(const PagedKv& kv, std::span<const DecodeSeq> seqs, std::uint32_t n_heads,
-                                  std::span<float> scratch, int threads) {
+                                  std::span<float> scratch, int threads, const AttentionOptions& options) {
     check_paged_kv(kv);
     check_heads(kv, n_heads);
+    check_options(options);
     std::uint32_t max_ctx = 0;
     std::vector<DecodeJob<TableBlocks>> jobs;
     jobs.reserve(seqs.size());
@@ -374,7 +417,8 @@ void paged_attention_decode_batch(const PagedKv& kv, std::span<const DecodeSeq> 
         check_sequence(kv, s.ctx_len, s.q, 1, s.out, s.tail);
         check_table(kv, s.block_table, s.ctx_len);
         max_ctx = std::max(max_ctx, s.ctx_len);
-        jobs.push_back({make_source(kv, TableBlocks{s.block_table.data()}, s.ctx_len, s.tail), s.ctx_len, s.q, s.out});
+        jobs.push_back(
+            {make_source(kv, TableBlocks{s.block_table.data()}, s.ctx_len, s.tail, options), s.ctx_len, s.q, s.out});
     }
     check_scratch(kv, max_ctx, scratch, threads);
     decode(std::span<const DecodeJob<TableBlocks>>(jobs), n_heads, scratch, threads);
@@ -382,12 +426,12 @@ void paged_attention_decode_batch(const PagedKv& kv, std::span<const DecodeSeq> 
 
 void contiguous_attention(const PagedKv& kv, std::uint32_t ctx_len, const float* q, std::uint32_t n_q,
                           std::uint32_t n_heads, float* out, std::span<float> scratch, int threads,
-                          const std::byte* tail) {
-    check_args(kv, ctx_len, q, n_q, n_heads, out, scratch, threads, tail);
+                          const std::byte* tail, const AttentionOptions& options) {
+    check_args(kv, ctx_len, q, n_q, n_heads, out, scratch, threads, tail, options);
     if (blocks_for(kv, ctx_len) > kv.n_blocks)
         fail("a context of " + std::to_string(ctx_len) + " tokens needs " + std::to_string(blocks_for(kv, ctx_len)) +
              " consecutive blocks, the pool has " + std::to_string(kv.n_blocks));
-    run(kv, ConsecutiveBlocks{}, ctx_len, q, n_q, n_heads, out, scratch, threads, tail);
+    run(kv, ConsecutiveBlocks{}, ctx_len, q, n_q, n_heads, out, scratch, threads, tail, options);
 }
 
 } // namespace kvscope::kernels::cpu

@@ -49,6 +49,12 @@ void portable_softmax_step(float* s, std::size_t ld, std::size_t keys, std::size
     }
 }
 
+void portable_cap(float* s, std::size_t ld, std::size_t keys, std::size_t cols, float softcap) {
+    for (std::size_t k = 0; k < keys; ++k)
+        for (std::size_t j = 0; j < cols; ++j)
+            s[k * ld + j] = softcap * std::tanh(s[k * ld + j]);
+}
+
 // One thread's regions of scratch, in this order.
 struct TileScratch {
     float* queries; // head_dim x kTileRows: the tile's queries, transposed and scaled
@@ -127,25 +133,45 @@ std::size_t row_offset(const PromptShape& s, const Tile& tile, std::size_t j) {
     return (query * s.n_heads + head) * s.head_dim;
 }
 
-// queries[d * cols + j] = q of row j, value d, times 1 / sqrt(head_dim);
-// the padding columns [rows, cols) are 0.
+// queries[d * cols + j] = q of row j, value d, times s.q_scale; the
+// padding columns [rows, cols) are 0.
 void load_queries(const PromptShape& s, const Tile& tile, const float* q, std::size_t cols, float* queries) {
-    const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
     for (std::size_t j = 0; j < cols; ++j) {
         const float* row = j < tile.rows() ? q + row_offset(s, tile, j) : nullptr;
         for (std::size_t d = 0; d < s.head_dim; ++d)
-            queries[d * cols + j] = row ? row[d] * scale : 0.0f;
+            queries[d * cols + j] = row ? row[d] * s.q_scale : 0.0f;
     }
 }
 
-// Causal mask of a chunk of keys from position `first` on: row j's query
-// at position first_position + j / heads sees no key after it.
-void mask_future(float* scores, std::size_t cols, std::size_t first, std::size_t keys, std::size_t first_position,
-                 const Tile& tile) {
+// The keys a tile's rows see between them: [first, end). Its first query
+// (the earliest) sees back to the start of its window, its last up to its
+// own position.
+struct KeyRange {
+    std::size_t first, end;
+};
+
+KeyRange visible_keys(const PromptShape& s, std::size_t first_position, std::size_t last_position) {
+    return {first_visible_key(static_cast<std::uint32_t>(first_position), s.window), last_position + 1};
+}
+
+// Whether any row of the tile must not see some key of [first, first +
+// keys): a key after the first query, or one before the last query's window.
+bool needs_mask(const PromptShape& s, std::size_t first, std::size_t keys, std::size_t first_position,
+                std::size_t last_position) {
+    return first + keys - 1 > first_position || (s.window > 0 && last_position - first >= s.window);
+}
+
+// Mask of a chunk of keys from position `first` on: row j's query at
+// position p = first_position + j / heads sees no key after p and, with a
+// window, none at p - window or before.
+void mask(float* scores, std::size_t cols, std::size_t first, std::size_t keys, std::size_t first_position,
+          const Tile& tile, std::uint32_t window) {
     for (std::size_t k = 0; k < keys; ++k)
-        for (std::size_t j = 0; j < tile.rows(); ++j)
-            if (first + k > first_position + j / tile.heads)
+        for (std::size_t j = 0; j < tile.rows(); ++j) {
+            const std::size_t p = first_position + j / tile.heads, key = first + k;
+            if (key > p || (window > 0 && p - key >= window))
                 scores[k * cols + j] = kNegativeInfinity;
+        }
 }
 
 void rescale(float* acc, std::size_t padded, std::size_t rows, const float* alpha) {
@@ -168,16 +194,19 @@ void run_tile(const PromptRows& rows, const PromptShape& s, const PromptOps& ops
     for (std::size_t r = 0; r < kPromptChunk; ++r)
         std::fill(w.rows + r * padded + dim, w.rows + (r + 1) * padded, 0.0f);
     const std::size_t first_position = s.ctx_len - s.n_q + tile.first_query;
-    const std::size_t end = first_position + tile.queries; // the last query sees keys up to its own position
-    for (std::size_t first = 0; first < end; first += kPromptChunk) {
-        const std::size_t keys = std::min(kPromptChunk, end - first);
+    const std::size_t last_position = first_position + tile.queries - 1;
+    const KeyRange range = visible_keys(s, first_position, last_position);
+    for (std::size_t first = range.first; first < range.end; first += kPromptChunk) {
+        const std::size_t keys = std::min(kPromptChunk, range.end - first);
         const auto at = static_cast<std::uint32_t>(first), count = static_cast<std::uint32_t>(keys);
         rows.decode(true, tile.kv_head, at, count, w.rows, padded);
         ops.product(w.rows, padded, 1, w.queries, cols, w.scores, cols, keys, cols, dim, false);
-        if (first + keys - 1 > first_position)
-            mask_future(w.scores, cols, first, keys, first_position, tile);
+        if (s.softcap > 0.0f)
+            ops.cap(w.scores, cols, keys, cols, s.softcap);
+        if (needs_mask(s, first, keys, first_position, last_position))
+            mask(w.scores, cols, first, keys, first_position, tile, s.window);
         ops.softmax_step(w.scores, cols, keys, cols, w.max, w.sum, w.alpha);
-        const bool add = first > 0; // the first chunk's product starts the accumulators
+        const bool add = first > range.first; // the first chunk's product starts the accumulators
         if (add)
             rescale(w.acc, padded, n, w.alpha);
         rows.decode(false, tile.kv_head, at, count, w.rows, padded);
@@ -214,7 +243,7 @@ PromptOps prompt_ops(SimdPath path) {
         return avx2_prompt_ops();
 #endif
     (void)path;
-    return {portable_product, portable_softmax_step};
+    return {portable_product, portable_softmax_step, portable_cap};
 }
 
 } // namespace kvscope::kernels::cpu::detail

@@ -2,10 +2,11 @@
 // queries), computed in tiles as FlashAttention does. A tile is up to
 // kTileRows query rows of one KV head (consecutive query positions x the
 // query heads that share the KV head); it walks the sequence's keys up to
-// its last query's position kPromptChunk positions at a time: each chunk's
-// K rows decoded once to floats, the scores of every row of the tile
-// against them in one small matrix product, the causal mask on the
-// diagonal chunks, an online softmax step (running max and sum per row,
+// its last query's position kPromptChunk positions at a time (from the
+// first position any of its queries sees, with a sliding window): each
+// chunk's K rows decoded once to floats, the scores of every row of the
+// tile against them in one small matrix product, the soft cap if any, the
+// causal (and window) mask on the chunks that need it, an online softmax step (running max and sum per row,
 // the accumulators rescaled when the max grows), then the V rows decoded
 // once and added into every row's accumulator in a second product. A
 // decode step re-reads and re-decodes every K/V row per query; a tile does
@@ -28,10 +29,17 @@ namespace kvscope::kernels::cpu::detail {
 // L1/L2 caches (29 KiB at head_dim 64, 53 KiB at 128).
 constexpr std::size_t kTileRows = 32;
 constexpr std::size_t kPromptChunk = 32;
+static_assert(kTileRows <= kPromptChunk, "a tile's queries must lie within one chunk's positions (PromptOps)");
 
 // Floats rounded up to whole 64-byte cache lines: each thread's scratch,
 // and each region of it, starts on its own line.
 constexpr std::size_t round_to_line(std::size_t floats) { return (floats + 15) / 16 * 16; }
+
+// The first key position a query at `position` sees: with a sliding
+// window (> 0) the key k is hidden when position - k >= window.
+constexpr std::uint32_t first_visible_key(std::uint32_t position, std::uint32_t window) {
+    return window > 0 && position >= window ? position + 1 - window : 0;
+}
 
 // A sequence's K and V rows of one layer, decoded on demand.
 class PromptRows {
@@ -45,9 +53,14 @@ protected:
     ~PromptRows() = default;
 };
 
+// The chunk's shape and how its scores are formed (paged_attention.h's
+// AttentionOptions, resolved).
 struct PromptShape {
     std::uint32_t n_kv_heads, n_heads, head_dim;
     std::uint32_t ctx_len, n_q; // queries at positions [ctx_len - n_q, ctx_len)
+    float q_scale;              // multiplies each query before q . k
+    float softcap;              // > 0: each score s then becomes softcap * tanh(s)
+    std::uint32_t window;       // > 0: query p sees only keys k with p - k < window
 };
 
 // Floats of scratch one thread's tiles need.
@@ -72,9 +85,18 @@ struct PromptOps {
     // of 8). Per row j: new max = max(max[j], its scores); alpha[j] =
     // exp(old max - new max); each score becomes exp(score - new max);
     // sum[j] = sum[j] * alpha[j] + the new scores. A score of -inf (masked)
-    // becomes 0; the first chunk must leave every row a finite max.
+    // becomes 0. The first chunk must leave every row a finite max (else
+    // exp(-inf - -inf) = NaN). With a sliding window a row can have every
+    // key of a later chunk masked (its max is finite by then), never of
+    // the first: a tile starts at its first query's first visible key and
+    // its queries lie within kPromptChunk positions, so each row's own
+    // window starts inside the first chunk (a row at p sees from p - window
+    // + 1, which is at most the tile's start + kPromptChunk - 1).
     void (*softmax_step)(float* s, std::size_t ld, std::size_t keys, std::size_t cols, float* max, float* sum,
                          float* alpha);
+    // Soft capping: s[k * ld + j] = softcap * tanh(s[k * ld + j]) for k <
+    // keys, j < cols (a multiple of 8).
+    void (*cap)(float* s, std::size_t ld, std::size_t keys, std::size_t cols, float softcap);
 };
 
 PromptOps prompt_ops(SimdPath path);

@@ -3,12 +3,14 @@
 // in simd_path.cpp. The products keep a 4 x 16 block of results in 8
 // registers while the depth is walked: per step 2 loads of b and 4
 // broadcasts of a feed 8 FMAs. The softmax step works on 8 query rows at
-// once (the scores are key-major) with a polynomial exp.
+// once (the scores are key-major) with a polynomial exp; the soft cap
+// with a polynomial tanh.
 #include <immintrin.h>
 
 #include <cstddef>
 
 #include "kernels/cpu/avx2_exp.h"
+#include "kernels/cpu/avx2_tanh.h"
 #include "kernels/cpu/prompt_attention.h"
 
 namespace kvscope::kernels::cpu::detail {
@@ -81,8 +83,15 @@ void softmax_step(float* s, std::size_t ld, std::size_t keys, std::size_t cols, 
     }
 }
 
+void cap(float* s, std::size_t ld, std::size_t keys, std::size_t cols, float softcap) {
+    const __m256 c = _mm256_set1_ps(softcap);
+    for (std::size_t k = 0; k < keys; ++k)
+        for (std::size_t j = 0; j < cols; j += 8)
+            _mm256_storeu_ps(s + k * ld + j, _mm256_mul_ps(c, tanh8(_mm256_loadu_ps(s + k * ld + j))));
+}
+
 } // namespace
 
-PromptOps avx2_prompt_ops() { return {product, softmax_step}; }
+PromptOps avx2_prompt_ops() { return {product, softmax_step, cap}; }
 
 } // namespace kvscope::kernels::cpu::detail

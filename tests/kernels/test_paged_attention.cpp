@@ -14,7 +14,10 @@
 // from the pool and tail, so the same bound holds.
 //
 // Prompt chunks (n_q > 1) go through the tiled prompt kernel, decode steps
-// through the decode kernel; both against the same reference. The prompt
+// through the decode kernel; both against the same reference. The options
+// (scale, soft cap, sliding window) against the reference's own
+// definitions, with the rows before every query's window never written:
+// NaN if read, so a window's keys must be skipped, not just masked. The prompt
 // kernel's online softmax adds the exponentials in another order than a
 // decode step does, so a prompt's outputs are not bit-identical to those
 // of per-token decode steps, only within the bound.
@@ -105,12 +108,19 @@ Cache make_cache(const Shape& s, KvDtype dtype, std::uint32_t block_size, std::m
 
 const std::byte* tail_of(const Cache& c) { return c.tail.empty() ? nullptr : c.tail.data(); }
 
-void write_all(Cache& c, const Shape& s, const std::vector<float>& k, const std::vector<float>& v) {
+// Positions [first, ctx_len); the rows before `first` keep the pool's NaN
+// bytes.
+void write_from(Cache& c, const Shape& s, const std::vector<float>& k, const std::vector<float>& v,
+                std::uint32_t first) {
     const std::size_t row = std::size_t{s.n_kv_heads} * s.head_dim;
     const std::uint32_t bs = c.layout.block_size();
-    for (std::uint32_t p = 0; p < s.ctx_len; ++p)
+    for (std::uint32_t p = first; p < s.ctx_len; ++p)
         write_kv(c.kv, c.table[p / bs], p % bs, k.data() + p * row, v.data() + p * row,
                  c.tail.empty() ? nullptr : c.tail.data());
+}
+
+void write_all(Cache& c, const Shape& s, const std::vector<float>& k, const std::vector<float>& v) {
+    write_from(c, s, k, v, 0);
 }
 
 // Worst (query, head) row of max |out - ref| / max |ref|.
@@ -130,11 +140,18 @@ double worst_relative_error(const std::vector<float>& out, const std::vector<dou
     return worst;
 }
 
-std::vector<float> run_attention(const Cache& c, const Shape& s, const std::vector<float>& q, int threads) {
+std::vector<float> run_attention(const Cache& c, const Shape& s, const std::vector<float>& q, int threads,
+                                 const AttentionOptions& options = {}) {
     std::vector<float> out(q.size(), std::nanf(""));
     std::vector<float> scratch(paged_attention_scratch_floats(s.ctx_len, s.head_dim, threads));
-    paged_attention(c.kv, c.table, s.ctx_len, q.data(), s.n_q, s.n_heads, out.data(), scratch, threads, tail_of(c));
+    paged_attention(c.kv, c.table, s.ctx_len, q.data(), s.n_q, s.n_heads, out.data(), scratch, threads, tail_of(c),
+                    options);
     return out;
+}
+
+// The same options for the reference.
+kernel_test::ReferenceOptions reference_options(const AttentionOptions& options) {
+    return {options.scale, options.softcap, options.window};
 }
 
 
@@ -273,7 +290,8 @@ SharedCache make_shared_cache(std::uint32_t n_kv_heads, std::uint32_t head_dim, 
 // as the cache's sequences).
 std::vector<std::vector<float>> run_decode_batch(const SharedCache& c, const std::vector<std::uint32_t>& contexts,
                                                  const std::vector<std::vector<float>>& q, std::uint32_t n_heads,
-                                                 const std::vector<std::size_t>& which, int threads) {
+                                                 const std::vector<std::size_t>& which, int threads,
+                                                 const AttentionOptions& options) {
     std::vector<std::vector<float>> out(contexts.size());
     std::vector<DecodeSeq> seqs;
     std::uint32_t longest = 0;
@@ -283,7 +301,7 @@ std::vector<std::vector<float>> run_decode_batch(const SharedCache& c, const std
         longest = std::max(longest, contexts[i]);
     }
     std::vector<float> scratch(paged_attention_scratch_floats(longest, c.kv.head_dim, threads));
-    paged_attention_decode_batch(c.kv, seqs, n_heads, scratch, threads);
+    paged_attention_decode_batch(c.kv, seqs, n_heads, scratch, threads, options);
     return out;
 }
 } // namespace
@@ -295,6 +313,8 @@ private slots:
     void matches_double_reference();
     void prompt_tiles_match_double_reference_data();
     void prompt_tiles_match_double_reference();
+    void options_match_double_reference_data();
+    void options_match_double_reference();
     void decode_batch_matches_single_sequences_data();
     void decode_batch_matches_single_sequences();
     void row_runs_match_single_rows_data();
@@ -426,23 +446,117 @@ void TestPagedAttention::prompt_tiles_match_double_reference() {
     }
 }
 
+// AttentionOptions for every KV format, decode steps and prompt chunks:
+// windows shorter than a tile's queries, not a multiple of the block size
+// or the tile, as long as the context, longer, and 1 (each query sees
+// itself alone); a soft cap that saturates; a scale other than
+// 1 / sqrt(head_dim); grouped-query ratios 1 and 4; contexts ending
+// mid-block (KIVI reads its tail). A tile's 32 queries with a window of 5
+// or 45 span two or three chunks, the later ones wholly masked for its
+// first rows. Positions before the first query's window are never written
+// (NaN, or for KIVI the whole blocks before it), so reading them shows.
+// Against the double reference over the values stored, on every SIMD
+// path, 1 and 2 threads bit-identical.
+void TestPagedAttention::options_match_double_reference_data() {
+    QTest::addColumn<KvDtype>("dtype");
+    QTest::addColumn<int>("group");
+    QTest::addColumn<int>("block_size");
+    QTest::addColumn<int>("ctx_len");
+    QTest::addColumn<int>("n_q");
+    QTest::addColumn<float>("scale");
+    QTest::addColumn<float>("softcap");
+    QTest::addColumn<int>("window");
+    struct Case {
+        const char* name;
+        int group, block_size, ctx_len, n_q;
+        float scale, softcap;
+        int window;
+    };
+    const Case cases[] = {
+        {"decode w7", 1, 16, 83, 1, 0.0f, 0.0f, 7},
+        {"decode w40 gqa4", 4, 16, 150, 1, 0.0f, 0.0f, 40},
+        {"decode w=ctx gqa4", 4, 16, 37, 1, 0.0f, 0.0f, 37},
+        {"decode w>ctx", 1, 32, 37, 1, 0.0f, 0.0f, 100},
+        {"decode w1", 4, 16, 50, 1, 0.0f, 0.0f, 1},
+        {"decode softcap scale gqa4", 4, 16, 70, 1, 0.2f, 2.0f, 0},
+        {"decode all three", 1, 32, 99, 1, 0.1f, 5.0f, 13},
+        {"prompt w5 gqa4", 4, 16, 85, 64, 0.0f, 0.0f, 5},
+        {"prompt w5", 1, 16, 85, 64, 0.0f, 0.0f, 5},
+        {"prompt w45", 1, 16, 121, 100, 0.0f, 0.0f, 45},
+        {"prompt w20 from empty gqa4 b32", 4, 32, 70, 70, 0.0f, 0.0f, 20},
+        {"prompt w>ctx", 1, 16, 40, 17, 0.0f, 0.0f, 200},
+        {"prompt w1 gqa4", 4, 16, 30, 20, 0.0f, 0.0f, 1},
+        {"prompt softcap scale gqa4", 4, 16, 60, 40, 0.2f, 2.0f, 0},
+        {"prompt all three b32", 1, 32, 140, 100, 0.15f, 8.0f, 33},
+        {"prompt scale", 1, 16, 50, 30, 0.05f, 0.0f, 0},
+    };
+    for (const KvDtype dtype : kvscope::all_kv_dtypes())
+        for (const Case& c : cases)
+            QTest::addRow("%s %s", c.name, to_string(dtype).data()) << dtype << c.group << c.block_size << c.ctx_len
+                                                                     << c.n_q << c.scale << c.softcap << c.window;
+}
+
+void TestPagedAttention::options_match_double_reference() {
+    QFETCH(KvDtype, dtype);
+    QFETCH(int, group);
+    QFETCH(int, block_size);
+    QFETCH(int, ctx_len);
+    QFETCH(int, n_q);
+    QFETCH(float, scale);
+    QFETCH(float, softcap);
+    QFETCH(int, window);
+    const AttentionOptions options{scale, softcap, static_cast<std::uint32_t>(window)};
+    const std::uint32_t n_kv_heads = 2, head_dim = 64;
+    const Shape s{n_kv_heads, n_kv_heads * static_cast<std::uint32_t>(group), head_dim,
+                  static_cast<std::uint32_t>(ctx_len), static_cast<std::uint32_t>(n_q)};
+    std::mt19937 rng(static_cast<unsigned>(ctx_len * 13 + n_q * 5 + window) + static_cast<unsigned>(dtype));
+    Cache cache = make_cache(s, dtype, static_cast<std::uint32_t>(block_size), rng);
+    const std::uint32_t earliest = s.ctx_len - s.n_q; // the first query's position
+    std::uint32_t unseen = options.window > 0 && earliest >= options.window ? earliest + 1 - options.window : 0;
+    if (kvscope::seals_blocks(dtype)) // a block is sealed from all its slots
+        unseen = unseen / cache.layout.block_size() * cache.layout.block_size();
+    const std::size_t kv_values = std::size_t{s.ctx_len} * s.n_kv_heads * s.head_dim;
+    write_from(cache, s, random_vector(kv_values, 1.0f, rng), random_vector(kv_values, 1.0f, rng), unseen);
+    const std::vector<float> q = random_vector(std::size_t{s.n_q} * s.n_heads * s.head_dim, 3.0f, rng);
+    const std::vector<double> ref =
+        reference_attention(s, q, stored_values(cache.kv, cache.table, tail_of(cache), s, true),
+                            stored_values(cache.kv, cache.table, tail_of(cache), s, false), reference_options(options));
+
+    for (const SimdPath path : kernel_test::available_paths()) {
+        kernel_test::PathScope scope(path);
+        const std::vector<float> one = run_attention(cache, s, q, 1, options);
+        const std::vector<float> two = run_attention(cache, s, q, 2, options);
+        const double error = worst_relative_error(two, ref, s.head_dim);
+        QVERIFY2(error < 1e-5, qPrintable(QStringLiteral("%1 path: relative error %2")
+                                              .arg(to_string(path)).arg(error, 0, 'g', 3)));
+        QVERIFY(same_bits(one, two));
+    }
+}
+
 // paged_attention_decode_batch for every KV format, grouped-query ratios
 // 1 and 4: sequences of mixed contexts in one pool (first token, whole
 // blocks, partial last blocks: KIVI reads their tails), each output
 // bit-identical to paged_attention's for the sequence alone, whatever the
 // batch (all, every other one, each alone) and on 1 and 2 threads, and
-// within the decode bound of the double reference.
+// within the decode bound of the double reference. Also with options: a
+// window of 20 (inside a block of 16 for some sequences, longer than the
+// context for others), a soft cap and a scale.
 void TestPagedAttention::decode_batch_matches_single_sequences_data() {
     QTest::addColumn<KvDtype>("dtype");
     QTest::addColumn<int>("group");
+    QTest::addColumn<bool>("with_options");
     for (const KvDtype dtype : kvscope::all_kv_dtypes())
         for (const int group : {1, 4})
-            QTest::addRow("%s gqa%d", to_string(dtype).data(), group) << dtype << group;
+            for (const bool with_options : {false, true})
+                QTest::addRow("%s gqa%d%s", to_string(dtype).data(), group, with_options ? " options" : "")
+                    << dtype << group << with_options;
 }
 
 void TestPagedAttention::decode_batch_matches_single_sequences() {
     QFETCH(KvDtype, dtype);
     QFETCH(int, group);
+    QFETCH(bool, with_options);
+    const AttentionOptions options = with_options ? AttentionOptions{0.1f, 4.0f, 20} : AttentionOptions{};
     const std::uint32_t n_kv_heads = 2, head_dim = 64, block_size = 16;
     const std::uint32_t n_heads = n_kv_heads * static_cast<std::uint32_t>(group);
     const std::vector<std::uint32_t> contexts = {37, 1, 130, 64, 16, 5, 99};
@@ -458,9 +572,9 @@ void TestPagedAttention::decode_batch_matches_single_sequences() {
 
     for (const SimdPath path : kernel_test::available_paths()) {
         kernel_test::PathScope scope(path);
-        const auto batch_one = run_decode_batch(cache, contexts, q, n_heads, all, 1);
-        const auto batch_two = run_decode_batch(cache, contexts, q, n_heads, all, 2);
-        const auto some = run_decode_batch(cache, contexts, q, n_heads, every_other, 2);
+        const auto batch_one = run_decode_batch(cache, contexts, q, n_heads, all, 1, options);
+        const auto batch_two = run_decode_batch(cache, contexts, q, n_heads, all, 2, options);
+        const auto some = run_decode_batch(cache, contexts, q, n_heads, every_other, 2, options);
         for (std::size_t i = 0; i < contexts.size(); ++i) {
             const QString where = QStringLiteral("%1 path, sequence %2 (context %3)")
                                       .arg(to_string(path)).arg(i).arg(contexts[i]);
@@ -468,15 +582,17 @@ void TestPagedAttention::decode_batch_matches_single_sequences() {
             std::vector<float> alone(q[i].size(), std::nanf(""));
             std::vector<float> scratch(paged_attention_scratch_floats(s.ctx_len, head_dim, 2));
             paged_attention(cache.kv, cache.tables[i], s.ctx_len, q[i].data(), 1, n_heads, alone.data(), scratch, 2,
-                            cache.tail(i));
+                            cache.tail(i), options);
             QVERIFY2(same_bits(batch_one[i], alone), qPrintable(where));
             QVERIFY2(same_bits(batch_two[i], alone), qPrintable(where));
-            QVERIFY2(same_bits(run_decode_batch(cache, contexts, q, n_heads, {i}, 1)[i], alone), qPrintable(where));
+            QVERIFY2(same_bits(run_decode_batch(cache, contexts, q, n_heads, {i}, 1, options)[i], alone),
+                     qPrintable(where));
             if (i % 2 == 0)
                 QVERIFY2(same_bits(some[i], alone), qPrintable(where));
             const std::vector<double> ref =
                 reference_attention(s, q[i], stored_values(cache.kv, cache.tables[i], cache.tail(i), s, true),
-                                    stored_values(cache.kv, cache.tables[i], cache.tail(i), s, false));
+                                    stored_values(cache.kv, cache.tables[i], cache.tail(i), s, false),
+                                    reference_options(options));
             const double error = worst_relative_error(batch_two[i], ref, head_dim);
             QVERIFY2(error < 1e-5, qPrintable(where + QStringLiteral(": relative error %1").arg(error, 0, 'g', 3)));
         }
@@ -649,6 +765,15 @@ void TestPagedAttention::rejects_bad_arguments() {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, attend_batch(outside, 20, scratch));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
                              attend_batch(table, 20, std::span(scratch).first(scratch.size() - 1)));
+    // Scales and soft caps that are negative or not finite.
+    for (const AttentionOptions bad : {AttentionOptions{-1.0f, 0.0f, 0}, AttentionOptions{NAN, 0.0f, 0},
+                                       AttentionOptions{0.0f, -2.0f, 0}, AttentionOptions{0.0f, INFINITY, 0}}) {
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 paged_attention(cache.kv, table, 20, q.data(), 1, 4, out.data(), scratch, 1, nullptr, bad));
+        const DecodeSeq seq{table, 20, q.data(), out.data(), nullptr};
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 paged_attention_decode_batch(cache.kv, std::span(&seq, 1), 4, scratch, 1, bad));
+    }
     PagedKv overrun = cache.kv;
     overrun.v_offset = overrun.bytes_per_block - 4;
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, attend(overrun, table, 20, 1, 4, scratch));
