@@ -1,6 +1,10 @@
 #include "engine/tokenizer/chat_template.h"
 
 #include <ctime>
+#include <stdexcept>
+
+#include <minja/minja.hpp> // engine/tokenizer/jinja/, a system include: its warnings are not ours
+#include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
 #include "engine/model/gguf_file.h"
@@ -111,7 +115,81 @@ std::string today() {
     return text;
 }
 
+// Text a probe conversation carries, to find in what the template writes.
+constexpr std::string_view kProbeSystem = "kvscope probe: system";
+constexpr std::string_view kProbeUser = "kvscope probe: user";
+constexpr std::string_view kProbeReply = "kvscope probe: reply";
+
+std::string first_line(std::string_view text) {
+    return std::string(text.substr(0, text.find('\n')));
+}
+
+std::time_t local_strftime_input(const ChatRenderOptions& options) {
+    return options.now ? *options.now : std::time(nullptr);
+}
+
+std::string format_time(std::time_t when, const std::string& format) {
+    std::tm local{};
+    localtime_r(&when, &local);
+    char text[256];
+    const std::size_t n = std::strftime(text, sizeof text, format.c_str(), &local);
+    return std::string(text, n);
+}
+
 } // namespace
+
+// The parsed template and its rendering, as Hugging Face's environment
+// has it: trim_blocks and lstrip_blocks on, a single trailing newline of the
+// template dropped (keep_trailing_newline off), raise_exception and
+// strftime_now as globals (minja has tojson, namespace and the loop
+// controls built in).
+class ChatTemplate::Jinja {
+public:
+    // Throws std::exception (minja's) when the text does not parse.
+    explicit Jinja(const std::string& source)
+        : root_(minja::Parser::parse(source, {.trim_blocks = true, .lstrip_blocks = true,
+                                              .keep_trailing_newline = false})) {}
+
+    // `variables`: the template's globals, a JSON object. Throws
+    // kvscope::Error: the template's raise_exception, or its failure.
+    std::string render(const nlohmann::ordered_json& variables, std::time_t now) const {
+        auto context = minja::Context::make(minja::Value(variables));
+        // minja wraps every exception in another (with the template's line),
+        // so what raise_exception said is kept aside.
+        auto refusal = std::make_shared<std::optional<std::string>>();
+        context->set("raise_exception",
+                     minja::Value::callable([refusal](const std::shared_ptr<minja::Context>&, minja::ArgumentsValue& args) {
+                         args.expectArgs("raise_exception", {1, 1}, {0, 0});
+                         *refusal = args.args[0].to_str();
+                         throw std::runtime_error(**refusal);
+                         return minja::Value();
+                     }));
+        context->set("strftime_now",
+                     minja::Value::callable([now](const std::shared_ptr<minja::Context>&, minja::ArgumentsValue& args) {
+                         args.expectArgs("strftime_now", {1, 1}, {0, 0});
+                         return minja::Value(format_time(now, args.args[0].get<std::string>()));
+                     }));
+        try {
+            return root_->render(context);
+        } catch (const std::exception& e) {
+            if (*refusal)
+                throw Error("the chat template refuses the conversation: " + **refusal);
+            throw Error("the chat template failed: " + first_line(e.what()));
+        }
+    }
+
+private:
+    std::shared_ptr<minja::TemplateNode> root_;
+};
+
+std::string_view to_string(ChatRenderer renderer) {
+    switch (renderer) {
+    case ChatRenderer::jinja: return "jinja";
+    case ChatRenderer::builtin: return "builtin";
+    case ChatRenderer::plain: return "plain";
+    }
+    return "?";
+}
 
 std::string_view to_string(ChatFamily family) {
     switch (family) {
@@ -149,6 +227,25 @@ std::string strip_whitespace(std::string_view text) {
 
 ChatTemplate::ChatTemplate(std::string source, std::string bos, std::string eos)
     : source_(std::move(source)), bos_(std::move(bos)), eos_(std::move(eos)) {
+    recognise_family();
+    if (source_.empty())
+        return; // plain
+    try {
+        jinja_ = std::make_shared<const Jinja>(source_);
+    } catch (const std::exception& e) {
+        jinja_failure_ = "it does not parse: " + first_line(e.what());
+    }
+    if (jinja_)
+        jinja_failure_ = probe_jinja();
+    if (jinja_failure_.empty()) {
+        renderer_ = ChatRenderer::jinja;
+        return;
+    }
+    jinja_.reset();
+    renderer_ = family_ != ChatFamily::none ? ChatRenderer::builtin : ChatRenderer::plain;
+}
+
+void ChatTemplate::recognise_family() {
     const std::string_view s = source_;
     if (contains(s, "<|start_header_id|>") && contains(s, "<|end_header_id|>")) {
         family_ = ChatFamily::llama3;
@@ -185,6 +282,34 @@ ChatTemplate::ChatTemplate(std::string source, std::string bos, std::string eos)
     }
 }
 
+std::string ChatTemplate::probe_jinja() {
+    const std::vector<ChatMessage> turns{
+        {"user", std::string(kProbeUser)}, {"assistant", std::string(kProbeReply)}, {"user", std::string(kProbeUser)}};
+    try {
+        if (render_jinja(turns, {}).find(kProbeUser) == std::string::npos)
+            return "it leaves the user's message out";
+    } catch (const Error& e) {
+        return e.what();
+    }
+    // A system message: as text, as text parts, or in front of the user's.
+    const std::vector<ChatMessage> with_system{{"system", std::string(kProbeSystem)}, {"user", std::string(kProbeUser)}};
+    auto shows_system = [&] {
+        try {
+            return render_jinja(with_system, {}).find(kProbeSystem) != std::string::npos;
+        } catch (const Error&) {
+            return false;
+        }
+    };
+    if (shows_system())
+        return {};
+    typed_content_ = true;
+    if (shows_system())
+        return {};
+    typed_content_ = false;
+    system_in_user_ = true;
+    return {};
+}
+
 ChatTemplate ChatTemplate::for_model(const GgufFile& file, const Tokenizer& tokenizer) {
     auto text_of = [&](std::int32_t id) { return id >= 0 ? tokenizer.token_text(id) : std::string(); };
     return ChatTemplate(read_chat_template(file).value_or(std::string()), text_of(tokenizer.bos()),
@@ -193,10 +318,21 @@ ChatTemplate ChatTemplate::for_model(const GgufFile& file, const Tokenizer& toke
 
 std::string ChatTemplate::description() const {
     std::string d(to_string(family_));
+    switch (renderer_) {
+    case ChatRenderer::plain:
+        if (source_.empty())
+            return "none (the model has no chat template)";
+        return "none (the chat template does not run as Jinja: " + jinja_failure_ + ")";
+    case ChatRenderer::jinja:
+        d = family_ != ChatFamily::none ? d + ", the model's Jinja template" : "the model's Jinja template";
+        if (typed_content_)
+            d += ", content as text parts";
+        if (system_in_user_)
+            d += ", the system text in front of the first user message";
+        return d;
+    case ChatRenderer::builtin: break;
+    }
     switch (family_) {
-    case ChatFamily::none:
-        return source_.empty() ? "none (the model has no chat template)"
-                               : "none (the chat template is not one kvscope knows)";
     case ChatFamily::llama3:
         if (llama31_) d += " (3.1+: system block with knowledge cutoff and date)";
         break;
@@ -211,11 +347,57 @@ std::string ChatTemplate::description() const {
         break;
     default: break;
     }
-    return d;
+    return d + ", built-in renderer (the template does not run as Jinja: " + jinja_failure_ + ")";
 }
 
 std::string ChatTemplate::render(std::span<const ChatMessage> messages,
                                  const ChatRenderOptions& options) const {
+    switch (renderer_) {
+    case ChatRenderer::jinja: return render_jinja(messages, options);
+    case ChatRenderer::builtin: return render_builtin(messages, options);
+    case ChatRenderer::plain: break;
+    }
+    return render_plain(messages);
+}
+
+// Hugging Face passes the conversation, tools=None, add_generation_prompt,
+// the special tokens and the caller's template arguments.
+std::string ChatTemplate::render_jinja(std::span<const ChatMessage> messages,
+                                       const ChatRenderOptions& options) const {
+    using nlohmann::ordered_json;
+    std::vector<ChatMessage> adapted(messages.begin(), messages.end());
+    if (system_in_user_ && !adapted.empty() && adapted[0].role == "system") {
+        const std::string system = adapted[0].content;
+        adapted.erase(adapted.begin());
+        for (ChatMessage& m : adapted)
+            if (m.role == "user") {
+                m.content = system + "\n\n" + m.content;
+                break;
+            }
+    }
+    ordered_json list = ordered_json::array();
+    for (const ChatMessage& m : adapted) {
+        ordered_json content = m.content;
+        if (typed_content_)
+            content = ordered_json::array({{{"type", "text"}, {"text", m.content}}});
+        list.push_back({{"role", m.role}, {"content", std::move(content)}});
+    }
+    ordered_json variables = {{"messages", std::move(list)},
+                              {"tools", nullptr},
+                              {"add_generation_prompt", options.add_generation_prompt},
+                              {"bos_token", bos_},
+                              {"eos_token", eos_}};
+    if (!options.date.empty())
+        variables["date_string"] = options.date;
+    if (options.enable_thinking)
+        variables["enable_thinking"] = *options.enable_thinking;
+    if (!options.reasoning_effort.empty())
+        variables["reasoning_effort"] = options.reasoning_effort;
+    return jinja_->render(variables, local_strftime_input(options));
+}
+
+std::string ChatTemplate::render_builtin(std::span<const ChatMessage> messages,
+                                         const ChatRenderOptions& options) const {
     switch (family_) {
     case ChatFamily::llama2: return render_llama2(messages);
     case ChatFamily::llama3: return render_llama3(messages, options);
@@ -371,7 +553,7 @@ std::string ChatTemplate::render_plain(std::span<const ChatMessage> messages) co
 
 std::vector<std::int32_t> ChatTemplate::encode(const Tokenizer& tokenizer,
                                                std::string_view rendered) const {
-    if (family_ == ChatFamily::none) return tokenizer.encode(rendered);
+    if (!supported()) return tokenizer.encode(rendered);
     std::vector<std::int32_t> ids =
         tokenizer.encode(rendered, {.add_special = false, .parse_special = true});
     const bool has_bos = !bos_.empty() && rendered.starts_with(bos_);
