@@ -14,24 +14,50 @@ void check_rot_dim(std::size_t rot_dim, std::size_t head_dim) {
                                     std::to_string(head_dim) + ")");
 }
 
+bool positive(float x) { return std::isfinite(x) && x > 0.0f; }
+
+void check_frequencies(const RopeFrequencies& f, std::size_t rot_dim) {
+    if (!positive(f.theta_base))
+        throw std::invalid_argument("rope: theta_base must be finite and > 0 (got " + std::to_string(f.theta_base) + ")");
+    if (!positive(f.freq_scale))
+        throw std::invalid_argument("rope: freq_scale must be finite and > 0 (got " + std::to_string(f.freq_scale) + ")");
+    if (!std::isfinite(f.attn_factor))
+        throw std::invalid_argument("rope: attn_factor must be finite");
+    if (f.factors != nullptr)
+        for (std::size_t i = 0; i < rot_dim / 2; ++i)
+            if (!positive(f.factors[i]))
+                throw std::invalid_argument("rope: frequency factor " + std::to_string(i) + " is " +
+                                            std::to_string(f.factors[i]) + ", not finite and > 0");
+}
+
 } // namespace
 
 void rope_angles(const std::uint32_t* positions, std::size_t count, std::size_t rot_dim, float theta_base,
                  std::vector<float>& table) {
+    rope_angles(positions, count, rot_dim, RopeFrequencies{theta_base}, table);
+}
+
+void rope_angles(const std::uint32_t* positions, std::size_t count, std::size_t rot_dim,
+                 const RopeFrequencies& f, std::vector<float>& table) {
     if (rot_dim % 2 != 0) // no head_dim here: rope_rotate checks rot_dim against it
         throw std::invalid_argument("rope: rot_dim must be even (got " + std::to_string(rot_dim) + ")");
+    check_frequencies(f, rot_dim);
     const std::size_t pairs = rot_dim / 2;
+    // Each pair's angle per position, in ggml's order of operations: theta_i
+    // divided by its factor, then scaled.
     std::vector<double> frequency(pairs);
-    for (std::size_t i = 0; i < pairs; ++i)
-        frequency[i] = std::pow(static_cast<double>(theta_base),
-                                -2.0 * static_cast<double>(i) / static_cast<double>(rot_dim));
+    for (std::size_t i = 0; i < pairs; ++i) {
+        const double theta = std::pow(static_cast<double>(f.theta_base),
+                                      -2.0 * static_cast<double>(i) / static_cast<double>(rot_dim));
+        frequency[i] = theta / (f.factors != nullptr ? f.factors[i] : 1.0) * f.freq_scale;
+    }
     table.resize(count * rot_dim);
     float* row = table.data();
     for (std::size_t t = 0; t < count; ++t)
         for (std::size_t i = 0; i < pairs; ++i, row += 2) {
             const double angle = positions[t] * frequency[i];
-            row[0] = static_cast<float>(std::cos(angle));
-            row[1] = static_cast<float>(std::sin(angle));
+            row[0] = static_cast<float>(std::cos(angle) * f.attn_factor);
+            row[1] = static_cast<float>(std::sin(angle) * f.attn_factor);
         }
 }
 

@@ -1,5 +1,6 @@
 // The element-wise kernels against their formulas evaluated in double:
-// RMSNorm, RoPE (both pairings; angles once per pass), softmax, SiLU-gated
+// RMSNorm, RoPE (both pairings; angles once per pass; scaled frequencies),
+// softmax, SiLU-gated
 // product on each SIMD path, and the
 // float -> f16 rounding used for f16 KV storage (against binary16's
 // definition, kernel_test_support.h, and, where present, F16C).
@@ -91,6 +92,9 @@ private slots:
     void rope_matches_formula_data();
     void rope_matches_formula();
     void rope_angles_once_rotates_like_rope();
+    void rope_frequencies_match_formula_data();
+    void rope_frequencies_match_formula();
+    void rope_frequencies_reject_bad_values();
     void rope_at_position_zero_is_identity();
     void rope_rejects_bad_rot_dim();
     void softmax_sums_to_one_and_matches_formula();
@@ -192,6 +196,93 @@ void TestKernelOps::rope_angles_once_rotates_like_rope() {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rope_angles(positions.data(), 1, 63, 10000.0f, table));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
                              rope_rotate(table.data(), 1, 32, 64, table.data(), RopeStyle::Halves));
+}
+
+// RopeFrequencies against ggml's formula in double: angle_i = position *
+// theta_base^(-2i / rot_dim) / factors[i] * freq_scale, cos and sin times
+// attn_factor. Linear scaling; per-pair factors as Llama 3.1's rope_freqs
+// (1 for the fast pairs rising to 8 for the slow ones) and as Phi-3's
+// LongRoPE (1 to ~40) with its attn_factor; Phi-4-mini's partial neox
+// rotation (96 of 128 dims) and a partial llama one.
+void TestKernelOps::rope_frequencies_match_formula_data() {
+    QTest::addColumn<RopeStyle>("style");
+    QTest::addColumn<int>("head_dim");
+    QTest::addColumn<int>("rot_dim");
+    QTest::addColumn<int>("position");
+    QTest::addColumn<float>("theta");
+    QTest::addColumn<float>("freq_scale");
+    QTest::addColumn<double>("largest_factor"); // 0: no factors
+    QTest::addColumn<float>("attn_factor");
+    QTest::newRow("linear x4 llama") << RopeStyle::AdjacentPairs << 64 << 64 << 3000 << 10000.0f << 0.25f << 0.0 << 1.0f;
+    QTest::newRow("llama 3.1 factors") << RopeStyle::AdjacentPairs << 128 << 128 << 20000 << 500000.0f << 1.0f << 8.0
+                                       << 1.0f;
+    QTest::newRow("phi-4-mini longrope 96 of 128") << RopeStyle::Halves << 128 << 96 << 5000 << 10000.0f << 1.0f
+                                                   << 40.0 << 1.19f;
+    QTest::newRow("neox partial, all four") << RopeStyle::Halves << 80 << 32 << 777 << 1000000.0f << 0.5f << 3.0
+                                            << 0.9f;
+    QTest::newRow("llama partial scaled") << RopeStyle::AdjacentPairs << 64 << 16 << 123 << 10000.0f << 0.125f << 0.0
+                                          << 1.0f;
+}
+
+void TestKernelOps::rope_frequencies_match_formula() {
+    QFETCH(RopeStyle, style);
+    QFETCH(int, head_dim);
+    QFETCH(int, rot_dim);
+    QFETCH(int, position);
+    QFETCH(float, theta);
+    QFETCH(float, freq_scale);
+    QFETCH(double, largest_factor);
+    QFETCH(float, attn_factor);
+    const std::size_t heads = 3, dim = static_cast<std::size_t>(head_dim), rot = static_cast<std::size_t>(rot_dim);
+    const std::size_t pairs = rot / 2;
+    // Factors rising geometrically from 1 to largest_factor over the pairs.
+    std::vector<float> factors(pairs, 1.0f);
+    for (std::size_t i = 0; i < pairs; ++i)
+        factors[i] = static_cast<float>(std::pow(largest_factor, static_cast<double>(i) / static_cast<double>(pairs - 1)));
+    const RopeFrequencies frequencies{theta, freq_scale, largest_factor > 0 ? factors.data() : nullptr, attn_factor};
+    const auto p = static_cast<std::uint32_t>(position);
+    std::vector<float> table;
+    rope_angles(&p, 1, rot, frequencies, table);
+    QCOMPARE(table.size(), rot);
+    std::mt19937 rng(9);
+    const std::vector<float> x = random_vector(heads * dim, 1.0f, rng);
+    std::vector<float> y = x;
+    rope_rotate(y.data(), heads, dim, rot, table.data(), style);
+
+    std::vector<double> expected(x.begin(), x.end());
+    for (std::size_t h = 0; h < heads; ++h)
+        for (std::size_t i = 0; i < pairs; ++i) {
+            const double factor = largest_factor > 0 ? factors[i] : 1.0;
+            const double angle = position * std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) /
+                                                                                      static_cast<double>(rot)) /
+                                 factor * freq_scale;
+            const auto [a, b] = rope_pair(style, i, rot);
+            const double xa = x[h * dim + a], xb = x[h * dim + b];
+            expected[h * dim + a] = attn_factor * (xa * std::cos(angle) - xb * std::sin(angle));
+            expected[h * dim + b] = attn_factor * (xa * std::sin(angle) + xb * std::cos(angle));
+        }
+    // As rope_matches_formula, the cos and sin rounded to float after the
+    // attn_factor: a few ulps of attn_factor x |x| <= 1.19.
+    for (std::size_t i = 0; i < y.size(); ++i)
+        expect_close(y[i], expected[i], 5e-7, "rope", i);
+    for (std::size_t h = 0; h < heads; ++h)
+        for (std::size_t d = rot; d < dim; ++d)
+            QCOMPARE(y[h * dim + d], x[h * dim + d]);
+}
+
+void TestKernelOps::rope_frequencies_reject_bad_values() {
+    const std::uint32_t p = 5;
+    std::vector<float> table, plain;
+    // The defaults are the plain rotation, bit for bit.
+    rope_angles(&p, 1, 64, RopeFrequencies{500000.0f}, table);
+    rope_angles(&p, 1, 64, 500000.0f, plain);
+    QCOMPARE(table, plain);
+    std::vector<float> factors(32, 2.0f);
+    factors[31] = 0.0f;
+    for (const RopeFrequencies bad : {RopeFrequencies{0.0f}, RopeFrequencies{NAN}, RopeFrequencies{1e4f, 0.0f},
+                                      RopeFrequencies{1e4f, -1.0f}, RopeFrequencies{1e4f, 1.0f, factors.data()},
+                                      RopeFrequencies{1e4f, 1.0f, nullptr, INFINITY}})
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rope_angles(&p, 1, 64, bad, table));
 }
 
 void TestKernelOps::rope_at_position_zero_is_identity() {
