@@ -347,6 +347,7 @@ struct HttpServer::Impl {
         t_access.tokens_in = prompt_tokens;
         ResponseHeader header{api, new_response_id(api), b.model.name, unix_now(), gen.dropped_messages,
                               gen.reply_limit};
+        ChoiceContent content = choice_content(gen, *b.model.tokenizer);
         RepliesInFlight::Token in_flight = replies.enter();
         Submitted submitted = b.service->submit(std::move(gen.prompt), gen.params);
         if (submitted.refusal)
@@ -355,7 +356,7 @@ struct HttpServer::Impl {
         const ClientWatch client(req);
         if (!gen.stream)
             return collect_reply(res, handle, client,
-                                 ResponseCollector(std::move(header), gen.params.n, prompt_tokens));
+                                 ResponseCollector(std::move(header), gen.params.n, prompt_tokens, std::move(content)));
         // The status goes out with the stream's first bytes: wait for the
         // first output, so a request the engine refuses answers 400.
         std::optional<RequestOutput> first = first_output(res, handle, client);
@@ -366,7 +367,8 @@ struct HttpServer::Impl {
             throw engine_error(*first, false);
         }
         stream_reply(res, StreamReply{std::move(in_flight), handle,
-                                      ResponseStream(std::move(header), gen.params.n, gen.include_usage, prompt_tokens),
+                                      ResponseStream(std::move(header), gen.params.n, gen.include_usage, prompt_tokens,
+                                                     std::move(content)),
                                       std::move(*first)});
     }
 

@@ -191,7 +191,13 @@ GenerationRequest common_request(Api api, const json& body, const ServedModel& m
     r.params.ignore_eos = optional_bool(body, "ignore_eos").value_or(false);
     r.stream = optional_bool(body, "stream").value_or(false);
     r.include_usage = r.stream && include_usage(body);
+    r.tokens_as_ids = optional_bool(body, "return_tokens_as_token_ids").value_or(false);
     return r;
+}
+
+std::optional<std::uint32_t> top_logprobs_field(const json& body, const char* name) {
+    const auto v = optional_int(body, name, 0, kMaxLogprobs);
+    return v ? std::optional(static_cast<std::uint32_t>(*v)) : std::nullopt;
 }
 
 TokenId checked_token(const json& id, const ServedModel& model, const char* param) {
@@ -228,18 +234,23 @@ std::vector<TokenId> single_prompt(const json& prompt, const ServedModel& model)
 
 // OpenAI allows a batch of prompts ([["a"], ["b"]] or ["a", "b"]); kvscope
 // takes one per request (n samples it), so a one-element batch is unwrapped.
-std::vector<TokenId> completion_prompt(const json& body, const ServedModel& model) {
+const json& completion_prompt_field(const json& body) {
     const json* prompt = field(body, "prompt");
     if (!prompt)
         throw bad("'prompt' is required", "prompt");
     const bool batch =
         prompt->is_array() && !prompt->empty() && (prompt->front().is_string() || prompt->front().is_array());
     if (!batch)
-        return single_prompt(*prompt, model);
+        return *prompt;
     if (prompt->size() > 1)
         throw bad("kvscope takes one prompt per request, got " + std::to_string(prompt->size()) +
                       "; send one request per prompt", "prompt");
-    return single_prompt(prompt->front(), model);
+    return prompt->front();
+}
+
+// What echo shows: the prompt's text as sent, or its ids decoded.
+std::string echoed_text(const json& prompt, std::span<const TokenId> ids, const ServedModel& model) {
+    return prompt.is_string() ? prompt.get<std::string>() : model.tokenizer->decode(ids);
 }
 
 std::optional<std::uint32_t> max_tokens_field(const json& body, const char* name) {
@@ -413,14 +424,32 @@ nlohmann::json parse_body(std::string_view body, const RequestLimits& limits) {
 
 GenerationRequest parse_completion_request(const json& body, const ServedModel& model, const RequestLimits& limits) {
     GenerationRequest r = common_request(Api::Completions, body, model, limits);
-    r.prompt = completion_prompt(body, model);
-    r.params.max_new_tokens = max_tokens_field(body, "max_tokens").value_or(kDefaultCompletionTokens);
+    const json& prompt = completion_prompt_field(body);
+    r.prompt = single_prompt(prompt, model);
+    r.params.logprobs = top_logprobs_field(body, "logprobs");
+    const bool echo = optional_bool(body, "echo").value_or(false);
+    const std::optional<std::int64_t> max_tokens = optional_int(body, "max_tokens", 0, kMaxUint32);
+    if (max_tokens == 0 && !echo)
+        throw bad("'max_tokens' must be in [1, " + std::to_string(kMaxUint32) +
+                      "], got 0 (0 only with 'echo': the prompt alone)", "max_tokens");
+    r.params.max_new_tokens =
+        max_tokens ? std::max<std::uint32_t>(static_cast<std::uint32_t>(*max_tokens), 1) : kDefaultCompletionTokens;
+    if (echo) {
+        r.echo = max_tokens == 0 ? Echo::PromptOnly : Echo::PromptAndCompletion;
+        r.prompt_text = echoed_text(prompt, r.prompt, model);
+        r.params.prompt_logprobs = r.params.logprobs;
+    }
     check_context(r.prompt.size(), r.params.max_new_tokens, model, "prompt", "max_tokens");
     return r;
 }
 
 GenerationRequest parse_chat_request(const json& body, const ServedModel& model, const RequestLimits& limits) {
     GenerationRequest r = common_request(Api::Chat, body, model, limits);
+    const std::optional<std::uint32_t> top = top_logprobs_field(body, "top_logprobs");
+    if (optional_bool(body, "logprobs").value_or(false))
+        r.params.logprobs = top.value_or(0);
+    else if (top)
+        throw bad("'top_logprobs' needs 'logprobs': true", "top_logprobs");
     check_chat_template(model);
     const std::vector<ChatMessage> messages = chat_messages(body);
     // max_completion_tokens replaced max_tokens in OpenAI's API; vLLM takes either, the new one first.

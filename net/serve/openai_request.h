@@ -47,12 +47,23 @@ struct ServedModel {
 
 enum class Api : std::uint8_t { Completions, Chat };
 
+// Completions' `echo`: the prompt in front of each choice's text (and its
+// tokens in front of the choice's log-probabilities).
+enum class Echo : std::uint8_t {
+    None,
+    PromptAndCompletion,
+    // max_tokens 0: the prompt alone. The engine still samples one token
+    // (params.max_new_tokens is 1, as vLLM does); the response shows none
+    // of it, though usage counts it.
+    PromptOnly,
+};
+
 // One request, ready for Engine::add_request.
 struct GenerationRequest {
     Api api = Api::Completions;
     std::string model;          // as the client named it (checked against ServedModel::name)
     std::vector<TokenId> prompt; // ids: the client's, or its text/messages encoded
-    RequestParams params;       // sampling, n, max_new_tokens, stop strings, ignore_eos
+    RequestParams params;       // sampling, n, max_new_tokens, stop strings, ignore_eos, logprobs
     bool stream = false;
     bool include_usage = false; // stream_options.include_usage
     // Chat: what the context policy (engine/chat's ChatSession) did to fit
@@ -60,6 +71,9 @@ struct GenerationRequest {
     // the room left. Both 0 when everything fit (the response then says nothing).
     std::uint32_t dropped_messages = 0;
     std::uint32_t reply_limit = 0;
+    Echo echo = Echo::None;
+    std::string prompt_text;    // with echo: the prompt as the client wrote it (its ids decoded when it sent ids)
+    bool tokens_as_ids = false; // return_tokens_as_token_ids: tokens named "token_id:N"
 };
 
 // The body as JSON. Throws ApiError: 413 past limits.max_body_bytes, 400 for
@@ -72,6 +86,12 @@ nlohmann::json parse_body(std::string_view body, const RequestLimits& limits = {
 // either. max_tokens defaults to 16 (OpenAI's default); prompt + max_tokens
 // must fit in max_model_len. temperature defaults to 1 (OpenAI's); without
 // a seed each request draws one, so equal requests may differ.
+// Log-probabilities: `logprobs` N (0..kMaxLogprobs) gives each generated
+// token's with its N most likely alternatives; `echo` puts the prompt in
+// front (its tokens' log-probabilities too with `logprobs`, the first
+// token's null), and with it max_tokens may be 0 (Echo::PromptOnly);
+// `return_tokens_as_token_ids` names tokens "token_id:N". All of the
+// model's raw distribution, before temperature and penalties.
 GenerationRequest parse_completion_request(const nlohmann::json& body, const ServedModel& model,
                                            const RequestLimits& limits = {});
 
@@ -86,7 +106,9 @@ GenerationRequest parse_completion_request(const nlohmann::json& body, const Ser
 // room left (dropped_messages, reply_limit); only a last message that alone
 // fills the context answers 400. Other message lists (ending with an
 // assistant message, two users in a row) are rendered as they are, and
-// prompt + max_tokens past max_model_len answers 400.
+// prompt + max_tokens past max_model_len answers 400. `logprobs: true` gives
+// each generated token's log-probability, `top_logprobs` N (0..kMaxLogprobs,
+// only with logprobs) its N most likely alternatives.
 GenerationRequest parse_chat_request(const nlohmann::json& body, const ServedModel& model,
                                      const RequestLimits& limits = {});
 

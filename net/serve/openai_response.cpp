@@ -28,7 +28,42 @@ ojson identity(const ResponseHeader& h, bool streamed) {
             {"model", h.model}};
 }
 
+// The text a choice shows for what it generated: the echoed prompt in front
+// of its first piece, and nothing generated with Echo::PromptOnly.
+std::string shown_text(const ChoiceContent& c, bool first, std::string_view generated) {
+    std::string shown = first && c.echo != Echo::None ? c.prompt_text : std::string();
+    if (c.echo != Echo::PromptOnly)
+        shown += generated;
+    return shown;
+}
+
+// The tokens whose log-probabilities a choice shows, in the same order: the
+// echoed prompt's with `first` (its first token has none), then the
+// generated ones (none with Echo::PromptOnly).
+std::vector<LoggedToken> shown_tokens(const ChoiceContent& c, bool first,
+                                      std::span<const PositionLogprobs> prompt_logprobs,
+                                      std::span<const TokenId> generated, std::span<const PositionLogprobs> logprobs) {
+    std::vector<LoggedToken> shown;
+    if (first && c.echo != Echo::None)
+        for (std::size_t i = 0; i < c.prompt.size(); ++i)
+            shown.push_back({c.prompt[i], i >= 1 && i <= prompt_logprobs.size() ? &prompt_logprobs[i - 1] : nullptr});
+    if (c.echo != Echo::PromptOnly)
+        for (std::size_t i = 0; i < generated.size(); ++i)
+            shown.push_back({generated[i], i < logprobs.size() ? &logprobs[i] : nullptr});
+    return shown;
+}
+
+ojson logprobs_object(Api api, const ChoiceContent& c, std::span<const LoggedToken> tokens, std::size_t& offset) {
+    return api == Api::Completions ? completion_logprobs(tokens, c.tokens, offset) : chat_logprobs(tokens, c.tokens);
+}
+
 } // namespace
+
+ChoiceContent choice_content(const GenerationRequest& request, const Tokenizer& tokenizer) {
+    const bool echo = request.echo != Echo::None;
+    return {request.params.logprobs.has_value(), {&tokenizer, request.tokens_as_ids}, request.echo,
+            request.prompt_text, echo ? request.prompt : std::vector<TokenId>{}};
+}
 
 std::string_view finish_reason_word(FinishReason reason) {
     switch (reason) {
@@ -68,8 +103,10 @@ ApiError service_error(const ServiceRefusal& refusal) {
     return ApiError::overloaded(refusal.message);
 }
 
-ResponseStream::ResponseStream(ResponseHeader header, std::uint32_t n, bool include_usage, std::uint32_t prompt_tokens)
-    : header_(std::move(header)), n_(n), include_usage_(include_usage), usage_{prompt_tokens, 0} {}
+ResponseStream::ResponseStream(ResponseHeader header, std::uint32_t n, bool include_usage, std::uint32_t prompt_tokens,
+                               ChoiceContent content)
+    : header_(std::move(header)), n_(n), include_usage_(include_usage), usage_{prompt_tokens, 0},
+      content_(std::move(content)), states_(n) {}
 
 ojson ResponseStream::chunk(ojson choices) {
     ojson c = identity(header_, true);
@@ -115,12 +152,30 @@ std::string ResponseStream::on_output(const RequestOutput& out) {
         return sse_event(engine_error(out, usage_.completion_tokens > 0).to_json());
     }
     usage_.completion_tokens += static_cast<std::uint32_t>(out.tokens.size());
-    std::string events;
-    if (!out.text.empty())
-        events += sse_event(chunk(ojson::array({choice(out.index, out.text, std::nullopt)})));
+    std::string events = delta(out);
     if (out.finish)
         events += sse_event(chunk(ojson::array({choice(out.index, "", out.finish)})));
     return events;
+}
+
+// The text and tokens `out` adds to its choice, as one chunk; "" when it
+// shows nothing.
+std::string ResponseStream::delta(const RequestOutput& out) {
+    if (out.index >= states_.size())
+        return {};
+    ChoiceState& state = states_[out.index];
+    const bool first = !state.started && !out.tokens.empty();
+    state.started = state.started || first;
+    const std::string text = shown_text(content_, first, out.text);
+    const std::vector<LoggedToken> tokens =
+        content_.logprobs ? shown_tokens(content_, first, out.prompt_logprobs, out.tokens, out.logprobs)
+                          : std::vector<LoggedToken>{};
+    if (text.empty() && tokens.empty())
+        return {};
+    ojson c = choice(out.index, text, std::nullopt);
+    if (content_.logprobs)
+        c["logprobs"] = logprobs_object(header_.api, content_, tokens, state.offset);
+    return sse_event(chunk(ojson::array({c})));
 }
 
 std::string ResponseStream::end() {
@@ -134,8 +189,9 @@ std::string ResponseStream::end() {
     return events;
 }
 
-ResponseCollector::ResponseCollector(ResponseHeader header, std::uint32_t n, std::uint32_t prompt_tokens)
-    : header_(std::move(header)), choices_(n), usage_{prompt_tokens, 0} {}
+ResponseCollector::ResponseCollector(ResponseHeader header, std::uint32_t n, std::uint32_t prompt_tokens,
+                                     ChoiceContent content)
+    : header_(std::move(header)), content_(std::move(content)), choices_(n), usage_{prompt_tokens, 0} {}
 
 void ResponseCollector::on_output(const RequestOutput& out) {
     if (out.finish == FinishReason::Error && !error_)
@@ -147,6 +203,19 @@ void ResponseCollector::on_output(const RequestOutput& out) {
     c.text += out.text;
     if (out.finish)
         c.finish = out.finish;
+    if (content_.logprobs) {
+        c.tokens.insert(c.tokens.end(), out.tokens.begin(), out.tokens.end());
+        c.logprobs.insert(c.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
+        c.prompt_logprobs.insert(c.prompt_logprobs.end(), out.prompt_logprobs.begin(), out.prompt_logprobs.end());
+    }
+}
+
+ojson ResponseCollector::logprobs_json(const Choice& c) const {
+    if (!content_.logprobs)
+        return nullptr;
+    std::size_t offset = 0;
+    return logprobs_object(header_.api, content_,
+                                shown_tokens(content_, true, c.prompt_logprobs, c.tokens, c.logprobs), offset);
 }
 
 bool ResponseCollector::done() const {
@@ -159,10 +228,10 @@ ojson ResponseCollector::to_json() const {
     for (std::uint32_t i = 0; i < choices_.size(); ++i) {
         ojson c = {{"index", i}};
         if (header_.api == Api::Completions)
-            c["text"] = choices_[i].text;
+            c["text"] = shown_text(content_, true, choices_[i].text);
         else
             c["message"] = {{"role", "assistant"}, {"content", choices_[i].text}};
-        c["logprobs"] = nullptr;
+        c["logprobs"] = logprobs_json(choices_[i]);
         c["finish_reason"] = finish_json(choices_[i].finish);
         choices.push_back(std::move(c));
     }

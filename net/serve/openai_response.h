@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "net/serve/openai_logprobs.h"
 #include "net/serve/openai_request.h"
 #include "engine/engine.h"
 #include "engine/service/engine_service.h"
@@ -45,6 +46,18 @@ struct ResponseHeader {
     std::uint32_t reply_limit = 0;
 };
 
+// What each choice shows besides its generated text, as the request asked.
+struct ChoiceContent {
+    bool logprobs = false;  // each token's log-probabilities ("logprobs": null without)
+    TokenWriter tokens;     // how they name tokens
+    Echo echo = Echo::None; // completions: the prompt in front of the text and of the tokens
+    std::string prompt_text;
+    std::vector<TokenId> prompt;
+};
+
+// `request`'s, read before its prompt is moved to the engine.
+ChoiceContent choice_content(const GenerationRequest& request, const Tokenizer& tokenizer);
+
 // That object, or null when nothing was dropped or limited.
 nlohmann::ordered_json context_json(const ResponseHeader& header);
 
@@ -67,10 +80,13 @@ ApiError service_error(const ServiceRefusal& refusal);
 // include_usage one chunk with `choices: []` and the usage, then [DONE].
 // The first chunk carries "kvscope_context" when the header has one.
 // completion_tokens counts what the engine sampled (RequestOutput::tokens,
-// the stop token included, as vLLM counts).
+// the stop token included, as vLLM counts). With log-probabilities each
+// delta carries its tokens' (one is sent for tokens whose text is not out
+// yet, such as the stop token's); an echo comes with a sample's first token.
 class ResponseStream {
 public:
-    ResponseStream(ResponseHeader header, std::uint32_t n, bool include_usage, std::uint32_t prompt_tokens);
+    ResponseStream(ResponseHeader header, std::uint32_t n, bool include_usage, std::uint32_t prompt_tokens,
+                   ChoiceContent content = {});
 
     std::string begin();                              // chat: role chunks; completions: ""
     // Text delta and/or finish chunk; "" when nothing to send. The first
@@ -82,13 +98,20 @@ public:
     bool failed() const { return failed_; }
 
 private:
+    struct ChoiceState {
+        bool started = false;    // its first token (and an echo) went out
+        std::size_t offset = 0;  // text_offset of its next token
+    };
     nlohmann::ordered_json chunk(nlohmann::ordered_json choices);
     nlohmann::ordered_json choice(std::uint32_t index, std::string_view text, std::optional<FinishReason> finish) const;
+    std::string delta(const RequestOutput& out);
 
     ResponseHeader header_;
     std::uint32_t n_;
     bool include_usage_;
     Usage usage_;
+    ChoiceContent content_;
+    std::vector<ChoiceState> states_;
     bool failed_ = false;
     bool chunk_sent_ = false; // the first one carries kvscope_context
 };
@@ -96,7 +119,7 @@ private:
 // A whole (non-streamed) response, collected output by output.
 class ResponseCollector {
 public:
-    ResponseCollector(ResponseHeader header, std::uint32_t n, std::uint32_t prompt_tokens);
+    ResponseCollector(ResponseHeader header, std::uint32_t n, std::uint32_t prompt_tokens, ChoiceContent content = {});
 
     void on_output(const RequestOutput& out);
     // Every sample has its finish reason, or one failed: the server then
@@ -110,8 +133,14 @@ private:
     struct Choice {
         std::string text;
         std::optional<FinishReason> finish;
+        // With ChoiceContent::logprobs:
+        std::vector<TokenId> tokens;
+        std::vector<PositionLogprobs> logprobs, prompt_logprobs;
     };
+    nlohmann::ordered_json logprobs_json(const Choice& c) const;
+
     ResponseHeader header_;
+    ChoiceContent content_;
     std::vector<Choice> choices_;
     Usage usage_;
     std::optional<ApiError> error_;

@@ -241,7 +241,7 @@ void TestOpenaiProtocol::fields_refused_data() {
     const auto row = [](const char* field, const char* value, const char* message) {
         QTest::addRow("%s=%s", field, value) << field << value << message;
     };
-    row("max_tokens", "0", "'max_tokens' must be in [1, ");
+    row("max_tokens", "0", "'max_tokens' must be in [1, "); // completions: 0 only with echo
     row("max_tokens", "\"10\"", "'max_tokens' must be an integer, got string");
     row("max_tokens", "1.5", "'max_tokens' must be an integer, got number");
     row("temperature", "\"hot\"", "'temperature' must be a number, got string");
