@@ -1,6 +1,7 @@
 #include "engine/model/quantize.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -48,6 +49,23 @@ float signed_max(const float* x, std::size_t n) {
 // to the end of the code range, in steps of a tenth of a code.
 constexpr int kSearchSteps = 5;
 
+// Sums of one candidate's fit: x the values, q the codes it chose.
+struct Sums {
+    double n = 0, x = 0, q = 0, xx = 0, xq = 0, qq = 0;
+    void add(double xi, double qi) {
+        n += 1;
+        x += xi;
+        q += qi;
+        xx += xi * xi;
+        xq += xi * qi;
+        qq += qi * qi;
+    }
+    // Squared error of x ~ s q + m, from the sums alone.
+    double error(double s, double m) const {
+        return xx - 2 * s * xq - 2 * m * x + s * s * qq + 2 * s * m * q + n * m * m;
+    }
+};
+
 // x ~ s * q with integer codes q in [qmin, qmax] (qmin < 0 < qmax): the s
 // of least squared error among the candidates, each refit by least squares
 // to its codes.
@@ -60,21 +78,13 @@ float fit_symmetric(const float* x, std::size_t n, int qmin, int qmax) {
     for (const int target : {qmin, qmax})
         for (int t = -kSearchSteps; t <= kSearchSteps; ++t) {
             const float inverse = (static_cast<float>(target) + 0.1f * static_cast<float>(t)) / max;
-            double xq = 0, qq = 0;
-            for (std::size_t i = 0; i < n; ++i) {
-                const int q = clamp_round(x[i] * inverse, qmin, qmax);
-                xq += static_cast<double>(x[i]) * q;
-                qq += static_cast<double>(q) * q;
-            }
-            if (qq == 0)
+            Sums sums;
+            for (std::size_t i = 0; i < n; ++i)
+                sums.add(x[i], clamp_round(x[i] * inverse, qmin, qmax));
+            if (sums.qq == 0)
                 continue;
-            const double s = xq / qq;
-            double error = 0;
-            for (std::size_t i = 0; i < n; ++i) {
-                const double e = x[i] - s * clamp_round(x[i] * inverse, qmin, qmax);
-                error += e * e;
-            }
-            if (error < best_error) {
+            const double s = sums.xq / sums.qq;
+            if (const double error = sums.error(s, 0); error < best_error) {
                 best_error = error;
                 best = static_cast<float>(s);
             }
@@ -98,32 +108,22 @@ Affine fit_affine(const float* x, std::size_t n, int qmax, bool min_at_most_zero
     Affine best{(hi - lo) / static_cast<float>(qmax), lo};
     double best_error = std::numeric_limits<double>::infinity();
     for (int t = -kSearchSteps; t <= kSearchSteps; ++t) {
-        const float step = (hi - lo) / (static_cast<float>(qmax) + 0.1f * static_cast<float>(t));
-        double sq = 0, sqq = 0, sx = 0, sxq = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-            const int q = clamp_round((x[i] - lo) / step, 0, qmax);
-            sq += q;
-            sqq += static_cast<double>(q) * q;
-            sx += x[i];
-            sxq += static_cast<double>(x[i]) * q;
-        }
-        const double det = static_cast<double>(n) * sqq - sq * sq;
+        const float inverse = (static_cast<float>(qmax) + 0.1f * static_cast<float>(t)) / (hi - lo);
+        Sums sums;
+        for (std::size_t i = 0; i < n; ++i)
+            sums.add(x[i], clamp_round((x[i] - lo) * inverse, 0, qmax));
+        const double det = sums.n * sums.qq - sums.q * sums.q;
         if (det <= 0)
             continue;
-        double s = (static_cast<double>(n) * sxq - sq * sx) / det;
-        double m = (sqq * sx - sq * sxq) / det;
+        double s = (sums.n * sums.xq - sums.q * sums.x) / det;
+        double m = (sums.qq * sums.x - sums.q * sums.xq) / det;
         if (min_at_most_zero && m > 0) {
             m = 0;
-            s = sxq / sqq;
+            s = sums.xq / sums.qq;
         }
         if (s <= 0)
             continue;
-        double error = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-            const double e = x[i] - (s * clamp_round((x[i] - lo) / step, 0, qmax) + m);
-            error += e * e;
-        }
-        if (error < best_error) {
+        if (const double error = sums.error(s, m); error < best_error) {
             best_error = error;
             best = {static_cast<float>(s), static_cast<float>(m)};
         }
@@ -131,19 +131,19 @@ Affine fit_affine(const float* x, std::size_t n, int qmax, bool min_at_most_zero
     return best;
 }
 
-// The index of the kIq4nlValues entry nearest v.
+// The index of the kIq4nlValues entry nearest v: how many midpoints
+// between neighbours lie below it.
 int nearest_iq4nl(float v) {
-    const auto& t = cpu::kIq4nlValues;
-    int lo = 0, hi = 15; // t[lo] <= v < t[hi] once inside
-    if (v <= t[0])
-        return 0;
-    if (v >= t[15])
-        return 15;
-    while (hi - lo > 1) {
-        const int mid = (lo + hi) / 2;
-        (v < t[mid] ? hi : lo) = mid;
-    }
-    return v - t[lo] < t[hi] - v ? lo : hi;
+    static constexpr auto kMid = [] {
+        std::array<float, 15> mid{};
+        for (std::size_t i = 0; i < mid.size(); ++i)
+            mid[i] = (cpu::kIq4nlValues[i] + cpu::kIq4nlValues[i + 1]) / 2.0f;
+        return mid;
+    }();
+    int index = 0;
+    for (const float m : kMid)
+        index += v > m;
+    return index;
 }
 
 // x ~ s * kIq4nlValues[code]: as fit_symmetric, the extreme value mapped
@@ -154,21 +154,13 @@ float fit_iq4nl(const float* x, std::size_t n) {
         return 0;
     float best = 0;
     double best_error = std::numeric_limits<double>::infinity();
-    for (int t = -2 * kSearchSteps; t <= 2 * kSearchSteps; ++t) {
-        const float inverse = (-127.0f + static_cast<float>(t)) / max;
-        double xv = 0, vv = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-            const double v = cpu::kIq4nlValues[nearest_iq4nl(x[i] * inverse)];
-            xv += x[i] * v;
-            vv += v * v;
-        }
-        const double s = xv / vv;
-        double error = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-            const double e = x[i] - s * cpu::kIq4nlValues[nearest_iq4nl(x[i] * inverse)];
-            error += e * e;
-        }
-        if (error < best_error) {
+    for (int t = -kSearchSteps; t <= kSearchSteps; ++t) {
+        const float inverse = (-127.0f + 2.0f * static_cast<float>(t)) / max;
+        Sums sums;
+        for (std::size_t i = 0; i < n; ++i)
+            sums.add(x[i], cpu::kIq4nlValues[nearest_iq4nl(x[i] * inverse)]);
+        const double s = sums.xq / sums.qq;
+        if (const double error = sums.error(s, 0); error < best_error) {
             best_error = error;
             best = static_cast<float>(s);
         }
