@@ -6,8 +6,10 @@
 # and help2man draw the icons and write the man pages at build time,
 # desktop-file-validate and appstreamcli check the desktop files, lintian the
 # package. --test adds what only `installer/kvscope.sh test` needs: clang and
-# its sanitizer and libFuzzer runtimes (the asan and tsan presets), and the
-# package tools but lintian (the package test builds and checks the .deb).
+# its sanitizer and libFuzzer runtimes (the asan and tsan presets), Python's
+# jinja2 (test_chat_template_jinja compares kvscope's chat-template renders
+# with it), and the package tools but lintian (the package test builds and
+# checks the .deb).
 set -euo pipefail
 
 packages=(
@@ -20,7 +22,7 @@ packages=(
 )
 package_tools=(librsvg2-bin help2man desktop-file-utils appstream)
 case "${1:-}" in
-  --test) packages+=(clang libclang-rt-dev "${package_tools[@]}") ;;
+  --test) packages+=(clang libclang-rt-dev python3-jinja2 "${package_tools[@]}") ;;
   --package) packages+=("${package_tools[@]}" lintian) ;;
 esac
 

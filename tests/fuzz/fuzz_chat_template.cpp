@@ -1,9 +1,10 @@
 // Chat-template rendering on arbitrary template texts and conversations:
-// the family is recognised from the text (seeded in corpus/chat_template
-// with each family's marker strings), then an arbitrary conversation is
-// rendered. Rendering either gives a string or throws kvscope::Error (the
-// conversation the template itself refuses); the rendered text of a
-// recognised family contains every message's content, stripped or not.
+// the text is parsed and run as Jinja (minja), or falls back to the family
+// recognised from it (seeded in corpus/chat_template with each family's
+// marker strings), then an arbitrary conversation is rendered. Rendering
+// either gives a string or throws kvscope::Error (the conversation the
+// template refuses, or its failure); the text a built-in family renderer
+// gives contains every user message's content, stripped or not.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -50,7 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     chat.description();
     try {
         const std::string text = chat.render(messages, options);
-        if (chat.supported())
+        if (chat.renderer() == kvscope::ChatRenderer::builtin)
             for (const ChatMessage& m : messages)
                 if (m.role == "user")
                     require(text.find(kvscope::strip_whitespace(m.content)) != std::string::npos,
