@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
+#include "kernels/cpu/gelu.h"
 #include "kernels/cpu/simd_path.h"
 
 namespace kvscope::kernels::cpu {
@@ -30,6 +33,27 @@ void silu_mul(const float* gate, const float* up, float* out, std::size_t n) {
     // right limit, no NaN.
     for (std::size_t i = 0; i < n; ++i)
         out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void gelu_mul(const float* gate, const float* up, float* out, std::size_t n) {
+#if defined(KVSCOPE_KERNELS_AVX2)
+    if (simd_path() == SimdPath::Avx2)
+        return detail::avx2_gelu_mul(gate, up, out, n);
+#endif
+    for (std::size_t i = 0; i < n; ++i)
+        out[i] = detail::gelu_f16(gate[i]) * up[i];
+}
+
+void softcap(float* x, std::size_t n, float cap) {
+    if (!std::isfinite(cap) || cap <= 0.0f)
+        throw std::invalid_argument("softcap: the cap must be finite and > 0 (got " + std::to_string(cap) + ")");
+#if defined(KVSCOPE_KERNELS_AVX2)
+    if (simd_path() == SimdPath::Avx2)
+        return detail::avx2_softcap(x, n, cap);
+#endif
+    const float inverse = 1.0f / cap;
+    for (std::size_t i = 0; i < n; ++i)
+        x[i] = cap * std::tanh(x[i] * inverse);
 }
 
 } // namespace kvscope::kernels::cpu

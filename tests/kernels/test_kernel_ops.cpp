@@ -1,6 +1,6 @@
 // The element-wise kernels against their formulas evaluated in double:
 // RMSNorm, RoPE (both pairings; angles once per pass; scaled frequencies),
-// softmax, SiLU-gated
+// softmax, soft-capping, GELU-gated (with llama.cpp's f16 roundings) and SiLU-gated
 // product on each SIMD path, and the
 // float -> f16 rounding used for f16 KV storage (against binary16's
 // definition, kernel_test_support.h, and, where present, F16C).
@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numbers>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -100,6 +101,8 @@ private slots:
     void softmax_sums_to_one_and_matches_formula();
     void softmax_is_stable_for_large_inputs();
     void silu_mul_matches_formula();
+    void gelu_mul_matches_rounded_formula();
+    void softcap_matches_formula();
     void f16_rounding_matches_definition();
     void f16_rounding_edge_cases();
 };
@@ -361,6 +364,100 @@ void TestKernelOps::silu_mul_matches_formula() {
         for (std::size_t n = 1; n <= 20; ++n) // whole vectors and every tail length
             check(gate.size() - n, n);
     }
+}
+
+// gelu_mul's definition (activation.h): gelu of the gate rounded to f16,
+// in double, rounded to f16, times up; 0 from -10 down, the gate from 10
+// up. Every f16 gate in (-10, 10) (the result depends on nothing else)
+// with up = 1: the same f16 value as the double reference or one f16 step
+// from it, for at most 0.1% of gates (float rounding of the gelu crossing
+// an f16 rounding boundary); random gates, not on the f16 grid and past
+// the cut-offs, with random up: exactly that product in float. Whole
+// vectors and every tail length, in place, on each SIMD path.
+void TestKernelOps::gelu_mul_matches_rounded_formula() {
+    const auto gelu = [](double x) { // the tanh approximation, in double
+        return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+    };
+    std::vector<float> grid;
+    for (std::uint32_t h = 0; h < 0x10000; ++h) {
+        const float x = f16_to_f32(static_cast<std::uint16_t>(h));
+        if (x > -10.0f && x < 10.0f)
+            grid.push_back(x);
+    }
+    std::mt19937 rng(10);
+    std::vector<float> gate = random_vector(2000, 12.0f, rng);
+    for (const float x : {-10.0f, 10.0f, std::nextafter(-10.0f, 0.0f), std::nextafter(10.0f, 0.0f), -0.0f, 1e-7f})
+        gate.push_back(x);
+    const std::vector<float> up = random_vector(gate.size(), 3.0f, rng);
+    for (const SimdPath path : kernel_test::available_paths()) {
+        kernel_test::PathScope scope(path);
+        const std::vector<float> ones(grid.size(), 1.0f);
+        std::vector<float> g(grid.size());
+        gelu_mul(grid.data(), ones.data(), g.data(), grid.size());
+        std::size_t steps = 0;
+        for (std::size_t i = 0; i < grid.size(); ++i) {
+            const int got = kernel_test::f16_bits(g[i]), want = kernel_test::f16_bits(static_cast<float>(gelu(grid[i])));
+            QVERIFY2(kernel_test::f16_round(g[i]) == g[i], qPrintable(QString::number(grid[i]))); // an f16 value
+            // Adjacent f16 values: bit patterns one apart, or +-0 and the smallest subnormal.
+            const int distance = (got ^ want) & 0x8000 ? (got & 0x7fff) + (want & 0x7fff) : std::abs(got - want);
+            QVERIFY2(distance <= 1, qPrintable(QStringLiteral("%1 path, gelu(%2): got %3, expected %4")
+                                                   .arg(to_string(path)).arg(static_cast<double>(grid[i]), 0, 'g', 9)
+                                                   .arg(static_cast<double>(g[i]), 0, 'g', 9).arg(gelu(grid[i]), 0, 'g', 9)));
+            steps += static_cast<std::size_t>(distance);
+        }
+        QVERIFY2(steps * 1000 <= grid.size(), qPrintable(QStringLiteral("%1 of %2 one step off").arg(steps).arg(grid.size())));
+        const auto check = [&](std::size_t first, std::size_t n) {
+            std::vector<float> out(gate.begin() + static_cast<std::ptrdiff_t>(first),
+                                   gate.begin() + static_cast<std::ptrdiff_t>(first + n));
+            gelu_mul(out.data(), up.data() + first, out.data(), n); // in place over the gate
+            for (std::size_t i = 0; i < n; ++i) {
+                const float x = gate[first + i];
+                float expected = x <= -10.0f ? 0.0f : x >= 10.0f ? x : kernel_test::f16_round(x);
+                if (x > -10.0f && x < 10.0f) { // the grid's value, checked above
+                    const float one = 1.0f;
+                    gelu_mul(&expected, &one, &expected, 1);
+                }
+                QCOMPARE(out[i], expected * up[first + i]);
+            }
+        };
+        check(0, gate.size());
+        for (std::size_t n = 1; n <= 20; ++n)
+            check(gate.size() - n, n);
+    }
+}
+
+// softcap against cap * tanh(x / cap) in double: the scaling by 1 / cap
+// and by cap and tanh's own error (a few ulp) stay within 6e-7 of the
+// result. Large and small inputs, zeros and infinities; the tail lengths;
+// bad caps.
+void TestKernelOps::softcap_matches_formula() {
+    std::mt19937 rng(11);
+    std::vector<float> x = random_vector(1000, 200.0f, rng);
+    const std::vector<float> small = random_vector(200, 0.01f, rng);
+    x.insert(x.end(), small.begin(), small.end());
+    const float inf = std::numeric_limits<float>::infinity();
+    for (const float v : {0.0f, -0.0f, inf, -inf, 1e-30f, 0.624f * 30.0f, 0.626f * 30.0f})
+        x.push_back(v);
+    for (const SimdPath path : kernel_test::available_paths()) {
+        kernel_test::PathScope scope(path);
+        for (const float cap : {30.0f, 50.0f}) {
+            const auto check = [&](std::size_t first, std::size_t n) {
+                std::vector<float> y(x.begin() + static_cast<std::ptrdiff_t>(first),
+                                     x.begin() + static_cast<std::ptrdiff_t>(first + n));
+                softcap(y.data(), n, cap);
+                for (std::size_t i = 0; i < n; ++i) {
+                    const double expected = cap * std::tanh(static_cast<double>(x[first + i]) / cap);
+                    expect_close(y[i], expected, 6e-7 * std::fabs(expected), "softcap", first + i);
+                }
+            };
+            check(0, x.size());
+            for (std::size_t n = 1; n <= 20; ++n)
+                check(x.size() - n, n);
+        }
+    }
+    float y = 1.0f;
+    for (const float bad : {0.0f, -1.0f, inf, std::numeric_limits<float>::quiet_NaN()})
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, softcap(&y, 1, bad));
 }
 
 void TestKernelOps::f16_rounding_matches_definition() {
