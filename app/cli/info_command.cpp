@@ -29,10 +29,16 @@ nlohmann::ordered_json info_json(const GgufFile& file, const ModelConfig& c, con
                              {"context_length", c.context_length},
                              {"rope_theta", c.rope_theta},
                              {"rope_style", std::string(to_string(c.rope_style))},
+                             {"rope_dims", c.rope_dims},
+                             {"layer_kinds", c.layer_kinds()},
+                             {"features", c.features()},
                              {"tied_embeddings", c.tied_embeddings},
                              {"tokenizer", file.get_string("tokenizer.ggml.model").value_or("")},
                              {"parameters", stats.parameters},
                              {"tensor_bytes", stats.bytes}};
+    for (const LayerAttention& a : c.layers)
+        j["layer_attention"].push_back({{"window", a.window}, {"rope", a.rope}, {"rope_theta", a.rope_theta},
+                                        {"rope_scaled", a.rope_scaled}});
     for (const TensorTypeStats& t : stats.by_type)
         j["tensor_types"][std::string(to_string(t.type))] = {
             {"tensors", t.tensors}, {"parameters", t.parameters}, {"bytes", t.bytes}};
@@ -50,6 +56,8 @@ void print_text(const nlohmann::ordered_json& j) {
                 j["layers"].get<unsigned>(), j["embedding_dim"].get<unsigned>(), j["heads"].get<unsigned>(),
                 j["kv_heads"].get<unsigned>(), j["head_dim"].get<unsigned>(), j["ffn_dim"].get<unsigned>(),
                 j["vocab_size"].get<unsigned>(), j["context_length"].get<unsigned>());
+    std::printf("  %s; beyond llama: %s\n", j["layer_kinds"].get<std::string>().c_str(),
+                j["features"].get<std::string>().c_str());
     std::printf("  RoPE theta %g (%s)%s; tokenizer %s\n", j["rope_theta"].get<double>(),
                 j["rope_style"].get<std::string>().c_str(),
                 j["tied_embeddings"].get<bool>() ? ", tied embeddings" : "", j["tokenizer"].get<std::string>().c_str());

@@ -531,6 +531,20 @@ std::optional<std::vector<std::int32_t>> GgufFile::get_int_array(std::string_vie
     return numbers;
 }
 
+std::optional<std::vector<bool>> GgufFile::get_bool_array(std::string_view key) const {
+    const Value* value = find_array(key, "an array of bool");
+    if (value == nullptr)
+        return std::nullopt;
+    if (value->element_type != GgufValueType::Bool)
+        wrong_type(key, *value, "an array of bool");
+    std::vector<bool> flags;
+    flags.reserve(value->count);
+    const std::byte* at = value->payload;
+    for (std::uint64_t i = 0; i < value->count; ++i, at = next_element(value->element_type, at))
+        flags.push_back(*at != std::byte{0});
+    return flags;
+}
+
 std::string GgufFile::describe_value(std::string_view key) const {
     constexpr std::uint64_t kShown = 4;
     const Value* value = find_value(key);

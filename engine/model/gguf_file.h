@@ -89,6 +89,8 @@ public:
     std::optional<std::vector<float>> get_float_array(std::string_view key) const;
     // Arrays of any integer type whose values fit in int32.
     std::optional<std::vector<std::int32_t>> get_int_array(std::string_view key) const;
+    // Arrays of bool (Gemma's per-layer sliding_window_pattern).
+    std::optional<std::vector<bool>> get_bool_array(std::string_view key) const;
     // Element count of an array, without reading its elements.
     std::optional<std::uint64_t> get_array_length(std::string_view key) const;
     // One line for people: the value, or for arrays their type and length

@@ -1,120 +1,20 @@
 #include "engine/model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "engine/core/error.h"
 #include "engine/core/log.h"
+#include "engine/model/config_reader.h"
 #include "engine/model/message_format.h"
+#include "engine/model/model_families.h"
 
 namespace kvscope {
 namespace {
 
-std::string shape_text(const std::vector<std::uint64_t>& dims) {
-    std::string text = "[";
-    for (std::size_t i = 0; i < dims.size(); ++i)
-        text += (i ? ", " : "") + grouped(dims[i]);
-    return text + "]";
-}
-
-// Reads metadata under the architecture's prefix ("llama.block_count") and
-// checks tensors, with errors that name the file.
-class ConfigReader {
-public:
-    explicit ConfigReader(const GgufFile& file) : file_(file) {}
-
-    [[noreturn]] void fail(const std::string& problem) const {
-        throw Error(file_.path() + ": " + problem);
-    }
-
-    std::string architecture() {
-        const auto arch = file_.get_string("general.architecture");
-        if (!arch)
-            fail("missing metadata general.architecture; is this a model file?");
-        if (*arch != "llama" && *arch != "qwen2")
-            fail("unsupported architecture " + quoted(*arch) + " (supported: llama, qwen2)");
-        arch_ = *arch;
-        prefix_ = *arch + ".";
-        return *arch;
-    }
-
-    bool has(std::string_view key) const { return file_.has(prefix_ + std::string(key)); }
-
-    std::optional<std::uint64_t> uint(std::string_view key) const {
-        return file_.get_uint(prefix_ + std::string(key));
-    }
-
-    // A size or count: present, positive and small enough for 32 bits.
-    std::uint32_t dimension(std::string_view key) const {
-        const auto value = uint(key);
-        if (!value)
-            fail("missing " + described(key));
-        return in_range(described(key), *value);
-    }
-
-    std::string described(std::string_view key) const {
-        return "metadata " + quoted(prefix_ + std::string(key));
-    }
-
-    std::uint32_t in_range(const std::string& what, std::uint64_t value) const {
-        if (value == 0 || value > std::numeric_limits<std::int32_t>::max())
-            fail(what + " is " + grouped(value) + ", expected 1 to " +
-                 grouped(std::numeric_limits<std::int32_t>::max()));
-        return static_cast<std::uint32_t>(value);
-    }
-
-    std::optional<std::uint32_t> optional_dimension(std::string_view key) const {
-        const auto value = uint(key);
-        return value ? std::optional(in_range(described(key), *value)) : std::nullopt;
-    }
-
-    // A float that must be positive and finite, with an optional default.
-    double positive(std::string_view key, std::optional<double> fallback) const {
-        const std::string full = prefix_ + std::string(key);
-        const auto value = file_.get_float(full);
-        if (!value && !fallback)
-            fail("missing metadata " + quoted(full));
-        const double result = value.value_or(fallback.value_or(0.0));
-        if (!(result > 0.0) || !std::isfinite(result))
-            fail("metadata " + quoted(full) + " is " + decimal(result) +
-                 ", expected a positive number");
-        return result;
-    }
-
-    std::optional<std::string> string(std::string_view key) const {
-        return file_.get_string(prefix_ + std::string(key));
-    }
-
-    // The tensor, checked for shape and type; nullptr when optional and
-    // absent.
-    const GgufTensorInfo* tensor(const std::string& name, const std::vector<std::uint64_t>& dims,
-                                 bool required = true) const {
-        const GgufTensorInfo* t = file_.find_tensor(name);
-        if (t == nullptr) {
-            if (required)
-                fail("missing tensor " + quoted(name) + ", which a " + arch_ + " model needs");
-            return nullptr;
-        }
-        if (t->dims != dims)
-            fail("tensor " + quoted(name) + " has shape " + shape_text(t->dims) + ", expected " +
-                 shape_text(dims) + " from the metadata");
-        if (dims.size() == 1 && t->type != GgmlType::F32)
-            fail("tensor " + quoted(name) + " has type " + std::string(to_string(t->type)) +
-                 ", expected F32 for a 1-D tensor (norm or bias)");
-        if (!is_dequantizable(t->type))
-            fail("tensor " + quoted(name) + " has type " + std::string(to_string(t->type)) +
-                 ", which kvscope cannot compute with (supported: " + dequantizable_type_names() + ")");
-        return t;
-    }
-
-    const GgufFile& file() const { return file_; }
-
-private:
-    const GgufFile& file_;
-    std::string arch_;
-    std::string prefix_; // "llama."
-};
+using detail::ConfigReader;
 
 void read_dimensions(const ConfigReader& r, ModelConfig& c) {
     c.n_layers = r.dimension("block_count");
@@ -131,9 +31,9 @@ void read_dimensions(const ConfigReader& r, ModelConfig& c) {
 }
 
 // head_dim is key_length when given, else embedding / heads, else (when
-// that does not divide) rope.dimension_count. Partial rotary embeddings and
-// V heads of another size are not part of llama or qwen2, so they are
-// rejected, not half-supported.
+// that does not divide) rope.dimension_count. RoPE rotates the first
+// rope.dimension_count dimensions of each head (all of them by default).
+// V heads of another size than K heads are rejected, not half-supported.
 void read_head_dim(const ConfigReader& r, ModelConfig& c) {
     const auto key_length = r.optional_dimension("attention.key_length");
     const auto rope_dims = r.optional_dimension("rope.dimension_count");
@@ -144,9 +44,13 @@ void read_head_dim(const ConfigReader& r, ModelConfig& c) {
     c.head_dim = key_length ? *key_length
                  : divides  ? c.embedding_dim / c.n_heads
                             : *rope_dims;
-    if (rope_dims && *rope_dims != c.head_dim)
-        r.fail("rope.dimension_count " + grouped(*rope_dims) + " differs from the head size " +
-               grouped(c.head_dim) + "; partial rotary embeddings are not supported");
+    c.rope_dims = rope_dims.value_or(c.head_dim);
+    if (c.rope_dims > c.head_dim || c.rope_dims % 2 != 0)
+        r.fail("rope.dimension_count " + grouped(c.rope_dims) + " must be even and at most the head size " +
+               grouped(c.head_dim));
+    if (c.architecture == "llama" && c.rope_dims != c.head_dim)
+        r.fail("rope.dimension_count " + grouped(c.rope_dims) + " differs from the head size " +
+               grouped(c.head_dim) + ", which a llama model cannot have");
     const auto value_length = r.optional_dimension("attention.value_length");
     if (value_length && *value_length != c.head_dim)
         r.fail("attention.value_length " + grouped(*value_length) + " differs from key length " +
@@ -159,7 +63,6 @@ void read_head_dim(const ConfigReader& r, ModelConfig& c) {
 
 void read_rope(const ConfigReader& r, ModelConfig& c) {
     c.rope_theta = r.positive("rope.freq_base", 10000.0);
-    c.rope_style = c.architecture == "qwen2" ? RopeStyle::NeoXHalves : RopeStyle::AdjacentPairs;
     // Newer files say rope.scaling.{type,factor}; older ones rope.scale_linear.
     const auto type = r.string("rope.scaling.type");
     if (type == "none")
@@ -196,37 +99,68 @@ std::uint32_t read_vocab_size(const ConfigReader& r) {
     return vocab;
 }
 
+// The tensors of one layer, as the config's features say it has them.
+void check_layer_tensors(const ConfigReader& r, const ModelConfig& c, std::uint32_t layer) {
+    const std::uint64_t embd = c.embedding_dim, hd = c.head_dim;
+    const auto name = [layer](const char* suffix) { return block_tensor_name(layer, suffix); };
+    r.tensor(name("attn_norm.weight"), {embd});
+    if (c.fused_qkv) {
+        r.tensor(name("attn_qkv.weight"), {embd, std::uint64_t{c.q_dim()} + 2 * c.kv_dim()});
+    } else {
+        r.tensor(name("attn_q.weight"), {embd, c.q_dim()});
+        r.tensor(name("attn_k.weight"), {embd, c.kv_dim()});
+        r.tensor(name("attn_v.weight"), {embd, c.kv_dim()});
+    }
+    if (c.qkv_bias) {
+        r.tensor(name("attn_q.bias"), {c.q_dim()});
+        r.tensor(name("attn_k.bias"), {c.kv_dim()});
+        r.tensor(name("attn_v.bias"), {c.kv_dim()});
+    }
+    if (c.qk_norm) {
+        r.tensor(name("attn_q_norm.weight"), {hd});
+        r.tensor(name("attn_k_norm.weight"), {hd});
+    }
+    r.tensor(name("attn_output.weight"), {c.q_dim(), embd});
+    r.tensor(name("ffn_norm.weight"), {embd});
+    if (c.fused_gate_up) {
+        r.tensor(name("ffn_up.weight"), {embd, 2 * std::uint64_t{c.ffn_dim}});
+    } else {
+        r.tensor(name("ffn_gate.weight"), {embd, c.ffn_dim});
+        r.tensor(name("ffn_up.weight"), {embd, c.ffn_dim});
+    }
+    r.tensor(name("ffn_down.weight"), {c.ffn_dim, embd});
+    if (c.post_norms) {
+        r.tensor(name("post_attention_norm.weight"), {embd});
+        r.tensor(name("post_ffw_norm.weight"), {embd});
+    }
+}
+
+// RoPE frequency factors: Llama 3.1's rope_freqs, or Phi-3's pair of
+// LongRoPE factor tensors (both or neither).
+void check_rope_factors(const ConfigReader& r, ModelConfig& c) {
+    const std::uint64_t pairs = c.rope_dims / 2;
+    const bool freqs = r.tensor("rope_freqs.weight", {pairs}, false) != nullptr;
+    const bool long_factors = r.tensor("rope_factors_long.weight", {pairs}, false) != nullptr;
+    const bool short_factors = r.tensor("rope_factors_short.weight", {pairs}, false) != nullptr;
+    if (long_factors != short_factors)
+        r.fail("tensor " + quoted(long_factors ? "rope_factors_short.weight" : "rope_factors_long.weight") +
+               " is missing; LongRoPE needs both factor tensors");
+    if (freqs && long_factors)
+        r.fail("the file has both rope_freqs and LongRoPE factor tensors");
+    c.rope_freq_factors = freqs || long_factors;
+    const auto original = r.uint("rope.scaling.original_context_length").value_or(c.context_length);
+    c.long_rope = long_factors && c.context_length > original;
+}
+
 void check_tensors(const ConfigReader& r, ModelConfig& c) {
     const std::uint64_t embd = c.embedding_dim;
     r.tensor("token_embd.weight", {embd, c.vocab_size});
     r.tensor("output_norm.weight", {embd});
-    c.tied_embeddings = r.tensor("output.weight", {embd, c.vocab_size}, false) == nullptr;
-    c.rope_freq_factors = r.tensor("rope_freqs.weight", {c.head_dim / 2}, false) != nullptr;
-
-    // qwen2 always has Q/K/V biases; llama files may carry all three.
-    const auto has_bias = [&](const char* what) {
-        return r.file().find_tensor(block_tensor_name(0, what)) != nullptr;
-    };
-    c.qkv_bias = c.architecture == "qwen2" || has_bias("attn_q.bias") ||
-                 has_bias("attn_k.bias") || has_bias("attn_v.bias");
-
-    for (std::uint32_t layer = 0; layer < c.n_layers; ++layer) {
-        const auto name = [layer](const char* suffix) { return block_tensor_name(layer, suffix); };
-        r.tensor(name("attn_norm.weight"), {embd});
-        r.tensor(name("attn_q.weight"), {embd, c.q_dim()});
-        r.tensor(name("attn_k.weight"), {embd, c.kv_dim()});
-        r.tensor(name("attn_v.weight"), {embd, c.kv_dim()});
-        r.tensor(name("attn_output.weight"), {c.q_dim(), embd});
-        r.tensor(name("ffn_norm.weight"), {embd});
-        r.tensor(name("ffn_gate.weight"), {embd, c.ffn_dim});
-        r.tensor(name("ffn_up.weight"), {embd, c.ffn_dim});
-        r.tensor(name("ffn_down.weight"), {c.ffn_dim, embd});
-        if (c.qkv_bias) {
-            r.tensor(name("attn_q.bias"), {c.q_dim()});
-            r.tensor(name("attn_k.bias"), {c.kv_dim()});
-            r.tensor(name("attn_v.bias"), {c.kv_dim()});
-        }
-    }
+    if (!c.tied_embeddings)
+        c.tied_embeddings = r.tensor("output.weight", {embd, c.vocab_size}, false) == nullptr;
+    check_rope_factors(r, c);
+    for (std::uint32_t layer = 0; layer < c.n_layers; ++layer)
+        check_layer_tensors(r, c, layer);
 }
 
 } // namespace
@@ -239,22 +173,89 @@ std::string block_tensor_name(std::uint32_t layer, std::string_view suffix) {
     return "blk." + std::to_string(layer) + "." + std::string(suffix);
 }
 
+bool ModelConfig::has_windows() const {
+    for (const LayerAttention& l : layers)
+        if (l.window > 0)
+            return true;
+    return false;
+}
+
+std::string ModelConfig::layer_kinds() const {
+    std::uint32_t windowed = 0, no_rope = 0;
+    std::uint32_t window = 0;
+    for (const LayerAttention& l : layers) {
+        windowed += l.window > 0;
+        no_rope += !l.rope;
+        window = std::max(window, l.window);
+    }
+    std::string text = std::to_string(n_layers) + " layers";
+    if (windowed == 0)
+        text += ", global";
+    else
+        text += ": " + std::to_string(windowed) + " sliding-window (" + std::to_string(window) + "), " +
+                std::to_string(n_layers - windowed) + " global";
+    if (no_rope > 0)
+        text += "; " + std::to_string(no_rope) + " without RoPE";
+    return text;
+}
+
+std::string ModelConfig::features() const {
+    std::vector<std::string> parts;
+    if (qkv_bias)
+        parts.push_back("QKV bias");
+    if (fused_qkv || fused_gate_up)
+        parts.push_back("fused matrices");
+    if (qk_norm)
+        parts.push_back("QK-norm");
+    if (post_norms)
+        parts.push_back("post-norms");
+    if (ffn_activation != FfnActivation::SiLU)
+        parts.push_back(std::string(to_string(ffn_activation)) + " FFN");
+    if (rope_dims != head_dim)
+        parts.push_back("RoPE on " + std::to_string(rope_dims) + " of " + std::to_string(head_dim) + " dims");
+    if (long_rope || rope_freq_factors)
+        parts.push_back(long_rope ? "LongRoPE (long factors)" : "RoPE frequency factors");
+    if (attn_softcap > 0)
+        parts.push_back("attention soft-cap " + decimal(attn_softcap));
+    if (final_softcap > 0)
+        parts.push_back("logit soft-cap " + decimal(final_softcap));
+    if (embedding_scale != 1.0)
+        parts.push_back("scaled embeddings");
+    if (parts.empty())
+        return "none";
+    std::string text;
+    for (const std::string& p : parts)
+        text += (text.empty() ? "" : ", ") + p;
+    return text;
+}
+
+std::string_view to_string(FfnActivation activation) {
+    return activation == FfnActivation::GeluTanh ? "gelu (tanh)" : "silu";
+}
+
 ModelConfig read_model_config(const GgufFile& file) {
-    ConfigReader r(file);
+    const auto arch = file.get_string("general.architecture");
+    if (!arch)
+        throw Error(file.path() + ": missing metadata general.architecture; is this a model file?");
+    if (!is_supported_architecture(*arch))
+        throw Error(file.path() + ": unsupported architecture " + quoted(*arch) +
+                    " (supported: " + supported_architecture_list() + ")");
+    const ConfigReader r(file, *arch);
     ModelConfig c;
-    c.architecture = r.architecture();
+    c.architecture = *arch;
     c.name = file.get_string("general.name").value_or("");
     read_dimensions(r, c);
     read_head_dim(r, c);
     read_rope(r, c);
     c.norm_eps = r.positive("attention.layer_norm_rms_epsilon", std::nullopt);
     c.vocab_size = read_vocab_size(r);
+    detail::read_family(r, c);
     check_tensors(r, c);
     logger("model")->info(
-        "{}: {} '{}': {} layers, dim {}, {} heads ({} KV) x {}, ffn {}, vocab {}, ctx {}{}{}",
+        "{}: {} '{}': {} layers, dim {}, {} heads ({} KV) x {}, ffn {}, vocab {}, ctx {}{}{}; {}",
         file.path(), c.architecture, c.name, c.n_layers, c.embedding_dim, c.n_heads,
         c.n_kv_heads, c.head_dim, c.ffn_dim, c.vocab_size, c.context_length,
-        c.tied_embeddings ? ", tied embeddings" : "", c.qkv_bias ? ", QKV bias" : "");
+        c.tied_embeddings ? ", tied embeddings" : "", c.qkv_bias ? ", QKV bias" : "", c.layer_kinds());
     return c;
 }
 

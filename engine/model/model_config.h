@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "engine/kv/kv_geometry.h"
 #include "engine/model/gguf_file.h"
@@ -26,36 +28,88 @@ struct RopeScaling {
     std::uint64_t original_context = 0;   // context the model was trained with; 0 if unknown
 };
 
+// The FFN's gate activation: SwiGLU's silu(gate)·up, or GeGLU's
+// gelu_tanh(gate)·up (Gemma).
+enum class FfnActivation { SiLU, GeluTanh };
+
+std::string_view to_string(FfnActivation activation); // "silu", "gelu (tanh)"
+
+// What one layer's attention does: how far back it sees and how it turns
+// positions into angles. Most models have one kind of layer; Gemma mixes
+// sliding-window and global layers, SmolLM3 leaves RoPE out of some.
+struct LayerAttention {
+    // 0: every earlier key (global attention); else keys less than `window`
+    // positions back (a key is masked when query position - key position
+    // >= window, as llama.cpp masks it).
+    std::uint32_t window = 0;
+    bool rope = true;         // false: this layer rotates nothing (NoPE)
+    double rope_theta = 0;    // this layer's RoPE base
+    bool rope_scaled = false; // the model's RoPE scaling applies to this layer
+
+    bool operator==(const LayerAttention&) const = default;
+};
+
 struct ModelConfig {
-    std::string architecture; // "llama" or "qwen2"
+    // "llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3" or "smollm3"
+    // (model_families.h says what each one adds).
+    std::string architecture;
     std::string name;         // general.name, may be empty
     std::uint32_t n_layers = 0;
     std::uint32_t embedding_dim = 0;
     std::uint32_t n_heads = 0;
     std::uint32_t n_kv_heads = 0; // divides n_heads (grouped-query attention)
-    std::uint32_t head_dim = 0;   // RoPE rotates all of it
+    // From attention.key_length where given: n_heads × head_dim may differ
+    // from embedding_dim (Qwen3-0.6B: 16 × 128 on a 1024-wide model).
+    std::uint32_t head_dim = 0;
+    std::uint32_t rope_dims = 0;  // dimensions of a head RoPE rotates; < head_dim: partial rotary (Phi-4-mini)
     std::uint32_t ffn_dim = 0;
     std::uint32_t vocab_size = 0;
     std::uint32_t context_length = 0;
-    double rope_theta = 10000.0;
+    double rope_theta = 10000.0;  // the base of global layers (LayerAttention has each layer's)
     std::optional<RopeScaling> rope_scaling;
     RopeStyle rope_style = RopeStyle::AdjacentPairs;
-    // rope_freqs.weight holds per-dimension frequency factors (Llama 3.1).
+    // Per-pair divisors of RoPE frequencies: rope_freqs.weight (Llama 3.1),
+    // or Phi-3's LongRoPE rope_factors_long/short, of which the one for this
+    // context is used (llama.cpp's rule: long when context_length exceeds
+    // the scaling's original context).
     bool rope_freq_factors = false;
+    bool long_rope = false;        // LongRoPE: rope_factors_long applies, else rope_factors_short
+    double rope_attn_factor = 1.0; // rope.scaling.attn_factor: cos and sin are multiplied by it (LongRoPE)
     double norm_eps = 1e-5;   // RMSNorm epsilon
     bool tied_embeddings = false; // no output.weight: logits use token_embd.weight
     bool qkv_bias = false;        // attn_q/k/v have .bias tensors
 
+    // Beyond llama: the features of model_families.h, each false/0 for llama.
+    bool fused_qkv = false;       // one attn_qkv matrix: Q, K and V rows in turn (Phi-3)
+    bool fused_gate_up = false;   // one ffn_up matrix of 2·ffn_dim rows: gate, then up (Phi-3)
+    bool qk_norm = false;         // per-head RMSNorm of Q and K before RoPE (attn_q_norm, attn_k_norm)
+    bool post_norms = false;      // RMSNorm of each sublayer's output before the residual add (Gemma)
+    FfnActivation ffn_activation = FfnActivation::SiLU;
+    double embedding_scale = 1.0; // token embeddings are multiplied by it (Gemma: sqrt(width))
+    double attention_scale = 0.0; // multiplies q·k; 0: 1/sqrt(head_dim)
+    double attn_softcap = 0.0;    // > 0: scores become cap·tanh(score/cap) (Gemma 2)
+    double final_softcap = 0.0;   // > 0: the same for the output logits
+    std::vector<LayerAttention> layers; // n_layers entries
+
     std::uint32_t q_dim() const { return n_heads * head_dim; }
     std::uint32_t kv_dim() const { return n_kv_heads * head_dim; }
     KvGeometry kv_geometry() const { return {n_layers, n_kv_heads, head_dim}; }
+    // True when some layer attends within a window.
+    bool has_windows() const;
+    // The layers by kind, for people: "26 layers: 22 sliding-window (512),
+    // 4 global" or "28 layers, global".
+    std::string layer_kinds() const;
+    // What the model computes beyond llama's decoder, for people: "QK-norm,
+    // post-norms, GELU (tanh) FFN, attention soft-cap 50"; "none" for llama.
+    std::string features() const;
 };
 
-// Reads the configuration of a `llama` (also Mistral, TinyLlama) or `qwen2`
-// model and checks that every tensor the forward pass needs is present with
-// the right shape and a dequantizable type (1-D norms and biases must be
-// F32). Throws kvscope::Error naming the file and the problem; any other
-// architecture gives "unsupported architecture X".
+// Reads the configuration of a model of one of the architectures of
+// model_families.h (llama also covers Mistral and TinyLlama) and checks that
+// every tensor the forward pass needs is present with the right shape and a
+// dequantizable type (1-D norms and biases must be F32). Throws
+// kvscope::Error naming the file and the problem; any other architecture
+// gives "unsupported architecture X" with the list of supported ones.
 ModelConfig read_model_config(const GgufFile& file);
 
 // Name of a per-layer tensor: block_tensor_name(3, "attn_q.weight") is

@@ -29,9 +29,36 @@ void add_bias(cuda::DeviceBuffer& rows, const cuda::DeviceBuffer& bias, std::uin
         cuda::add_bias(rows.as<float>(), bias.as<float>(), n, width);
 }
 
+// The first feature of model_families.h the CUDA kernels lack ("sliding
+// windows are"), or empty for a plain llama/qwen2 decoder.
+std::string beyond_llama(const ModelConfig& c) {
+    if (c.has_windows())
+        return "sliding windows are";
+    if (c.qk_norm)
+        return "QK-norm is";
+    if (c.post_norms)
+        return "post-sublayer norms are";
+    if (c.ffn_activation != FfnActivation::SiLU)
+        return "GELU FFN is";
+    if (c.fused_qkv || c.fused_gate_up)
+        return "fused QKV / gate-up matrices are";
+    if (c.attn_softcap > 0 || c.final_softcap > 0)
+        return "soft-capping is";
+    if (c.embedding_scale != 1.0 || c.attention_scale != 0.0)
+        return "embedding or attention scaling is";
+    if (c.rope_dims != c.head_dim)
+        return "partial rotary embedding is";
+    for (const LayerAttention& l : c.layers)
+        if (!l.rope || l.rope_theta != c.rope_theta)
+            return "per-layer RoPE is";
+    return {};
+}
+
 } // namespace
 
 std::string CudaRunner::unsupported(const ModelConfig& config, const KvLayout& layout) {
+    if (const std::string feature = beyond_llama(config); !feature.empty())
+        return config.architecture + "'s " + feature + " not on CUDA yet";
     if (config.rope_scaling && config.rope_scaling->factor != 1.0)
         return "RoPE scaling '" + config.rope_scaling->type + "' is not supported yet";
     if (config.rope_freq_factors)

@@ -37,29 +37,79 @@ const float* vector_f32(const GgufFile& file, const std::string& name) {
     return reinterpret_cast<const float*>(t.data);
 }
 
+// Rows [first, first + count) of a matrix, as a matrix of their own: how
+// fused tensors (Phi-3's attn_qkv, its gate/up ffn_up) become the Q, K, V,
+// gate and up matrices the forward pass reads, without a copy.
+WeightMatrix row_range(const WeightMatrix& m, std::size_t first, std::size_t count) {
+    WeightMatrix part = m;
+    part.data = static_cast<const std::byte*>(m.data) + first * m.row_bytes;
+    part.rows = count;
+    return part;
+}
+
+void bind_attention(const GgufFile& file, const ModelConfig& config, std::uint32_t l, LayerWeights& w) {
+    auto name = [l](const char* suffix) { return block_tensor_name(l, suffix); };
+    w.attn_norm = vector_f32(file, name("attn_norm.weight"));
+    if (config.fused_qkv) {
+        const WeightMatrix qkv = matrix(file, name("attn_qkv.weight"));
+        w.q = row_range(qkv, 0, config.q_dim());
+        w.k = row_range(qkv, config.q_dim(), config.kv_dim());
+        w.v = row_range(qkv, config.q_dim() + config.kv_dim(), config.kv_dim());
+    } else {
+        w.q = matrix(file, name("attn_q.weight"));
+        w.k = matrix(file, name("attn_k.weight"));
+        w.v = matrix(file, name("attn_v.weight"));
+    }
+    if (config.qkv_bias) {
+        w.q_bias = vector_f32(file, name("attn_q.bias"));
+        w.k_bias = vector_f32(file, name("attn_k.bias"));
+        w.v_bias = vector_f32(file, name("attn_v.bias"));
+    }
+    if (config.qk_norm) {
+        w.q_norm = vector_f32(file, name("attn_q_norm.weight"));
+        w.k_norm = vector_f32(file, name("attn_k_norm.weight"));
+    }
+    w.o = matrix(file, name("attn_output.weight"));
+    if (config.post_norms)
+        w.attn_post_norm = vector_f32(file, name("post_attention_norm.weight"));
+}
+
+void bind_ffn(const GgufFile& file, const ModelConfig& config, std::uint32_t l, LayerWeights& w) {
+    auto name = [l](const char* suffix) { return block_tensor_name(l, suffix); };
+    w.ffn_norm = vector_f32(file, name("ffn_norm.weight"));
+    if (config.fused_gate_up) {
+        const WeightMatrix gate_up = matrix(file, name("ffn_up.weight"));
+        w.gate = row_range(gate_up, 0, config.ffn_dim);
+        w.up = row_range(gate_up, config.ffn_dim, config.ffn_dim);
+    } else {
+        w.gate = matrix(file, name("ffn_gate.weight"));
+        w.up = matrix(file, name("ffn_up.weight"));
+    }
+    w.down = matrix(file, name("ffn_down.weight"));
+    if (config.post_norms)
+        w.ffn_post_norm = vector_f32(file, name("post_ffw_norm.weight"));
+}
+
+// The factors that divide RoPE's frequencies, or nullptr.
+const float* rope_factors(const GgufFile& file, const ModelConfig& config) {
+    if (!config.rope_freq_factors)
+        return nullptr;
+    if (file.find_tensor("rope_freqs.weight"))
+        return vector_f32(file, "rope_freqs.weight");
+    return vector_f32(file, config.long_rope ? "rope_factors_long.weight" : "rope_factors_short.weight");
+}
+
 } // namespace
 
 ModelWeights::ModelWeights(const GgufFile& file, const ModelConfig& config)
     : token_embd(matrix(file, "token_embd.weight")),
       output(config.tied_embeddings ? token_embd : matrix(file, "output.weight")),
       output_norm(vector_f32(file, "output_norm.weight")) {
+    rope_factors = kvscope::rope_factors(file, config);
     for (std::uint32_t l = 0; l < config.n_layers; ++l) {
-        auto name = [l](const char* suffix) { return block_tensor_name(l, suffix); };
         LayerWeights w;
-        w.attn_norm = vector_f32(file, name("attn_norm.weight"));
-        w.q = matrix(file, name("attn_q.weight"));
-        w.k = matrix(file, name("attn_k.weight"));
-        w.v = matrix(file, name("attn_v.weight"));
-        w.o = matrix(file, name("attn_output.weight"));
-        if (config.qkv_bias) {
-            w.q_bias = vector_f32(file, name("attn_q.bias"));
-            w.k_bias = vector_f32(file, name("attn_k.bias"));
-            w.v_bias = vector_f32(file, name("attn_v.bias"));
-        }
-        w.ffn_norm = vector_f32(file, name("ffn_norm.weight"));
-        w.gate = matrix(file, name("ffn_gate.weight"));
-        w.up = matrix(file, name("ffn_up.weight"));
-        w.down = matrix(file, name("ffn_down.weight"));
+        bind_attention(file, config, l, w);
+        bind_ffn(file, config, l, w);
         layers.push_back(w);
     }
 }

@@ -23,14 +23,21 @@ struct WeightMatrix {
     const kernels::cpu::PackedWeights* packed = nullptr; // null: read `data`
 };
 
+// One layer's weights; a pointer is null where the model's features
+// (ModelConfig) leave the tensor out. A fused tensor's parts are matrices
+// of their own over its rows.
 struct LayerWeights {
     const float* attn_norm = nullptr;
     WeightMatrix q, k, v, o;
-    const float* q_bias = nullptr; // qwen2 only
+    const float* q_bias = nullptr; // qwen2
     const float* k_bias = nullptr;
     const float* v_bias = nullptr;
+    const float* q_norm = nullptr; // head_dim floats: qwen3, gemma3
+    const float* k_norm = nullptr;
+    const float* attn_post_norm = nullptr; // gemma
     const float* ffn_norm = nullptr;
     WeightMatrix gate, up, down;
+    const float* ffn_post_norm = nullptr; // gemma
 };
 
 // Pointers into a GgufFile's tensors, checked against the config
@@ -40,6 +47,9 @@ struct ModelWeights {
     WeightMatrix token_embd;
     WeightMatrix output; // token_embd when the embeddings are tied
     const float* output_norm = nullptr;
+    // rope_dims / 2 divisors of RoPE's frequencies (rope_freqs, or the
+    // LongRoPE factors for the config's context), or nullptr.
+    const float* rope_factors = nullptr;
     std::vector<LayerWeights> layers;
 
     ModelWeights(const GgufFile& file, const ModelConfig& config);

@@ -59,14 +59,24 @@ void rms_norm_rows(const std::vector<float>& in, const float* weight, std::size_
         cpu::rms_norm(in.data() + r * width, weight, width, eps, out.data() + r * width);
 }
 
+// RMSNorm of each head_dim-wide head of every row, with one weight vector
+// shared by the heads (Qwen3's and Gemma 3's QK-norm).
+void rms_norm_heads(std::vector<float>& rows, const float* weight, std::size_t head_dim, float eps) {
+    for (std::size_t h = 0; h < rows.size() / head_dim; ++h)
+        cpu::rms_norm(rows.data() + h * head_dim, weight, head_dim, eps, rows.data() + h * head_dim);
+}
+
+void add_rows(std::vector<float>& x, const std::vector<float>& y) {
+    for (std::size_t i = 0; i < x.size(); ++i)
+        x[i] += y[i];
+}
+
 } // namespace
 
 Runner::Runner(const ModelConfig& config, const ModelWeights& weights, const KvLayout& layout, int threads)
     : config_(config), weights_(weights), layout_(layout), threads_(cpu::resolve_threads(threads)) {
-    if (config.rope_scaling && config.rope_scaling->factor != 1.0)
+    if (config.rope_scaling && config.rope_scaling->factor != 1.0 && config.rope_scaling->type != "linear")
         throw Error("RoPE scaling '" + config.rope_scaling->type + "' is not supported yet");
-    if (config.rope_freq_factors)
-        throw Error("RoPE frequency factors (rope_freqs.weight) are not supported yet");
     const KvGeometry& g = layout.geometry();
     if (g.n_layers != config.n_layers || g.n_kv_heads != config.n_kv_heads || g.head_dim != config.head_dim)
         throw Error("the KV layout does not match the model's layers, KV heads or head dim");
@@ -83,14 +93,47 @@ void Runner::forward_batch(std::span<const SeqChunk> batch, KvCacheManager& kv, 
             positions_.push_back(c.start + static_cast<std::uint32_t>(i));
         n_ += c.tokens.size();
     }
-    cpu::rope_angles(positions_.data(), positions_.size(), config_.head_dim, static_cast<float>(config_.rope_theta),
-                     rope_angles_);
+    rope_tables();
     embed(batch);
     for (std::uint32_t l = 0; l < config_.n_layers; ++l) {
         attention_block(weights_.layers[l], l, batch, kv);
         ffn_block(weights_.layers[l]);
     }
     this->logits(batch, logits);
+    if (config_.final_softcap > 0)
+        cpu::softcap(logits.data(), logits.size(), static_cast<float>(config_.final_softcap));
+}
+
+// The step's cos/sin tables, one per kind of RoPE the layers use (Gemma 3:
+// its window layers' base and its global layers' scaled one), each shared
+// by every layer of its kind.
+void Runner::rope_tables() {
+    rope_kinds_.clear();
+    layer_rope_.assign(config_.n_layers, -1);
+    for (std::uint32_t l = 0; l < config_.n_layers; ++l) {
+        const LayerAttention& a = config_.layers[l];
+        if (!a.rope)
+            continue;
+        auto same = [&](const RopeKind& k) { return k.theta == a.rope_theta && k.scaled == a.rope_scaled; };
+        auto it = std::find_if(rope_kinds_.begin(), rope_kinds_.end(), same);
+        if (it == rope_kinds_.end()) {
+            rope_kinds_.push_back({a.rope_theta, a.rope_scaled, {}});
+            it = rope_kinds_.end() - 1;
+            cpu::rope_angles(positions_.data(), positions_.size(), config_.rope_dims, rope_frequencies(a),
+                             it->angles);
+        }
+        layer_rope_[l] = static_cast<int>(it - rope_kinds_.begin());
+    }
+}
+
+cpu::RopeFrequencies Runner::rope_frequencies(const LayerAttention& a) const {
+    cpu::RopeFrequencies f;
+    f.theta_base = static_cast<float>(a.rope_theta);
+    if (a.rope_scaled && config_.rope_scaling)
+        f.freq_scale = static_cast<float>(1.0 / config_.rope_scaling->factor);
+    f.factors = weights_.rope_factors;
+    f.attn_factor = static_cast<float>(config_.rope_attn_factor);
+    return f;
 }
 
 void Runner::embed(std::span<const SeqChunk> batch) {
@@ -106,24 +149,29 @@ void Runner::embed(std::span<const SeqChunk> batch) {
             const auto* src = static_cast<const std::byte*>(e.data) + static_cast<std::size_t>(t) * e.row_bytes;
             dequantize_row(static_cast<GgmlType>(e.type), src, x_.data() + row++ * dim, dim);
         }
+    if (config_.embedding_scale != 1.0) {
+        const auto scale = static_cast<float>(config_.embedding_scale);
+        for (float& v : x_)
+            v *= scale;
+    }
 }
 
 void Runner::attention_block(const LayerWeights& w, std::uint32_t layer, std::span<const SeqChunk> batch,
                              KvCacheManager& kv) {
     const std::size_t dim = config_.embedding_dim, hd = config_.head_dim;
     const std::size_t q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
-    rms_norm_rows(x_, w.attn_norm, dim, static_cast<float>(config_.norm_eps), xn_);
+    const auto eps = static_cast<float>(config_.norm_eps);
+    rms_norm_rows(x_, w.attn_norm, dim, eps, xn_);
     project(xn_, n_, threads_, {{w.q, q_}, {w.k, k_}, {w.v, v_}});
     add_bias(q_, w.q_bias, q_dim);
     add_bias(k_, w.k_bias, kv_dim);
     add_bias(v_, w.v_bias, kv_dim);
-    const auto style = config_.rope_style == RopeStyle::NeoXHalves ? cpu::RopeStyle::Halves
-                                                                   : cpu::RopeStyle::AdjacentPairs;
-    for (std::size_t r = 0; r < n_; ++r) {
-        const float* cos_sin = rope_angles_.data() + r * hd;
-        cpu::rope_rotate(q_.data() + r * q_dim, config_.n_heads, hd, hd, cos_sin, style);
-        cpu::rope_rotate(k_.data() + r * kv_dim, config_.n_kv_heads, hd, hd, cos_sin, style);
+    if (w.q_norm) {
+        rms_norm_heads(q_, w.q_norm, hd, eps);
+        rms_norm_heads(k_, w.k_norm, hd, eps);
     }
+    rotate(layer);
+    const cpu::AttentionOptions options = attention_options(layer);
     const cpu::PagedKv pkv = paged_kv_view(layout_, layer, kv.block_data(0), kv.config().num_blocks, kv.fixed_scales());
     att_.resize(n_ * q_dim);
     std::uint32_t max_ctx = 0;
@@ -148,22 +196,50 @@ void Runner::attention_block(const LayerWeights& w, std::uint32_t layer, std::sp
             decode_seqs_.push_back({kv.block_table(c.seq), ctx, q_.data() + row * q_dim, att_.data() + row * q_dim, tail});
         else
             cpu::paged_attention(pkv, kv.block_table(c.seq), ctx, q_.data() + row * q_dim, n_q, config_.n_heads,
-                                 att_.data() + row * q_dim, scratch_, threads_, tail);
+                                 att_.data() + row * q_dim, scratch_, threads_, tail, options);
         row += n_q;
     }
-    cpu::paged_attention_decode_batch(pkv, decode_seqs_, config_.n_heads, scratch_, threads_);
+    cpu::paged_attention_decode_batch(pkv, decode_seqs_, config_.n_heads, scratch_, threads_, options);
     matmul(w.o, att_, n_, proj_, threads_);
-    for (std::size_t i = 0; i < x_.size(); ++i)
-        x_[i] += proj_[i];
+    if (w.attn_post_norm)
+        rms_norm_rows(proj_, w.attn_post_norm, dim, eps, proj_);
+    add_rows(x_, proj_);
+}
+
+// RoPE on this step's q and k rows, with the layer's kind of angles; a
+// layer without RoPE (SmolLM3's every fourth) leaves them as they are.
+void Runner::rotate(std::uint32_t layer) {
+    if (layer_rope_[layer] < 0)
+        return;
+    const std::vector<float>& angles = rope_kinds_[static_cast<std::size_t>(layer_rope_[layer])].angles;
+    const std::size_t hd = config_.head_dim, rot = config_.rope_dims;
+    const std::size_t q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
+    const auto style = config_.rope_style == RopeStyle::NeoXHalves ? cpu::RopeStyle::Halves
+                                                                   : cpu::RopeStyle::AdjacentPairs;
+    for (std::size_t r = 0; r < n_; ++r) {
+        const float* cos_sin = angles.data() + r * rot;
+        cpu::rope_rotate(q_.data() + r * q_dim, config_.n_heads, hd, rot, cos_sin, style);
+        cpu::rope_rotate(k_.data() + r * kv_dim, config_.n_kv_heads, hd, rot, cos_sin, style);
+    }
+}
+
+cpu::AttentionOptions Runner::attention_options(std::uint32_t layer) const {
+    return {static_cast<float>(config_.attention_scale), static_cast<float>(config_.attn_softcap),
+            config_.layers[layer].window};
 }
 
 void Runner::ffn_block(const LayerWeights& w) {
-    rms_norm_rows(x_, w.ffn_norm, config_.embedding_dim, static_cast<float>(config_.norm_eps), xn_);
+    const auto eps = static_cast<float>(config_.norm_eps);
+    rms_norm_rows(x_, w.ffn_norm, config_.embedding_dim, eps, xn_);
     project(xn_, n_, threads_, {{w.gate, gate_}, {w.up, up_}});
-    cpu::silu_mul(gate_.data(), up_.data(), gate_.data(), gate_.size());
+    if (config_.ffn_activation == FfnActivation::GeluTanh)
+        cpu::gelu_mul(gate_.data(), up_.data(), gate_.data(), gate_.size());
+    else
+        cpu::silu_mul(gate_.data(), up_.data(), gate_.data(), gate_.size());
     matmul(w.down, gate_, n_, proj_, threads_);
-    for (std::size_t i = 0; i < x_.size(); ++i)
-        x_[i] += proj_[i];
+    if (w.ffn_post_norm)
+        rms_norm_rows(proj_, w.ffn_post_norm, config_.embedding_dim, eps, proj_);
+    add_rows(x_, proj_);
 }
 
 void Runner::logits(std::span<const SeqChunk> batch, std::vector<float>& out) {

@@ -9,18 +9,24 @@
 #include "engine/runtime/forward_pass.h"
 #include "engine/runtime/model_weights.h"
 #include "kernels/cpu/paged_attention.h"
+#include "kernels/cpu/rope.h"
 
 namespace kvscope {
 
 // The CPU forward pass of a LLaMA-family decoder over a batch of sequences of
 // different lengths, reading and writing K/V through the paged cache:
-//   embed -> per layer [RMSNorm -> Q,K,V (+bias) -> RoPE -> write K,V to
-//   their slots, quantized to the KV dtype -> paged attention -> output proj -> residual -> RMSNorm ->
-//   SwiGLU FFN -> residual] -> RMSNorm -> logits
+//   embed (x scale) -> per layer [RMSNorm -> Q,K,V (+bias) (-> per-head
+//   QK-norm) -> RoPE (the layer's kind, or none) -> write K,V to their
+//   slots, quantized to the KV dtype -> paged attention (the layer's window,
+//   scale, soft-cap) -> output proj (-> post-norm) -> residual -> RMSNorm ->
+//   SwiGLU or GeGLU FFN (-> post-norm) -> residual] -> RMSNorm -> logits
+//   (-> soft-cap)
+// The parts in parentheses are the model's features (ModelConfig; which
+// family has which: engine/model/model_families.h).
 class Runner : public ForwardPass {
 public:
     // Throws kvscope::Error when the model needs something this runner does
-    // not do yet (RoPE scaling, frequency factors) or the KV layout does not
+    // not do yet (RoPE scaling other than linear) or the KV layout does not
     // match the model. `threads`: each kernel call's thread count (0: one
     // per core), this runner's own whatever other runners use.
     Runner(const ModelConfig& config, const ModelWeights& weights, const KvLayout& layout, int threads = 0);
@@ -32,7 +38,19 @@ protected:
     void forward_batch(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) override;
 
 private:
+    // A RoPE table for the step's positions, shared by the layers that
+    // rotate with the same base and scaling.
+    struct RopeKind {
+        double theta;
+        bool scaled;
+        std::vector<float> angles; // rope_dims floats per token (cpu::rope_angles)
+    };
+
+    void rope_tables();
+    kernels::cpu::RopeFrequencies rope_frequencies(const LayerAttention& layer) const;
     void embed(std::span<const SeqChunk> batch);
+    void rotate(std::uint32_t layer);
+    kernels::cpu::AttentionOptions attention_options(std::uint32_t layer) const;
     void attention_block(const LayerWeights& w, std::uint32_t layer, std::span<const SeqChunk> batch,
                          KvCacheManager& kv);
     void ffn_block(const LayerWeights& w);
@@ -48,7 +66,8 @@ private:
     std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, proj_;
     std::vector<float> last_rows_; // the residual rows whose logits are wanted
     std::vector<std::uint32_t> positions_;
-    std::vector<float> rope_angles_; // each position's RoPE cos/sin, head_dim floats, for every layer
+    std::vector<RopeKind> rope_kinds_;
+    std::vector<int> layer_rope_; // each layer's index into rope_kinds_, -1: no RoPE
     std::vector<float> scratch_;
     std::vector<kernels::cpu::DecodeSeq> decode_seqs_; // a layer's decode steps, for one batch call
 };

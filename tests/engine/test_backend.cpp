@@ -26,6 +26,7 @@ ModelConfig small_model() {
     c.n_heads = 8;
     c.n_kv_heads = 4;
     c.head_dim = 8;
+    c.rope_dims = 8;
     c.ffn_dim = 128;
     c.vocab_size = 32;
     return c;

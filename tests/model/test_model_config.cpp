@@ -1,8 +1,11 @@
-// read_model_config on tiny hand-built llama and qwen2 files: the values it
-// reads, and a clear error for each way the metadata or tensors can be wrong.
+// read_model_config on tiny hand-built files of every supported
+// architecture: the values it reads (each family's features and layer
+// kinds), and a clear error for each way the metadata or tensors can be
+// wrong.
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -30,6 +33,11 @@ struct TinyModel {
     float rope_base = 500000.0f;
     bool output = false;
     bool bias = false;
+    // The tensors of the architecture's features (model_families.h).
+    bool qk_norm() const { return arch == "qwen3" || arch == "gemma3"; }
+    bool post_norms() const { return arch == "gemma2" || arch == "gemma3"; }
+    bool fused() const { return arch == "phi3"; }
+    std::uint32_t rope_pairs = 0; // > 0: LongRoPE factor tensors of this many pairs
     std::set<std::string> omit;               // tensors left out
     std::map<std::string, Dims> shapes;       // tensors with another shape
     std::map<std::string, std::uint32_t> types; // tensors with another ggml type
@@ -59,17 +67,37 @@ struct TinyModel {
         tensor(w, "output_norm.weight", {dim});
         if (output)
             tensor(w, "output.weight", {dim, vocab});
+        if (rope_pairs > 0) {
+            tensor(w, "rope_factors_long.weight", {rope_pairs});
+            tensor(w, "rope_factors_short.weight", {rope_pairs});
+        }
         for (std::uint32_t l = 0; l < layers; ++l) {
             const std::string b = "blk." + std::to_string(l) + ".";
             tensor(w, b + "attn_norm.weight", {dim});
-            tensor(w, b + "attn_q.weight", {dim, q});
-            tensor(w, b + "attn_k.weight", {dim, kv});
-            tensor(w, b + "attn_v.weight", {dim, kv});
+            if (fused()) {
+                tensor(w, b + "attn_qkv.weight", {dim, q + 2 * kv});
+            } else {
+                tensor(w, b + "attn_q.weight", {dim, q});
+                tensor(w, b + "attn_k.weight", {dim, kv});
+                tensor(w, b + "attn_v.weight", {dim, kv});
+            }
             tensor(w, b + "attn_output.weight", {q, dim});
             tensor(w, b + "ffn_norm.weight", {dim});
-            tensor(w, b + "ffn_gate.weight", {dim, ffn});
-            tensor(w, b + "ffn_up.weight", {dim, ffn});
+            if (fused()) {
+                tensor(w, b + "ffn_up.weight", {dim, 2 * ffn});
+            } else {
+                tensor(w, b + "ffn_gate.weight", {dim, ffn});
+                tensor(w, b + "ffn_up.weight", {dim, ffn});
+            }
             tensor(w, b + "ffn_down.weight", {ffn, dim});
+            if (qk_norm()) {
+                tensor(w, b + "attn_q_norm.weight", {head_dim});
+                tensor(w, b + "attn_k_norm.weight", {head_dim});
+            }
+            if (post_norms()) {
+                tensor(w, b + "post_attention_norm.weight", {dim});
+                tensor(w, b + "post_ffw_norm.weight", {dim});
+            }
             if (bias) {
                 tensor(w, b + "attn_q.bias", {q});
                 tensor(w, b + "attn_k.bias", {kv});
@@ -201,7 +229,143 @@ private slots:
     void unsupportedArchitecture() {
         TinyModel m;
         m.arch = "gemma";
-        expect_error(m, "unsupported architecture 'gemma' (supported: llama, qwen2)");
+        expect_error(m, "unsupported architecture 'gemma' (supported: llama, qwen2, qwen3, gemma2, gemma3, phi3, "
+                        "smollm3)");
+    }
+
+    void qwen3() {
+        TinyModel m;
+        m.arch = "qwen3";
+        m.head_dim = 8; // 2 heads x 8 on a width of 8
+        m.extra_metadata = [](GgufWriter& w) { w.add_u32("qwen3.attention.key_length", 8); };
+        const ModelConfig c = kvscope::read_model_config(load(m));
+        QCOMPARE(c.head_dim, 8u);
+        QCOMPARE(c.q_dim(), 16u);
+        QCOMPARE(c.rope_style, RopeStyle::NeoXHalves);
+        QVERIFY(c.qk_norm);
+        QVERIFY(!c.qkv_bias);
+        QVERIFY(!c.has_windows());
+        QCOMPARE(c.features(), std::string("QK-norm"));
+        QCOMPARE(c.layer_kinds(), std::string("2 layers, global"));
+    }
+
+    void qwen3NeedsQkNorms() {
+        TinyModel m;
+        m.arch = "qwen3";
+        m.omit.insert("blk.1.attn_k_norm.weight");
+        expect_error(m, "missing tensor 'blk.1.attn_k_norm.weight', which a qwen3 model needs");
+    }
+
+    // Gemma 3: windows on five layers of every six, with their own
+    // unscaled RoPE base; the global ones keep the file's base and scaling.
+    void gemma3() {
+        TinyModel m;
+        m.arch = "gemma3";
+        m.layers = 8;
+        m.extra_metadata = [](GgufWriter& w) {
+            w.add_u32("gemma3.attention.sliding_window", 512);
+            w.add_string("gemma3.rope.scaling.type", "linear");
+            w.add_f32("gemma3.rope.scaling.factor", 8.0f);
+        };
+        const ModelConfig c = kvscope::read_model_config(load(m));
+        QCOMPARE(c.layers.size(), 8u);
+        for (std::uint32_t l = 0; l < 8; ++l) {
+            const bool global = l == 5;
+            QCOMPARE(c.layers[l].window, global ? 0u : 512u);
+            QCOMPARE(c.layers[l].rope_theta, global ? 500000.0 : 10000.0);
+            QCOMPARE(c.layers[l].rope_scaled, global);
+        }
+        QVERIFY(c.qk_norm);
+        QVERIFY(c.post_norms);
+        QCOMPARE(c.ffn_activation, kvscope::FfnActivation::GeluTanh);
+        QCOMPARE(c.embedding_scale, std::sqrt(8.0));
+        QCOMPARE(c.attention_scale, 1.0 / std::sqrt(4.0));
+        QCOMPARE(c.attn_softcap, 0.0);
+        QCOMPARE(c.layer_kinds(), std::string("8 layers: 7 sliding-window (512), 1 global"));
+    }
+
+    void gemma3WithoutWindowIsGlobal() {
+        TinyModel m;
+        m.arch = "gemma3";
+        const ModelConfig c = kvscope::read_model_config(load(m));
+        QVERIFY(!c.has_windows());
+    }
+
+    void gemma3PerLayerPattern() {
+        TinyModel m;
+        m.arch = "gemma3";
+        m.layers = 3;
+        m.extra_metadata = [](GgufWriter& w) {
+            w.add_u32("gemma3.attention.sliding_window", 16);
+            w.add_array<std::uint8_t>("gemma3.attention.sliding_window_pattern", GgufWriter::Bool, {0, 1, 1});
+        };
+        const ModelConfig c = kvscope::read_model_config(load(m));
+        QCOMPARE(c.layers[0].window, 0u);
+        QCOMPARE(c.layers[1].window, 16u);
+        QCOMPARE(c.layers[2].window, 16u);
+
+        m.layers = 2;
+        expect_error(m, "has 3 entries for 2 layers");
+    }
+
+    // Gemma 2: llama.cpp's defaults where the file is silent: windows of
+    // 4096 on even layers, soft-caps 50 and 30, and the output always the
+    // token embedding.
+    void gemma2Defaults() {
+        TinyModel m;
+        m.arch = "gemma2";
+        m.layers = 4;
+        m.output = true;
+        const ModelConfig c = kvscope::read_model_config(load(m));
+        QCOMPARE(c.layers[0].window, 4096u);
+        QCOMPARE(c.layers[1].window, 0u);
+        QCOMPARE(c.layers[2].window, 4096u);
+        QCOMPARE(c.layers[0].rope_theta, 500000.0); // the swa base defaults to the file's
+        QCOMPARE(c.attn_softcap, 50.0);
+        QCOMPARE(c.final_softcap, 30.0);
+        QVERIFY(!c.qk_norm);
+        QVERIFY(c.tied_embeddings);
+    }
+
+    // Phi-3: fused matrices, partial rotary, LongRoPE factors chosen by the
+    // context as llama.cpp chooses them.
+    void phi3() {
+        TinyModel m;
+        m.arch = "phi3";
+        m.rope_pairs = 1;
+        m.context = 4096;
+        m.extra_metadata = [](GgufWriter& w) {
+            w.add_u32("phi3.rope.dimension_count", 2);
+            w.add_u32("phi3.rope.scaling.original_context_length", 1024);
+            w.add_f32("phi3.rope.scaling.attn_factor", 1.25f);
+            w.add_u32("phi3.attention.sliding_window", 262144); // ignored, as llama.cpp ignores it
+        };
+        ModelConfig c = kvscope::read_model_config(load(m));
+        QVERIFY(c.fused_qkv);
+        QVERIFY(c.fused_gate_up);
+        QCOMPARE(c.rope_dims, 2u);
+        QCOMPARE(c.head_dim, 4u);
+        QVERIFY(c.rope_freq_factors);
+        QVERIFY(c.long_rope);
+        QCOMPARE(c.rope_attn_factor, 1.25);
+        QVERIFY(!c.has_windows());
+
+        m.context = 1024;
+        c = kvscope::read_model_config(load(m));
+        QVERIFY(!c.long_rope);
+
+        m.omit.insert("rope_factors_short.weight");
+        expect_error(m, "\"rope_factors_short.weight\" is missing");
+    }
+
+    void smollm3LeavesRopeOutOfEveryFourthLayer() {
+        TinyModel m;
+        m.arch = "smollm3";
+        m.layers = 8;
+        const ModelConfig c = kvscope::read_model_config(load(m));
+        for (std::uint32_t l = 0; l < 8; ++l)
+            QCOMPARE(c.layers[l].rope, (l + 1) % 4 != 0);
+        QCOMPARE(c.layer_kinds(), std::string("8 layers, global; 2 without RoPE"));
     }
 
     void qwen2NeedsBiases() {
@@ -243,7 +407,7 @@ private slots:
         expect_error(heads, "3 attention heads cannot be shared evenly by 2 KV heads");
         TinyModel rope;
         rope.extra_metadata = [](GgufWriter& w) { w.add_u32("llama.rope.dimension_count", 2); };
-        expect_error(rope, "rope.dimension_count 2 differs from the head size 4; partial rotary");
+        expect_error(rope, "rope.dimension_count 2 differs from the head size 4, which a llama model cannot have");
         TinyModel moe;
         moe.extra_metadata = [](GgufWriter& w) { w.add_u32("llama.expert_count", 8); };
         expect_error(moe, "mixture-of-experts models are not supported");

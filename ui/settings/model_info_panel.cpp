@@ -42,7 +42,8 @@ QString html(const ModelSummary& s) {
     out += row(QObject::tr("Parameters"), countText(static_cast<double>(s.tensors.parameters)));
     out += row(QObject::tr("Weights"), bytesText(static_cast<double>(s.tensors.bytes)));
     out += row(QObject::tr("Tensor types"), tensorTypes(s.tensors)).replace(QStringLiteral("\n"), QStringLiteral("<br>"));
-    out += row(QObject::tr("Layers"), QString::number(c.n_layers));
+    out += row(QObject::tr("Layers"), QString::fromStdString(c.layer_kinds()));
+    out += row(QObject::tr("Beyond llama"), QString::fromStdString(c.features()));
     out += row(QObject::tr("Heads"), QObject::tr("%1 (%2 KV) \u00d7 %3").arg(c.n_heads).arg(c.n_kv_heads).arg(c.head_dim));
     out += row(QObject::tr("Embedding / FFN"), QStringLiteral("%1 / %2").arg(c.embedding_dim).arg(c.ffn_dim));
     out += row(QObject::tr("Vocabulary"), QString::number(c.vocab_size));
