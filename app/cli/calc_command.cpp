@@ -111,12 +111,36 @@ void print_table(const CalcModel& m, const KvMemoryQuestion& q, KvDtype dtype, c
     }
 }
 
+// Which layers see only a window and which run without RoPE, for calc
+// --list: "window 512 on 15 of 18 layers (5 window : 1 global)". Empty for
+// a model whose layers are all alike.
+std::string layer_kinds_text(const ModelGeometry& m) {
+    std::uint32_t windowed = 0, without_rope = 0;
+    for (std::uint32_t l = 0; l < m.n_layers; ++l) {
+        windowed += m.is_window_layer(l) ? 1 : 0;
+        without_rope += m.uses_rope(l) ? 0 : 1;
+    }
+    std::string text;
+    if (windowed == m.n_layers)
+        text = "window " + std::to_string(m.sliding_window) + " on every layer";
+    else if (windowed > 0)
+        text = "window " + std::to_string(m.sliding_window) + " on " + std::to_string(windowed) + " of " +
+               std::to_string(m.n_layers) + " layers (" + std::to_string(m.swa_period - 1) + " window : 1 global)";
+    if (without_rope > 0)
+        text += (text.empty() ? "" : "; ") + std::string("no RoPE on ") + std::to_string(without_rope) + " of " +
+                std::to_string(m.n_layers) + " layers (every " + std::to_string(m.no_rope_period) + "th)";
+    return text;
+}
+
 void print_presets() {
     std::printf("model presets:\n");
-    for (const ModelGeometry& m : model_presets())
-        std::printf("  %-16s %2u layers, %2u heads, %2u KV heads, head_dim %3u, context %6u, %.2fB parameters\n",
-                    m.name.c_str(), m.n_layers, m.n_heads, m.n_kv_heads, m.head_dim(), m.context,
-                    static_cast<double>(m.parameters()) / 1e9);
+    for (const ModelGeometry& m : model_presets()) {
+        std::printf("  %-16s %-8s %2u layers, %2u heads, %2u KV heads, head_dim %3u, context %6u, %.2fB parameters",
+                    m.name.c_str(), m.architecture.c_str(), m.n_layers, m.n_heads, m.n_kv_heads, m.head_dim(),
+                    m.context, static_cast<double>(m.parameters()) / 1e9);
+        const std::string kinds = layer_kinds_text(m);
+        std::printf("%s%s\n", kinds.empty() ? "" : "; ", kinds.c_str());
+    }
     std::printf("GPU presets:\n");
     for (const DevicePreset& d : device_presets())
         std::printf("  %-16s %s, %s\n", d.name.c_str(), d.description.c_str(),

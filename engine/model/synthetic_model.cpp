@@ -1,9 +1,11 @@
 #include "engine/model/synthetic_model.h"
 
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <vector>
 
+#include "engine/core/error.h"
 #include "engine/model/gguf_writer.h"
 #include "engine/model/model_config.h"
 #include "engine/model/quantize.h"
@@ -12,6 +14,36 @@ namespace kvscope {
 namespace {
 
 constexpr float kWeightStd = 0.02f;
+
+// The window pattern llama.cpp assumes when a file names none
+// (load_swa_pattern's default per architecture); 0 for the others.
+std::uint32_t default_swa_period(const std::string& architecture) {
+    if (architecture == "gemma3")
+        return 6;
+    if (architecture == "gemma2")
+        return 2;
+    return 0;
+}
+
+// What the file cannot say, because llama.cpp derives it from the
+// architecture: a geometry that differs would be run as another model.
+void check_writable(const ModelGeometry& g) {
+    auto refuse = [&](const std::string& what) {
+        throw Error("cannot write " + g.name + " as a " + g.architecture + " GGUF: " + what);
+    };
+    if (g.architecture == "smollm3" ? g.no_rope_period != 4 : g.no_rope_period != 0)
+        refuse("llama.cpp leaves RoPE out of every 4th layer of smollm3 and of no layer elsewhere");
+    if (g.query_pre_attn_scalar != 0 && g.query_pre_attn_scalar != g.head_dim())
+        refuse("llama.cpp scales queries by 1/sqrt(head_dim) (query_pre_attn_scalar " +
+               std::to_string(g.query_pre_attn_scalar) + ")");
+    if (g.architecture == "gemma2" && !g.tied_embeddings)
+        refuse("llama.cpp's gemma2 has no output matrix of its own");
+    if (g.has_fused_matrices() && g.q_dim() != g.dim)
+        refuse("phi3's query width must be the embedding width");
+    if (g.has_longrope() && (g.rope_factors_long.size() * 2 != g.rotated_dims() ||
+                             g.rope_factors_short.size() != g.rope_factors_long.size()))
+        refuse("LongRoPE needs one long and one short factor per rotated pair");
+}
 
 void write_vocabulary(GgufWriter& w, std::uint32_t vocab) {
     std::vector<std::string> tokens{"<unk>", "<s>", "</s>"};
@@ -38,6 +70,27 @@ void write_vocabulary(GgufWriter& w, std::uint32_t vocab) {
     w.set_u32("tokenizer.ggml.eos_token_id", 2);
 }
 
+// RoPE keys as convert_hf_to_gguf.py writes them for each family.
+void write_rope(GgufWriter& w, const std::string& a, const ModelGeometry& g) {
+    w.set_f32(a + ".rope.freq_base", static_cast<float>(g.rope_theta));
+    w.set_u32(a + ".rope.dimension_count", g.rotated_dims());
+    if (g.rope_theta_swa != 0.0)
+        w.set_f32(a + ".rope.freq_base_swa", static_cast<float>(g.rope_theta_swa));
+    if (g.rope_linear_factor != 1.0) {
+        w.set_string(a + ".rope.scaling.type", "linear");
+        w.set_f32(a + ".rope.scaling.factor", static_cast<float>(g.rope_linear_factor));
+    }
+    if (g.rope_original_context != 0)
+        w.set_u32(a + ".rope.scaling.original_context_length", g.rope_original_context);
+    if (g.has_longrope()) {
+        // Phi3MiniModel's attention factor for LongRoPE ("su"/"longrope").
+        const double scale = double(g.context) / g.rope_original_context;
+        const double factor = scale > 1.0 ? std::sqrt(1.0 + std::log(scale) / std::log(double(g.rope_original_context)))
+                                          : 1.0;
+        w.set_f32(a + ".rope.scaling.attn_factor", static_cast<float>(factor));
+    }
+}
+
 void write_config(GgufWriter& w, const ModelGeometry& g) {
     const std::string a = g.architecture;
     w.set_string("general.architecture", a);
@@ -48,9 +101,21 @@ void write_config(GgufWriter& w, const ModelGeometry& g) {
     w.set_u32(a + ".feed_forward_length", g.ffn_dim);
     w.set_u32(a + ".attention.head_count", g.n_heads);
     w.set_u32(a + ".attention.head_count_kv", g.n_kv_heads);
-    w.set_f32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
-    w.set_f32(a + ".rope.freq_base", a == "qwen2" ? 1000000.0f : 10000.0f);
-    w.set_u32(a + ".rope.dimension_count", g.head_dim());
+    w.set_f32(a + ".attention.layer_norm_rms_epsilon", static_cast<float>(g.norm_eps));
+    if (g.explicit_head_dim != 0) {
+        w.set_u32(a + ".attention.key_length", g.explicit_head_dim);
+        w.set_u32(a + ".attention.value_length", g.explicit_head_dim);
+    }
+    write_rope(w, a, g);
+    if (g.sliding_window != 0) {
+        w.set_u32(a + ".attention.sliding_window", g.sliding_window);
+        if (g.swa_period != default_swa_period(a))
+            w.set_u32(a + ".attention.sliding_window_pattern", g.swa_period);
+    }
+    if (g.attn_softcap != 0.0)
+        w.set_f32(a + ".attn_logit_softcapping", static_cast<float>(g.attn_softcap));
+    if (g.final_softcap != 0.0)
+        w.set_f32(a + ".final_logit_softcapping", static_cast<float>(g.final_softcap));
 }
 
 // Each tensor draws from its own generator, seeded from the model seed and
@@ -69,51 +134,138 @@ GgufWriter::Fill random_matrix(std::uint64_t rows, std::uint64_t cols, GgmlType 
     };
 }
 
-GgufWriter::Fill constant_vector(std::uint64_t n, float value) {
-    return [=](std::byte* dst) {
-        const std::vector<float> v(n, value);
-        quantize_row(GgmlType::F32, v.data(), dst, n);
+GgufWriter::Fill f32_vector(std::vector<float> values) {
+    return [values = std::move(values)](std::byte* dst) {
+        quantize_row(GgmlType::F32, values.data(), dst, values.size());
     };
+}
+
+std::vector<float> random_norm_weights(std::uint64_t n, float scale, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> uniform(0.5f * scale, 1.5f * scale);
+    std::vector<float> v(n);
+    for (float& x : v)
+        x = uniform(rng);
+    return v;
+}
+
+// Adds the tensors in order, each with its own seed (see random_matrix).
+class TensorWriter {
+public:
+    TensorWriter(GgufWriter& w, GgmlType type, std::uint64_t seed) : w_(w), type_(type), seed_(seed) {}
+
+    // rows x cols, stored in the model's type.
+    void matrix(const std::string& name, std::uint64_t rows, std::uint64_t cols) {
+        w_.add_tensor(name, {cols, rows}, type_, random_matrix(rows, cols, type_, next_seed()));
+    }
+    // An RMSNorm's weights: uniform in [0.5, 1.5] times `scale`, so a runner
+    // that skips a norm's weights, or adds Gemma's +1 again (its GGUFs hold
+    // 1 + w already), computes something else.
+    void norm(const std::string& name, std::uint64_t n, float scale = 1.0f) {
+        vector(name, random_norm_weights(n, scale, next_seed()));
+    }
+    void vector(const std::string& name, std::vector<float> values) {
+        const std::uint64_t n = values.size();
+        w_.add_tensor(name, {n}, GgmlType::F32, f32_vector(std::move(values)));
+    }
+
+private:
+    std::uint64_t next_seed() { return seed_ * 1000003 + index_++; }
+
+    GgufWriter& w_;
+    GgmlType type_;
+    std::uint64_t seed_;
+    std::uint64_t index_ = 0;
+};
+
+// Gemma's post-norms scale each layer's output to about sqrt(dim)/2 per
+// element, so the layers outweigh the token's own embedding in the residual
+// stream. Gemma multiplies the embedding by sqrt(dim) and ties it to the
+// output: with unit post-norms the std-0.02 embedding would dominate and
+// the model would predict its input token at every position (gemma2-2b cut
+// to 2 layers did, at all of 576), which no comparison can learn from.
+float post_norm_scale(const ModelGeometry& g) { return 0.5f * std::sqrt(static_cast<float>(g.dim)); }
+
+// The norms before values that are compared or capped. output_norm spreads
+// the final logits (about 0.02 * sqrt(dim) * w at weight w) to a standard
+// deviation of 3, so a few
+// tokens hold much of each position's probability and a KL divergence over
+// the top few measures something; where the model soft-caps them (Gemma 2,
+// cap 30), to a third of the cap, so cap * tanh(x / cap) bends them. Gemma
+// 2's attn_norm likewise brings its attention logits, about
+// (0.02^2 * dim) * w^2, to a third of their cap.
+float output_norm_scale(const ModelGeometry& g) {
+    const double spread = g.final_softcap != 0.0 ? g.final_softcap / 3.0 : 3.0;
+    return static_cast<float>(spread / (kWeightStd * std::sqrt(double(g.dim))));
+}
+float attn_norm_scale(const ModelGeometry& g) {
+    return g.attn_softcap == 0.0 ? 1.0f
+                                 : static_cast<float>(std::sqrt(g.attn_softcap / 3.0 / (kWeightStd * kWeightStd * g.dim)));
+}
+
+void write_attention(TensorWriter& t, const ModelGeometry& g, std::uint32_t l) {
+    auto name = [l](const char* suffix) { return block_tensor_name(l, suffix); };
+    const std::uint64_t dim = g.dim, q = g.q_dim(), kv = g.kv_dim();
+    t.norm(name("attn_norm.weight"), dim, attn_norm_scale(g));
+    if (g.has_fused_matrices()) {
+        t.matrix(name("attn_qkv.weight"), q + 2 * kv, dim);
+    } else {
+        t.matrix(name("attn_q.weight"), q, dim);
+        t.matrix(name("attn_k.weight"), kv, dim);
+        t.matrix(name("attn_v.weight"), kv, dim);
+    }
+    t.matrix(name("attn_output.weight"), dim, q);
+    if (g.qkv_bias) {
+        t.vector(name("attn_q.bias"), std::vector<float>(q, 0.0f));
+        t.vector(name("attn_k.bias"), std::vector<float>(kv, 0.0f));
+        t.vector(name("attn_v.bias"), std::vector<float>(kv, 0.0f));
+    }
+    if (g.has_qk_norm()) {
+        t.norm(name("attn_q_norm.weight"), g.head_dim());
+        t.norm(name("attn_k_norm.weight"), g.head_dim());
+    }
+    if (g.has_post_norms())
+        t.norm(name("post_attention_norm.weight"), dim, post_norm_scale(g));
+}
+
+void write_ffn(TensorWriter& t, const ModelGeometry& g, std::uint32_t l) {
+    auto name = [l](const char* suffix) { return block_tensor_name(l, suffix); };
+    const std::uint64_t dim = g.dim, ffn = g.ffn_dim;
+    t.norm(name("ffn_norm.weight"), dim);
+    if (g.has_fused_matrices()) {
+        t.matrix(name("ffn_up.weight"), 2 * ffn, dim); // gate rows, then up rows
+    } else {
+        t.matrix(name("ffn_gate.weight"), ffn, dim);
+        t.matrix(name("ffn_up.weight"), ffn, dim);
+    }
+    t.matrix(name("ffn_down.weight"), dim, ffn);
+    if (g.has_post_norms())
+        t.norm(name("post_ffw_norm.weight"), dim, post_norm_scale(g));
 }
 
 } // namespace
 
 void write_synthetic_model(const ModelGeometry& g, GgmlType type, std::uint64_t seed, const std::string& path,
                            const std::string& chat_template) {
+    check_writable(g);
     GgufWriter w;
     write_config(w, g);
     write_vocabulary(w, g.vocab);
     if (!chat_template.empty())
         w.set_string("tokenizer.chat_template", chat_template);
-    const std::uint64_t dim = g.dim, kv_dim = std::uint64_t{g.n_kv_heads} * g.head_dim(), ffn = g.ffn_dim;
-    std::uint64_t index = 0;
-    auto matrix = [&](const std::string& name, std::uint64_t rows, std::uint64_t cols) {
-        w.add_tensor(name, {cols, rows}, type, random_matrix(rows, cols, type, seed * 1000003 + index++));
-    };
-    auto vector = [&](const std::string& name, std::uint64_t n, float value) {
-        w.add_tensor(name, {n}, GgmlType::F32, constant_vector(n, value));
-    };
-    matrix("token_embd.weight", g.vocab, dim);
+    TensorWriter t(w, type, seed);
+    t.matrix("token_embd.weight", g.vocab, g.dim);
     for (std::uint32_t l = 0; l < g.n_layers; ++l) {
-        auto name = [l](const char* suffix) { return block_tensor_name(l, suffix); };
-        vector(name("attn_norm.weight"), dim, 1.0f);
-        matrix(name("attn_q.weight"), dim, dim);
-        matrix(name("attn_k.weight"), kv_dim, dim);
-        matrix(name("attn_v.weight"), kv_dim, dim);
-        matrix(name("attn_output.weight"), dim, dim);
-        if (g.qkv_bias) {
-            vector(name("attn_q.bias"), dim, 0.0f);
-            vector(name("attn_k.bias"), kv_dim, 0.0f);
-            vector(name("attn_v.bias"), kv_dim, 0.0f);
-        }
-        vector(name("ffn_norm.weight"), dim, 1.0f);
-        matrix(name("ffn_gate.weight"), ffn, dim);
-        matrix(name("ffn_up.weight"), ffn, dim);
-        matrix(name("ffn_down.weight"), dim, ffn);
+        write_attention(t, g, l);
+        write_ffn(t, g, l);
     }
-    vector("output_norm.weight", dim, 1.0f);
+    t.norm("output_norm.weight", g.dim, output_norm_scale(g));
     if (!g.tied_embeddings)
-        matrix("output.weight", g.vocab, dim);
+        t.matrix("output.weight", g.vocab, g.dim);
+    if (g.has_longrope()) {
+        t.vector("rope_factors_long.weight", {g.rope_factors_long.begin(), g.rope_factors_long.end()});
+        t.vector("rope_factors_short.weight", {g.rope_factors_short.begin(), g.rope_factors_short.end()});
+    }
     w.write(path);
 }
 

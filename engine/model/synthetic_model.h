@@ -8,15 +8,38 @@
 
 namespace kvscope {
 
-// Writes a GGUF model of a real model's shape with random weights (normal,
-// std 0.02, so activations stay finite; norms 1) and a placeholder
-// SentencePiece vocabulary of the right size (<unk>, <s>, </s>, the 256 byte
-// tokens, then "▁t<N>" pieces). It runs like the real model and costs the
-// same memory and time, but its text is meaningless. Matrices are stored in
-// `type` (F32, F16, BF16, Q8_0, Q4_0), norms in F32. A non-empty
-// `chat_template` (Jinja text) is written as tokenizer.chat_template, so the
-// model can be chatted with and served through a chat API (ChatTemplate
-// recognises its family by that text).
+// Writes a GGUF model of a real model's shape with random weights and a
+// placeholder SentencePiece vocabulary of the right size (<unk>, <s>, </s>,
+// the 256 byte tokens, then "▁t<N>" pieces). It runs like the real model and
+// costs the same memory and time, but its text is meaningless.
+//
+// The file is what llama.cpp's convert_hf_to_gguf.py writes for the
+// geometry's architecture (llama, qwen2, qwen3, gemma3, gemma2, phi3,
+// smollm3): the same metadata keys (key_length, sliding_window, freq_base_swa,
+// soft-caps, LongRoPE's original context and attention factor, ...) and
+// tensor names (attn_q_norm, post_attention_norm, post_ffw_norm, attn_qkv,
+// rope_factors_long/short, ...), so llama.cpp loads and runs it.
+// sliding_window_pattern is written only where it differs from llama.cpp's
+// default for the architecture (as for a cut model's own pattern).
+//
+// Weights, chosen so that llama.cpp's and another engine's logits can be
+// compared meaningfully (synthetic_model.cpp says why each): matrices
+// normal with std 0.02; RMSNorm weights uniform in [0.5, 1.5] (a runner
+// that ignores a norm's weights, or adds Gemma's +1 again, disagrees),
+// output_norm's scaled so the final logits spread with a standard deviation
+// of about 3 (a third of the cap where the model soft-caps them), Gemma's
+// post-norms by sqrt(dim)/2 (else its tied, sqrt(dim)-scaled embedding makes
+// the model predict its input token), Gemma 2's attn_norm so its attention
+// logits reach a third of their cap; QKV biases 0; LongRoPE factors the
+// geometry's. Matrices are stored in `type` (F32, F16, BF16, Q8_0, Q4_0, ...),
+// vectors in F32. A non-empty `chat_template` (Jinja text) is written as
+// tokenizer.chat_template, so the model can be chatted with and served
+// through a chat API.
+//
+// Throws kvscope::Error for a geometry the architecture's GGUF cannot express
+// (llama.cpp derives some numbers from the architecture: smollm3's every 4th
+// layer without RoPE, Gemma's query scale 1/sqrt(head_dim), phi3's query
+// width) and when the file cannot be written.
 void write_synthetic_model(const ModelGeometry& geometry, GgmlType type, std::uint64_t seed,
                            const std::string& path, const std::string& chat_template = {});
 

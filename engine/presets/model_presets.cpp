@@ -7,7 +7,43 @@
 namespace kvscope {
 namespace {
 
-// From each model's published config.json (Hugging Face).
+// Phi-4-mini-instruct's config.json rope_scaling: LongRoPE factors of its 48
+// rotated pairs (96 of 128 dimensions), long beyond 4096 tokens, short within.
+constexpr std::array<float, 48> kPhi4MiniLongFactors{
+    1.0f,         1.118320672f, 1.250641126f, 1.398617824f, 1.564103225f, 1.74916897f,  1.956131817f,
+    2.187582649f, 2.446418898f, 2.735880826f, 3.059592084f, 3.421605075f, 3.826451687f, 4.279200023f,
+    4.785517845f, 5.351743533f, 5.984965424f, 6.693110555f, 7.485043894f, 8.370679318f, 9.36110372f,
+    10.4687158f,  11.70738129f, 13.09260651f, 14.64173252f, 16.37415215f, 18.31155283f, 20.47818807f,
+    22.90118105f, 25.61086418f, 28.64115884f, 32.03f,       32.1f,        32.13f,       32.23f,
+    32.6f,        32.61f,       32.64f,       32.66f,       32.7f,        32.71f,       32.93f,
+    32.97f,       33.28f,       33.49f,       33.5f,        44.16f,       47.77f};
+constexpr std::array<float, 48> kPhi4MiniShortFactors = [] {
+    std::array<float, 48> ones{};
+    ones.fill(1.0f);
+    return ones;
+}();
+
+ModelGeometry qwen3(const char* name, std::uint32_t dim, std::uint32_t layers, std::uint32_t heads,
+                    std::uint32_t ffn, bool tied) {
+    return {.name = name, .architecture = "qwen3", .dim = dim, .n_layers = layers, .n_heads = heads,
+            .n_kv_heads = 8, .ffn_dim = ffn, .vocab = 151936, .context = 40960, .tied_embeddings = tied,
+            .explicit_head_dim = 128, .norm_eps = 1e-6, .rope_theta = 1e6};
+}
+
+// Gemma 3: five window layers, then a global one; local RoPE base 10000,
+// global 1e6; no soft-caps (final_logit_softcapping null).
+ModelGeometry gemma3(const char* name, std::uint32_t dim, std::uint32_t layers, std::uint32_t heads,
+                     std::uint32_t kv_heads, std::uint32_t ffn, std::uint32_t vocab, std::uint32_t context,
+                     std::uint32_t window, double linear_factor) {
+    return {.name = name, .architecture = "gemma3", .dim = dim, .n_layers = layers, .n_heads = heads,
+            .n_kv_heads = kv_heads, .ffn_dim = ffn, .vocab = vocab, .context = context, .tied_embeddings = true,
+            .explicit_head_dim = 256, .norm_eps = 1e-6, .rope_theta = 1e6, .rope_linear_factor = linear_factor,
+            .sliding_window = window, .swa_period = 6, .rope_theta_swa = 10000.0, .query_pre_attn_scalar = 256};
+}
+
+// From each model's published config.json (Hugging Face). The short rows
+// give the first eleven fields in order; RMSNorm epsilon 1e-5 and RoPE base
+// 10000 unless named.
 const std::array kModels{
     //            name            arch     dim  layers heads kv  ffn    vocab   context tied   qkv_bias
     ModelGeometry{"llama-110m",     "llama", 768,  12, 12, 12, 2048,  32000,  1024,   true,  false},
@@ -20,22 +56,113 @@ const std::array kModels{
     ModelGeometry{"llama-2-7b",     "llama", 4096, 32, 32, 32, 11008, 32000,  4096,   false, false},
     ModelGeometry{"llama-2-13b",    "llama", 5120, 40, 40, 40, 13824, 32000,  4096,   false, false},
     ModelGeometry{"llama-2-70b",    "llama", 8192, 80, 64, 8,  28672, 32000,  4096,   false, false},
-    ModelGeometry{"llama-3-8b",     "llama", 4096, 32, 32, 8,  14336, 128256, 8192,   false, false},
-    ModelGeometry{"llama-3-70b",    "llama", 8192, 80, 64, 8,  28672, 128256, 8192,   false, false},
+    ModelGeometry{.name = "llama-3-8b", .architecture = "llama", .dim = 4096, .n_layers = 32, .n_heads = 32,
+                  .n_kv_heads = 8, .ffn_dim = 14336, .vocab = 128256, .context = 8192, .rope_theta = 500000.0},
+    ModelGeometry{.name = "llama-3-70b", .architecture = "llama", .dim = 8192, .n_layers = 80, .n_heads = 64,
+                  .n_kv_heads = 8, .ffn_dim = 28672, .vocab = 128256, .context = 8192, .rope_theta = 500000.0},
     ModelGeometry{"mistral-7b",     "llama", 4096, 32, 32, 8,  14336, 32000,  32768,  false, false},
-    ModelGeometry{"qwen2.5-0.5b",   "qwen2", 896,  24, 14, 2,  4864,  151936, 32768,  true,  true},
-    ModelGeometry{"qwen2.5-7b",     "qwen2", 3584, 28, 28, 4,  18944, 152064, 32768,  false, true},
+    ModelGeometry{.name = "qwen2.5-0.5b", .architecture = "qwen2", .dim = 896, .n_layers = 24, .n_heads = 14,
+                  .n_kv_heads = 2, .ffn_dim = 4864, .vocab = 151936, .context = 32768, .tied_embeddings = true,
+                  .qkv_bias = true, .rope_theta = 1e6},
+    ModelGeometry{.name = "qwen2.5-7b", .architecture = "qwen2", .dim = 3584, .n_layers = 28, .n_heads = 28,
+                  .n_kv_heads = 4, .ffn_dim = 18944, .vocab = 152064, .context = 32768, .tied_embeddings = false,
+                  .qkv_bias = true, .rope_theta = 1e6},
+    // Qwen3: head_dim 128 whatever the width, 8 KV heads, QK-norm.
+    qwen3("qwen3-0.6b", 1024, 28, 16, 3072, true),
+    qwen3("qwen3-1.7b", 2048, 28, 16, 6144, true),
+    qwen3("qwen3-4b", 2560, 36, 32, 9728, true),
+    qwen3("qwen3-8b", 4096, 36, 32, 12288, false),
+    //     name           dim   layers heads kv ffn    vocab   context window linear
+    gemma3("gemma3-270m", 640,  18,    4,    1, 2048,  262144, 32768,  512,   1.0),
+    gemma3("gemma3-1b",   1152, 26,    4,    1, 6912,  262144, 32768,  512,   1.0),
+    gemma3("gemma3-4b",   2560, 34,    8,    4, 10240, 262208, 131072, 1024,  8.0),
+    // Gemma 2: windows of 4096 on alternate layers (the even ones), soft-caps.
+    ModelGeometry{.name = "gemma2-2b", .architecture = "gemma2", .dim = 2304, .n_layers = 26, .n_heads = 8,
+                  .n_kv_heads = 4, .ffn_dim = 9216, .vocab = 256000, .context = 8192, .tied_embeddings = true,
+                  .explicit_head_dim = 256, .norm_eps = 1e-6, .sliding_window = 4096, .swa_period = 2,
+                  .attn_softcap = 50.0, .final_softcap = 30.0, .query_pre_attn_scalar = 256},
+    // Phi-4-mini: fused QKV and gate/up, RoPE on 96 of 128 dimensions with
+    // LongRoPE beyond 4096 tokens. Its config's sliding_window (262144, more
+    // than its context) is in the file; llama.cpp ignores phi3 windows.
+    ModelGeometry{.name = "phi-4-mini", .architecture = "phi3", .dim = 3072, .n_layers = 32, .n_heads = 24,
+                  .n_kv_heads = 8, .ffn_dim = 8192, .vocab = 200064, .context = 131072, .tied_embeddings = true,
+                  .rope_dims = 96, .rope_factors_long = kPhi4MiniLongFactors,
+                  .rope_factors_short = kPhi4MiniShortFactors, .rope_original_context = 4096,
+                  .sliding_window = 262144},
+    // SmolLM3: llama-shaped, no RoPE on every fourth layer.
+    ModelGeometry{.name = "smollm3-3b", .architecture = "smollm3", .dim = 2048, .n_layers = 36, .n_heads = 16,
+                  .n_kv_heads = 4, .ffn_dim = 11008, .vocab = 128256, .context = 65536, .tied_embeddings = true,
+                  .norm_eps = 1e-6, .rope_theta = 5e6, .no_rope_period = 4},
 };
 
 } // namespace
 
+bool ModelGeometry::is_window_layer(std::uint32_t layer) const {
+    if (sliding_window == 0)
+        return false;
+    return swa_period == 0 || layer % swa_period < swa_period - 1;
+}
+
+bool ModelGeometry::uses_rope(std::uint32_t layer) const {
+    return no_rope_period == 0 || (layer + 1) % no_rope_period != 0;
+}
+
+bool ModelGeometry::has_qk_norm() const { return architecture == "qwen3" || architecture == "gemma3"; }
+
+bool ModelGeometry::has_post_norms() const { return architecture == "gemma2" || architecture == "gemma3"; }
+
+bool ModelGeometry::has_fused_matrices() const { return architecture == "phi3"; }
+
 std::uint64_t ModelGeometry::parameters() const {
-    const std::uint64_t d = dim, kv_dim = std::uint64_t{n_kv_heads} * head_dim();
-    const std::uint64_t attention = d * d * 2 + d * kv_dim * 2 + (qkv_bias ? d + 2 * kv_dim : 0);
+    const std::uint64_t d = dim, q = q_dim(), kv = kv_dim(), hd = head_dim();
+    const std::uint64_t attention = d * q * 2 + d * kv * 2 + (qkv_bias ? q + 2 * kv : 0) + (has_qk_norm() ? 2 * hd : 0);
     const std::uint64_t ffn = 3 * d * ffn_dim;
-    const std::uint64_t per_layer = attention + ffn + 2 * d; // + attention and FFN norms
+    const std::uint64_t norms = (has_post_norms() ? 4 : 2) * d; // attention and FFN (pre, and post)
     const std::uint64_t embeddings = std::uint64_t{vocab} * d * (tied_embeddings ? 1 : 2);
-    return embeddings + n_layers * per_layer + d; // + final norm
+    const std::uint64_t rope_factors = rope_factors_long.size() + rope_factors_short.size();
+    return embeddings + n_layers * (attention + ffn + norms) + d + rope_factors; // + final norm
+}
+
+namespace {
+
+// `value` (0: none) checked against [min, max]; `what` names the option.
+bool cut_asked(std::uint32_t value, std::uint32_t min, std::uint32_t max, const char* what, const ModelGeometry& g) {
+    if (value == 0)
+        return false;
+    if (value < min || value > max)
+        throw Error(std::string(what) + " must be in " + std::to_string(min) + ".." + std::to_string(max) + " for " +
+                    g.name + ", got " + std::to_string(value));
+    return true;
+}
+
+} // namespace
+
+ModelGeometry cut_geometry(const ModelGeometry& preset, const GeometryCut& cut) {
+    ModelGeometry g = preset;
+    std::string what;
+    if (cut_asked(cut.layers, 1, preset.n_layers, "--layers", preset)) {
+        g.n_layers = cut.layers;
+        what += ", " + std::to_string(cut.layers) + " of " + std::to_string(preset.n_layers) + " layers";
+    }
+    if (cut_asked(cut.vocab, 260, preset.vocab, "--vocab", preset)) {
+        g.vocab = cut.vocab;
+        what += ", vocabulary " + std::to_string(cut.vocab);
+    }
+    if (cut.window != 0 && preset.sliding_window == 0)
+        throw Error("--window: " + preset.name + " has no sliding-window layers");
+    if (cut_asked(cut.window, 1, preset.sliding_window, "--window", preset)) {
+        g.sliding_window = cut.window;
+        what += ", window " + std::to_string(cut.window);
+    }
+    if (cut_asked(cut.ffn, 32, preset.ffn_dim, "--ffn", preset)) {
+        if (cut.ffn % 32 != 0)
+            throw Error("--ffn must be a multiple of 32, got " + std::to_string(cut.ffn));
+        g.ffn_dim = cut.ffn;
+        what += ", FFN " + std::to_string(cut.ffn);
+    }
+    if (!what.empty())
+        g.name += what;
+    return g;
 }
 
 std::span<const ModelGeometry> model_presets() { return kModels; }

@@ -13,6 +13,7 @@ private slots:
     void text_table_lists_every_dtype();
     void reads_geometry_from_a_gguf();
     void bad_input_is_a_clear_error();
+    void list_shows_heads_and_layer_kinds();
 };
 
 void TestCliCalc::json_answers_for_requested_and_every_dtype() {
@@ -69,6 +70,25 @@ void TestCliCalc::bad_input_is_a_clear_error() {
     r = run_cli({"calc", "--model", "/nonexistent.gguf"});
     QCOMPARE(r.exit_code, 1);
     QVERIFY(r.err.contains("nonexistent.gguf"));
+}
+
+// calc --list: each new family with its head size, KV heads and windows.
+void TestCliCalc::list_shows_heads_and_layer_kinds() {
+    const auto r = run_cli({"calc", "--list"});
+    QCOMPARE(r.exit_code, 0);
+    auto line = [&](const char* preset) {
+        for (const QByteArray& l : r.out.split('\n'))
+            if (l.trimmed().startsWith(QByteArray(preset) + ' '))
+                return l;
+        return QByteArray();
+    };
+    QVERIFY2(line("qwen3-0.6b").contains("16 heads,  8 KV heads, head_dim 128"), r.out.constData());
+    QVERIFY2(line("gemma3-1b").contains("window 512 on 22 of 26 layers (5 window : 1 global)"), r.out.constData());
+    QVERIFY2(line("gemma3-4b").contains("window 1024 on 29 of 34 layers"), r.out.constData());
+    QVERIFY2(line("gemma2-2b").contains("window 4096 on 13 of 26 layers (1 window : 1 global)"), r.out.constData());
+    QVERIFY2(line("smollm3-3b").contains("no RoPE on 9 of 36 layers"), r.out.constData());
+    QVERIFY2(line("phi-4-mini").contains("24 heads,  8 KV heads, head_dim 128"), r.out.constData());
+    QVERIFY2(!line("llama-2-7b").contains("window"), r.out.constData());
 }
 
 QTEST_GUILESS_MAIN(TestCliCalc)

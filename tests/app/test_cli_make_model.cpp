@@ -17,6 +17,8 @@ private slots:
     void make_model_writes_what_info_reads();
     void chat_template_option_gives_the_model_a_template();
     void missing_chat_template_file_is_an_error();
+    void cut_options_make_a_smaller_model_of_the_same_kinds();
+    void cut_options_out_of_range_are_errors();
 };
 
 namespace {
@@ -79,6 +81,46 @@ void TestCliMakeModel::missing_chat_template_file_is_an_error() {
     QCOMPARE(r.exit_code, 1);
     QVERIFY2(r.err.contains("--chat-template") && r.err.contains("absent.jinja"), r.err.constData());
     QVERIFY(!QFile::exists(model));
+}
+
+// gemma3-270m cut to its first 6 layers (five window layers, then a
+// global one), a 512-token vocabulary, a 64-token window and a 64-wide FFN:
+// what info reads back is the cut shape, and the name says it is one.
+void TestCliMakeModel::cut_options_make_a_smaller_model_of_the_same_kinds() {
+    QTemporaryDir dir;
+    const QString file = dir.filePath("g.gguf");
+    auto r = run_cli({"make-model", "--preset", "gemma3-270m", "--layers", "6", "--vocab", "512", "--window", "64",
+                      "--ffn", "64", "--type", "q8_0", "-o", file});
+    QCOMPARE(r.exit_code, 0);
+    QVERIFY2(r.out.contains("gemma3-270m, 6 of 18 layers, vocabulary 512, window 64, FFN 64"), r.out.constData());
+    r = run_cli({"--log-level", "warn", "info", file, "--json"});
+    QCOMPARE(r.exit_code, 0);
+    QCOMPARE(r.json()["architecture"].toString(), QString("gemma3"));
+    QCOMPARE(r.json()["layers"].toInt(), 6);
+    QCOMPARE(r.json()["vocab_size"].toInt(), 512);
+    QCOMPARE(r.json()["ffn_dim"].toInt(), 64);
+    QCOMPARE(r.json()["head_dim"].toInt(), 256);
+    QCOMPARE(r.json()["kv_heads"].toInt(), 1);
+    QVERIFY(r.json()["name"].toString().contains("6 of 18 layers"));
+}
+
+void TestCliMakeModel::cut_options_out_of_range_are_errors() {
+    QTemporaryDir dir;
+    const QString file = dir.filePath("m.gguf");
+    const QStringList base{"make-model", "--preset", "qwen3-0.6b", "-o", file};
+    auto r = run_cli(base + QStringList{"--layers", "29"});
+    QCOMPARE(r.exit_code, 1);
+    QVERIFY2(r.err.contains("--layers must be in 1..28"), r.err.constData());
+    r = run_cli(base + QStringList{"--window", "64"});
+    QCOMPARE(r.exit_code, 1);
+    QVERIFY2(r.err.contains("no sliding-window layers"), r.err.constData());
+    r = run_cli(base + QStringList{"--ffn", "100"});
+    QCOMPARE(r.exit_code, 1);
+    QVERIFY2(r.err.contains("multiple of 32"), r.err.constData());
+    r = run_cli(base + QStringList{"--vocab", "10"});
+    QCOMPARE(r.exit_code, 1);
+    QVERIFY2(r.err.contains("--vocab must be in 260..151936"), r.err.constData());
+    QVERIFY(!QFile::exists(file));
 }
 
 QTEST_GUILESS_MAIN(TestCliMakeModel)

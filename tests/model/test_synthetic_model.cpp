@@ -4,13 +4,19 @@
 // fraction of the cost (drawing the random weights is most of it, and the
 // unit tests also run under ASan): llama-15m as it is, and qwen2.5-0.5b
 // (qwen2: QKV biases, 14 query heads to 2 KV heads, tied embeddings) with 2
-// of its 24 layers and 4096 of its 151936 tokens.
+// of its 24 layers and 4096 of its 151936 tokens. And every other family's
+// file, read back with our GGUF reader: each metadata key and tensor that
+// llama.cpp's loader reads (src/models/<family>.cpp), nothing more (llama.cpp
+// refuses a file with a tensor it did not ask for).
 #include <QtTest>
 
 #include <QTemporaryDir>
 
+#include <map>
 #include <memory>
 
+#include "engine/core/error.h"
+#include "engine/model/gguf_file.h"
 #include "engine/model/synthetic_model.h"
 #include "engine/model/tensor_stats.h"
 #include "engine/completion.h"
@@ -23,6 +29,11 @@ class TestSyntheticModel : public QObject {
 private slots:
     void writes_a_loadable_model_of_the_preset_shape_data();
     void writes_a_loadable_model_of_the_preset_shape();
+    void files_hold_what_llama_cpp_reads_data();
+    void files_hold_what_llama_cpp_reads();
+    void layer_kinds_follow_the_config();
+    void cuts_keep_the_layer_pattern_and_check_their_ranges();
+    void geometries_a_gguf_cannot_express_are_refused();
 };
 
 void TestSyntheticModel::writes_a_loadable_model_of_the_preset_shape_data() {
@@ -71,6 +82,204 @@ void TestSyntheticModel::writes_a_loadable_model_of_the_preset_shape() {
     params.max_new_tokens = 3;
     params.ignore_eos = true;
     QCOMPARE(run_to_completion(engine, prompt, params).tokens.size(), std::size_t{3});
+}
+
+namespace {
+
+// A scalar's value: an integer, a float (7 digits) or a string.
+QString value_text(const GgufFile& f, std::string_view key) {
+    try {
+        return QString::number(*f.get_uint(key));
+    } catch (const Error&) {
+    }
+    try {
+        return QString::number(*f.get_float(key), 'g', 7);
+    } catch (const Error&) {
+    }
+    return QString::fromStdString(*f.get_string(key));
+}
+
+// "key=value" for every metadata key of the architecture's own (prefixed
+// with it) and the tensors' "name=d0xd1" (ggml order: row length first).
+std::map<QString, QString> metadata_of(const GgufFile& f, const std::string& arch) {
+    std::map<QString, QString> m;
+    for (const std::string_view key : f.metadata_keys()) {
+        if (key.rfind(arch + ".", 0) != 0)
+            continue;
+        const QString k = QString::fromStdString(std::string(key.substr(arch.size() + 1)));
+        m[k] = value_text(f, key);
+    }
+    return m;
+}
+
+std::map<QString, QString> tensors_of(const GgufFile& f) {
+    std::map<QString, QString> t;
+    for (const GgufTensorInfo& info : f.tensors()) {
+        QStringList dims;
+        for (const std::uint64_t d : info.dims)
+            dims << QString::number(d);
+        t[QString::fromStdString(info.name)] = dims.join('x');
+    }
+    return t;
+}
+
+// "a=b,c=d" as a map.
+std::map<QString, QString> pairs(const QString& text) {
+    std::map<QString, QString> m;
+    for (const QString& pair : text.split(',', Qt::SkipEmptyParts))
+        m[pair.section('=', 0, 0)] = pair.section('=', 1);
+    return m;
+}
+
+} // namespace
+
+// Each row: a preset cut small (its layer kinds kept), the metadata keys
+// convert_hf_to_gguf.py writes for it, and the tensors llama.cpp's loader
+// creates: of layer 0 (every layer has the same) and outside the layers.
+void TestSyntheticModel::files_hold_what_llama_cpp_reads_data() {
+    QTest::addColumn<QString>("preset");
+    QTest::addColumn<int>("layers");
+    QTest::addColumn<QString>("metadata");
+    QTest::addColumn<QString>("layer_tensors");
+    QTest::addColumn<QString>("other_tensors");
+    const QString embd = "token_embd.weight=%1x300,output_norm.weight=%1";
+    QTest::newRow("qwen3-0.6b") << "qwen3-0.6b" << 2
+        << "block_count=2,context_length=40960,embedding_length=1024,feed_forward_length=64,attention.head_count=16,"
+           "attention.head_count_kv=8,attention.key_length=128,attention.value_length=128,"
+           "attention.layer_norm_rms_epsilon=1e-06,rope.freq_base=1000000,rope.dimension_count=128"
+        << "attn_norm.weight=1024,attn_q.weight=1024x2048,attn_k.weight=1024x1024,attn_v.weight=1024x1024,"
+           "attn_output.weight=2048x1024,attn_q_norm.weight=128,attn_k_norm.weight=128,ffn_norm.weight=1024,"
+           "ffn_gate.weight=1024x64,ffn_up.weight=1024x64,ffn_down.weight=64x1024"
+        << embd.arg(1024);
+    QTest::newRow("qwen3-8b, untied") << "qwen3-8b" << 1
+        << "block_count=1,context_length=40960,embedding_length=4096,feed_forward_length=64,attention.head_count=32,"
+           "attention.head_count_kv=8,attention.key_length=128,attention.value_length=128,"
+           "attention.layer_norm_rms_epsilon=1e-06,rope.freq_base=1000000,rope.dimension_count=128"
+        << "attn_norm.weight=4096,attn_q.weight=4096x4096,attn_k.weight=4096x1024,attn_v.weight=4096x1024,"
+           "attn_output.weight=4096x4096,attn_q_norm.weight=128,attn_k_norm.weight=128,ffn_norm.weight=4096,"
+           "ffn_gate.weight=4096x64,ffn_up.weight=4096x64,ffn_down.weight=64x4096"
+        << embd.arg(4096) + ",output.weight=4096x300";
+    const QString gemma3_layer =
+        "attn_norm.weight=%1,attn_q.weight=%1x%2,attn_k.weight=%1x%3,attn_v.weight=%1x%3,attn_output.weight=%2x%1,"
+        "attn_q_norm.weight=256,attn_k_norm.weight=256,post_attention_norm.weight=%1,ffn_norm.weight=%1,"
+        "ffn_gate.weight=%1x64,ffn_up.weight=%1x64,ffn_down.weight=64x%1,post_ffw_norm.weight=%1";
+    QTest::newRow("gemma3-270m") << "gemma3-270m" << 6
+        << "block_count=6,context_length=32768,embedding_length=640,feed_forward_length=64,attention.head_count=4,"
+           "attention.head_count_kv=1,attention.key_length=256,attention.value_length=256,"
+           "attention.layer_norm_rms_epsilon=1e-06,rope.freq_base=1000000,rope.freq_base_swa=10000,"
+           "rope.dimension_count=256,attention.sliding_window=512"
+        << gemma3_layer.arg(640).arg(1024).arg(256) << embd.arg(640);
+    QTest::newRow("gemma3-4b, linear RoPE scaling") << "gemma3-4b" << 1
+        << "block_count=1,context_length=131072,embedding_length=2560,feed_forward_length=64,attention.head_count=8,"
+           "attention.head_count_kv=4,attention.key_length=256,attention.value_length=256,"
+           "attention.layer_norm_rms_epsilon=1e-06,rope.freq_base=1000000,rope.freq_base_swa=10000,"
+           "rope.dimension_count=256,attention.sliding_window=1024,rope.scaling.type=linear,rope.scaling.factor=8"
+        << gemma3_layer.arg(2560).arg(2048).arg(1024) << embd.arg(2560);
+    QTest::newRow("gemma2-2b") << "gemma2-2b" << 2
+        << "block_count=2,context_length=8192,embedding_length=2304,feed_forward_length=64,attention.head_count=8,"
+           "attention.head_count_kv=4,attention.key_length=256,attention.value_length=256,"
+           "attention.layer_norm_rms_epsilon=1e-06,rope.freq_base=10000,rope.dimension_count=256,"
+           "attention.sliding_window=4096,attn_logit_softcapping=50,final_logit_softcapping=30"
+        << "attn_norm.weight=2304,attn_q.weight=2304x2048,attn_k.weight=2304x1024,attn_v.weight=2304x1024,"
+           "attn_output.weight=2048x2304,post_attention_norm.weight=2304,ffn_norm.weight=2304,"
+           "ffn_gate.weight=2304x64,ffn_up.weight=2304x64,ffn_down.weight=64x2304,post_ffw_norm.weight=2304"
+        << embd.arg(2304);
+    // attn_factor: sqrt(1 + ln(131072 / 4096) / ln(4096)), Phi3MiniModel's.
+    QTest::newRow("phi-4-mini") << "phi-4-mini" << 1
+        << "block_count=1,context_length=131072,embedding_length=3072,feed_forward_length=64,attention.head_count=24,"
+           "attention.head_count_kv=8,attention.layer_norm_rms_epsilon=1e-05,rope.freq_base=10000,"
+           "rope.dimension_count=96,rope.scaling.original_context_length=4096,rope.scaling.attn_factor=1.190238,"
+           "attention.sliding_window=262144"
+        << "attn_norm.weight=3072,attn_qkv.weight=3072x5120,attn_output.weight=3072x3072,ffn_norm.weight=3072,"
+           "ffn_up.weight=3072x128,ffn_down.weight=64x3072"
+        << embd.arg(3072) + ",rope_factors_long.weight=48,rope_factors_short.weight=48";
+    QTest::newRow("smollm3-3b") << "smollm3-3b" << 4
+        << "block_count=4,context_length=65536,embedding_length=2048,feed_forward_length=64,attention.head_count=16,"
+           "attention.head_count_kv=4,attention.layer_norm_rms_epsilon=1e-06,rope.freq_base=5000000,"
+           "rope.dimension_count=128"
+        << "attn_norm.weight=2048,attn_q.weight=2048x2048,attn_k.weight=2048x512,attn_v.weight=2048x512,"
+           "attn_output.weight=2048x2048,ffn_norm.weight=2048,ffn_gate.weight=2048x64,ffn_up.weight=2048x64,"
+           "ffn_down.weight=64x2048"
+        << embd.arg(2048);
+}
+
+void TestSyntheticModel::files_hold_what_llama_cpp_reads() {
+    QFETCH(QString, preset);
+    QFETCH(int, layers);
+    QFETCH(QString, metadata);
+    QFETCH(QString, layer_tensors);
+    QFETCH(QString, other_tensors);
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("m.gguf").toStdString();
+    GeometryCut cut;
+    cut.layers = static_cast<std::uint32_t>(layers);
+    cut.vocab = 300;
+    cut.ffn = 64;
+    const ModelGeometry g = cut_geometry(find_model_preset(preset.toStdString()), cut);
+    write_synthetic_model(g, GgmlType::Q8_0, 3, path);
+
+    const GgufFile f(path);
+    QCOMPARE(f.get_string("general.architecture").value_or(""), g.architecture);
+    QCOMPARE(metadata_of(f, g.architecture), pairs(metadata));
+    std::map<QString, QString> expected = pairs(other_tensors);
+    for (int l = 0; l < layers; ++l)
+        for (const auto& [name, dims] : pairs(layer_tensors))
+            expected[QString("blk.%1.").arg(l) + name] = dims;
+    QCOMPARE(tensors_of(f), expected);
+    QCOMPARE(tensor_stats(f).parameters, g.parameters());
+    if (g.has_longrope()) {
+        const GgufTensorInfo* longs = f.find_tensor("rope_factors_long.weight");
+        QCOMPARE(reinterpret_cast<const float*>(longs->data)[47], 47.77f);
+    }
+}
+
+// Which layers see a window and which run without RoPE, as each config.json
+// describes them (Hugging Face's layer_types and no_rope_layers).
+void TestSyntheticModel::layer_kinds_follow_the_config() {
+    auto windows = [](const char* preset, std::uint32_t layers) {
+        QString kinds;
+        for (std::uint32_t l = 0; l < layers; ++l)
+            kinds += find_model_preset(preset).is_window_layer(l) ? 'w' : 'g';
+        return kinds;
+    };
+    QCOMPARE(windows("gemma3-1b", 13), QString("wwwwwgwwwwwgw"));
+    QCOMPARE(windows("gemma2-2b", 5), QString("wgwgw"));
+    QCOMPARE(windows("qwen3-0.6b", 3), QString("ggg"));
+    const ModelGeometry& smol = find_model_preset("smollm3-3b");
+    QString rope;
+    for (std::uint32_t l = 0; l < 9; ++l)
+        rope += smol.uses_rope(l) ? 'r' : '-';
+    QCOMPARE(rope, QString("rrr-rrr-r"));
+    QCOMPARE(find_model_preset("qwen3-0.6b").kv().head_dim, 128u);
+    QCOMPARE(find_model_preset("phi-4-mini").rotated_dims(), 96u);
+}
+
+void TestSyntheticModel::cuts_keep_the_layer_pattern_and_check_their_ranges() {
+    const ModelGeometry& gemma = find_model_preset("gemma3-270m");
+    GeometryCut cut;
+    cut.layers = 6;
+    cut.window = 64;
+    const ModelGeometry g = cut_geometry(gemma, cut);
+    QCOMPARE(g.n_layers, 6u);
+    QCOMPARE(g.sliding_window, 64u);
+    QVERIFY(g.is_window_layer(4) && !g.is_window_layer(5));
+    QVERIFY(g.name.find("6 of 18 layers") != std::string::npos);
+    QCOMPARE(g.parameters() < gemma.parameters(), true);
+    for (const GeometryCut bad : {GeometryCut{.layers = 19}, GeometryCut{.vocab = 100}, GeometryCut{.window = 513},
+                                  GeometryCut{.ffn = 100}})
+        QVERIFY_THROWS_EXCEPTION(Error, cut_geometry(gemma, bad));
+    QVERIFY_THROWS_EXCEPTION(Error, cut_geometry(find_model_preset("qwen3-0.6b"), GeometryCut{.window = 64}));
+}
+
+void TestSyntheticModel::geometries_a_gguf_cannot_express_are_refused() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("m.gguf").toStdString();
+    ModelGeometry smol = find_model_preset("smollm3-3b");
+    smol.no_rope_period = 3; // llama.cpp hard-codes every 4th
+    QVERIFY_THROWS_EXCEPTION(Error, write_synthetic_model(smol, GgmlType::F32, 1, path));
+    ModelGeometry gemma = find_model_preset("gemma2-2b");
+    gemma.query_pre_attn_scalar = 144; // llama.cpp scales by 1/sqrt(head_dim) but for the 27B
+    QVERIFY_THROWS_EXCEPTION(Error, write_synthetic_model(gemma, GgmlType::F32, 1, path));
 }
 
 QTEST_APPLESS_MAIN(TestSyntheticModel)

@@ -1,0 +1,66 @@
+#!/bin/sh
+# Regenerates llama.cpp's reference outputs that test_llamacpp_match
+# compares kvscope with (tests/data/README.md). For each model of
+# models.txt, in F16, Q8_0 and Q4_0: kvscope-cli make-model writes the file,
+# llama.cpp's lltop gives the top-4 log-probabilities at each of the 576
+# positions of prompt.txt, and llgen the 64 tokens it generates greedily
+# after it. One file per model and type, <architecture>-<type>.txt:
+#   make-model ARGS          the command that wrote the model
+#   sha256 HEX               of the model file: a test that regenerates a
+#                            different file knows these references are stale
+#   greedy ID ...            llgen's 64 tokens
+#   ID:LOGPROB ... (x 576)   lltop's top 4 after each prompt position
+#
+# Usage: tests/data/llamacpp/make_references.sh [ARCHITECTURE...]
+# (default: every one of models.txt). Needs a built kvscope-cli (KVSCOPE_CLI,
+# default build/app/kvscope-cli) and llama.cpp's harness tools
+# (../shared/peers/llamacpp/build.sh; LLAMACPP_HARNESS, LLAMA_LIBDIR).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+cli=${KVSCOPE_CLI:-$here/../../../build/app/kvscope-cli}
+harness=${LLAMACPP_HARNESS:-/tmp/refmodels/harness}
+LLAMA_LIBDIR=${LLAMA_LIBDIR:-/tmp/refmodels/npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64}
+export LLAMA_LIBDIR
+seed=29
+top_k=4
+greedy_tokens=64
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# The prompt: 576 token ids drawn uniformly from 3..2047 (no <unk>, <s>,
+# </s>), the same for every model; written once, kept.
+if [ ! -f "$here/prompt.txt" ]; then
+    python3 -c 'import random; r = random.Random(29); print(",".join(str(r.randrange(3, 2048)) for _ in range(576)))' \
+        > "$here/prompt.txt"
+fi
+prompt=$(cat "$here/prompt.txt")
+
+reference() { # ARCHITECTURE TYPE MAKE-MODEL-ARGS...
+    arch=$1 type=$2
+    shift 2
+    model=$work/$arch-$type.gguf
+    "$cli" make-model "$@" --type "$type" --seed "$seed" -o "$model" > /dev/null
+    {
+        echo "make-model $* --type $type --seed $seed"
+        echo "sha256 $(sha256sum "$model" | cut -d ' ' -f 1)"
+        "$harness/llgen" "$model" "$greedy_tokens" 2 -i "$prompt" 2> /dev/null | sed -n 's/^GEN /greedy /p'
+        "$harness/lltop" "$model" 2 "$top_k" "$prompt" |
+            awk '{ line = ""; for (i = 3; i <= NF; ++i) { split($i, t, ":");
+                   line = line (i > 3 ? " " : "") sprintf("%s:%.3f", t[1], t[2]) } print line }'
+    } > "$work/$arch-$type.txt"
+    lines=$(wc -l < "$work/$arch-$type.txt")
+    [ "$lines" -eq 579 ] || { echo "$arch $type: llama.cpp gave $lines lines, not 579" >&2; exit 1; }
+    mv "$work/$arch-$type.txt" "$here/$arch-$type.txt"
+    rm -f "$model"
+    echo "$here/$arch-$type.txt"
+}
+
+grep -v '^#' "$here/models.txt" | while read -r arch args; do
+    if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$arch"; then
+        continue
+    fi
+    for type in f16 q8_0 q4_0; do
+        # shellcheck disable=SC2086 # the arguments are words
+        reference "$arch" "$type" $args
+    done
+done

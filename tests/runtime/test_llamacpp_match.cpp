@@ -1,0 +1,281 @@
+// kvscope against llama.cpp on the same files: the references that
+// tests/data/llamacpp/make_references.sh keeps (llama.cpp's lltop and llgen
+// on make-model's random-weight models, F16, Q8_0 and Q4_0), so this test
+// needs no llama.cpp. Per model file:
+// - it is regenerated with make-model's recorded arguments and must have
+//   the recorded SHA-256 (else the writer changed and the references are
+//   stale: rerun the script);
+// - teacher forcing (engine/runtime/teacher_forcing.h, F16 KV as llama.cpp
+//   keeps it) over the 576-token prompt, which crosses every window of the
+//   cut models: top-1 agreement with llama.cpp >= 99% and mean KL divergence
+//   <= 1e-3 (see coarse_kl);
+// - 64 greedy tokens through the Engine equal llgen's, alone and as one of
+//   8 sequences decoded together.
+// The architectures run are KVSCOPE_LLAMACPP_ARCHS (tests/runtime/
+// CMakeLists.txt's list of those kvscope runs), or the environment
+// variable of that name, a comma-separated list (to try one not yet listed).
+#include <QtTest>
+
+#include <QCryptographicHash>
+#include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include "engine/completion.h"
+#include "engine/runtime/teacher_forcing.h"
+
+using namespace kvscope;
+
+namespace {
+
+const QString kDataDir = QStringLiteral(KVSCOPE_TEST_DATA "/llamacpp");
+constexpr std::uint32_t kGreedyTokens = 64;
+constexpr double kMinTop1Agreement = 0.99;
+constexpr double kMaxMeanKl = 1e-3;
+
+struct TopEntry {
+    TokenId token;
+    double logprob;
+};
+
+// One file of make_references.sh (its header says the format).
+struct Reference {
+    QStringList make_model_args;
+    QByteArray sha256;
+    std::vector<TokenId> greedy;
+    std::vector<std::vector<TopEntry>> top; // per prompt position, most likely first
+};
+
+std::vector<TokenId> token_list(const std::string& text, char separator) {
+    std::vector<TokenId> ids;
+    std::istringstream in(text);
+    std::string word;
+    while (std::getline(in, word, separator))
+        if (!word.empty())
+            ids.push_back(static_cast<TokenId>(std::stol(word)));
+    return ids;
+}
+
+std::string after_prefix(const std::string& line, const std::string& prefix) {
+    if (line.rfind(prefix, 0) != 0)
+        throw std::runtime_error("expected a line starting with '" + prefix + "', got '" + line.substr(0, 40) + "'");
+    return line.substr(prefix.size());
+}
+
+Reference read_reference(const QString& path) {
+    std::ifstream in(path.toStdString());
+    if (!in)
+        throw std::runtime_error("cannot read " + path.toStdString());
+    Reference r;
+    std::string line;
+    std::getline(in, line);
+    r.make_model_args = QString::fromStdString(after_prefix(line, "make-model ")).split(' ', Qt::SkipEmptyParts);
+    std::getline(in, line);
+    r.sha256 = QByteArray::fromStdString(after_prefix(line, "sha256 "));
+    std::getline(in, line);
+    r.greedy = token_list(after_prefix(line, "greedy "), ' ');
+    while (std::getline(in, line)) {
+        std::vector<TopEntry> row;
+        std::istringstream words(line);
+        std::string word;
+        while (words >> word) {
+            const auto colon = word.find(':');
+            row.push_back({static_cast<TokenId>(std::stol(word.substr(0, colon))), std::stod(word.substr(colon + 1))});
+        }
+        r.top.push_back(std::move(row));
+    }
+    return r;
+}
+
+std::vector<TokenId> read_prompt() {
+    std::ifstream in((kDataDir + "/prompt.txt").toStdString());
+    std::string text;
+    std::getline(in, text);
+    return token_list(text, ',');
+}
+
+QStringList architectures() {
+    const QString chosen = qEnvironmentVariable("KVSCOPE_LLAMACPP_ARCHS");
+    return (chosen.isEmpty() ? QStringLiteral(KVSCOPE_LLAMACPP_ARCHS) : chosen).split(',', Qt::SkipEmptyParts);
+}
+
+QByteArray sha256_of(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    QCryptographicHash hash(QCryptographicHash::Sha256);
+    hash.addData(&f);
+    return hash.result().toHex();
+}
+
+// log(sum(exp(row))) in double.
+double log_sum_exp(const float* row, std::size_t n) {
+    const double max = *std::max_element(row, row + n);
+    double sum = 0;
+    for (std::size_t i = 0; i < n; ++i)
+        sum += std::exp(double(row[i]) - max);
+    return max + std::log(sum);
+}
+
+// KL(llama.cpp || kvscope) with both distributions coarsened to the
+// reference's top-k tokens and one outcome for all other tokens together:
+// sum over the top-k of p log(p / q), plus p_rest log(p_rest / q_rest). It
+// never exceeds the full KL divergence (coarsening cannot increase it), so a
+// bound on it is a necessary condition, and with the models' logits spread to
+// a standard deviation of about 3 the top 4 hold much of the probability.
+double coarse_kl(const std::vector<TopEntry>& reference, const float* row, std::size_t vocab) {
+    const double lse = log_sum_exp(row, vocab);
+    double kl = 0, p_top = 0, q_top = 0;
+    for (const TopEntry& e : reference) {
+        const double p = std::exp(e.logprob), log_q = double(row[e.token]) - lse;
+        kl += p * (e.logprob - log_q);
+        p_top += p;
+        q_top += std::exp(log_q);
+    }
+    const double p_rest = std::max(1.0 - p_top, 1e-12), q_rest = std::max(1.0 - q_top, 1e-12);
+    return kl + p_rest * std::log(p_rest / q_rest);
+}
+
+EngineConfig cpu_config() {
+    EngineConfig config;
+    config.backend = Backend::Cpu;
+    return config;
+}
+
+// Prompts for the sequences decoded beside the reference's: random ids of
+// the models' 2048-token vocabulary, of assorted lengths, from a fixed seed.
+std::vector<std::vector<TokenId>> other_prompts(std::size_t count) {
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<TokenId> token(3, 2047);
+    std::uniform_int_distribution<std::size_t> length(20, 700);
+    std::vector<std::vector<TokenId>> prompts(count);
+    for (auto& p : prompts) {
+        p.resize(length(rng));
+        for (TokenId& t : p)
+            t = token(rng);
+    }
+    return prompts;
+}
+
+} // namespace
+
+class TestLlamaCppMatch : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void teacher_forced_logits_match_data();
+    void teacher_forced_logits_match();
+    void greedy_generation_matches_data();
+    void greedy_generation_matches();
+
+private:
+    void add_rows();
+    // The row's reference and its model, made once by make-model.
+    std::pair<const Reference*, std::shared_ptr<const Model>> model_of(const QString& row);
+
+    QTemporaryDir dir_;
+    std::vector<TokenId> prompt_;
+    std::map<QString, Reference> references_;
+    std::map<QString, std::shared_ptr<const Model>> models_;
+};
+
+void TestLlamaCppMatch::initTestCase() {
+    QVERIFY(dir_.isValid());
+    prompt_ = read_prompt();
+    QCOMPARE(prompt_.size(), std::size_t{576});
+}
+
+void TestLlamaCppMatch::add_rows() {
+    QTest::addColumn<QString>("file");
+    for (const QString& arch : architectures())
+        for (const char* type : {"f16", "q8_0", "q4_0"}) {
+            const QString file = arch + "-" + type;
+            QTest::newRow(qPrintable(file)) << file;
+        }
+}
+
+std::pair<const Reference*, std::shared_ptr<const Model>> TestLlamaCppMatch::model_of(const QString& file) {
+    if (!references_.count(file))
+        references_[file] = read_reference(kDataDir + "/" + file + ".txt");
+    const Reference& r = references_[file];
+    if (!models_.count(file)) {
+        const QString path = dir_.filePath(file + ".gguf");
+        QProcess make;
+        make.start(QStringLiteral(KVSCOPE_CLI), QStringList{"make-model"} + r.make_model_args + QStringList{"-o", path});
+        if (!make.waitForFinished(120000) || make.exitCode() != 0)
+            throw std::runtime_error("make-model failed: " + make.readAllStandardError().toStdString());
+        if (sha256_of(path) != r.sha256)
+            throw std::runtime_error(file.toStdString() + ": make-model wrote another file than the references' "
+                                     "(the writer changed): rerun tests/data/llamacpp/make_references.sh");
+        models_[file] = std::make_shared<const Model>(path.toStdString());
+    }
+    return {&r, models_[file]};
+}
+
+void TestLlamaCppMatch::teacher_forced_logits_match_data() { add_rows(); }
+
+void TestLlamaCppMatch::teacher_forced_logits_match() {
+    QFETCH(QString, file);
+    const auto [reference, model] = model_of(file);
+    QCOMPARE(reference->top.size(), prompt_.size());
+    const std::vector<float> logits = teacher_forced_logits(*model, prompt_, KvDtype::F16);
+    const std::size_t vocab = logits.size() / prompt_.size();
+    std::size_t agree = 0;
+    double kl_sum = 0, kl_max = 0;
+    for (std::size_t p = 0; p < prompt_.size(); ++p) {
+        const float* row = logits.data() + p * vocab;
+        const auto top1 = static_cast<TokenId>(std::max_element(row, row + vocab) - row);
+        agree += top1 == reference->top[p].front().token ? 1 : 0;
+        const double kl = coarse_kl(reference->top[p], row, vocab);
+        kl_sum += kl;
+        kl_max = std::max(kl_max, kl);
+    }
+    const double agreement = double(agree) / double(prompt_.size()), mean_kl = kl_sum / double(prompt_.size());
+    qInfo("%s: top-1 agreement %.4f, mean KL %.2e (max %.2e) over %zu positions", qPrintable(file), agreement, mean_kl,
+          kl_max, prompt_.size());
+    QVERIFY2(agreement >= kMinTop1Agreement, qPrintable(QString("top-1 agreement %1").arg(agreement)));
+    QVERIFY2(mean_kl <= kMaxMeanKl, qPrintable(QString("mean KL %1").arg(mean_kl)));
+}
+
+void TestLlamaCppMatch::greedy_generation_matches_data() { add_rows(); }
+
+void TestLlamaCppMatch::greedy_generation_matches() {
+    QFETCH(QString, file);
+    const auto [reference, model] = model_of(file);
+    QCOMPARE(reference->greedy.size(), std::size_t{kGreedyTokens});
+    RequestParams params;
+    params.max_new_tokens = kGreedyTokens;
+    params.ignore_eos = true; // llgen does not stop at EOS
+
+    Engine alone(config_for_one_request(cpu_config(), prompt_.size() + kGreedyTokens), model);
+    QCOMPARE(run_to_completion(alone, prompt_, params).tokens, reference->greedy);
+
+    // The same request added fourth among eight, all decoded together.
+    Engine batch(cpu_config(), model);
+    std::map<RequestId, std::vector<TokenId>> generated;
+    batch.set_output_callback([&](const RequestOutput& out) {
+        auto& tokens = generated[out.request];
+        tokens.insert(tokens.end(), out.tokens.begin(), out.tokens.end());
+    });
+    const auto others = other_prompts(7);
+    RequestId target = 0;
+    for (std::size_t i = 0; i < others.size(); ++i) {
+        if (i == 3)
+            target = batch.add_request(prompt_, params).id();
+        batch.add_request(others[i], params).id();
+    }
+    while (batch.has_work())
+        batch.step();
+    QCOMPARE(generated[target], reference->greedy);
+}
+
+QTEST_APPLESS_MAIN(TestLlamaCppMatch)
+#include "test_llamacpp_match.moc"
