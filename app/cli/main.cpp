@@ -32,6 +32,8 @@ commands:
                FILE.gguf [--json]
   make-model   a GGUF with random weights of a real model's shape (meaningless text)
                --preset NAME [--type f16|q8_0|q4_0|bf16|f32] [--seed S] [--chat-template FILE] -o FILE
+               [--layers N] [--vocab N] [--window N] [--ffn N]: a model of a NON-REAL shape for
+               fast tests: the first N layers (kinds kept), N tokens, an N-token window, N-wide FFN
   perplexity   what each KV dtype costs in accuracy on a text: perplexity, KL divergence
                and top-1 agreement against f32 KV, with bytes per token and saving vs f16
                --model FILE --text-file F [--kv-dtype D[,D...]] [--ctx N] [--block-size B]

@@ -151,11 +151,12 @@ EngineConfig cpu_config() {
 }
 
 // Prompts for the sequences decoded beside the reference's: random ids of
-// the models' 2048-token vocabulary, of assorted lengths, from a fixed seed.
+// the models' 2048-token vocabulary, of assorted lengths (short: their
+// prefill is most of this test's time), from a fixed seed.
 std::vector<std::vector<TokenId>> other_prompts(std::size_t count) {
     std::mt19937 rng(7);
     std::uniform_int_distribution<TokenId> token(3, 2047);
-    std::uniform_int_distribution<std::size_t> length(20, 700);
+    std::uniform_int_distribution<std::size_t> length(20, 200);
     std::vector<std::vector<TokenId>> prompts(count);
     for (auto& p : prompts) {
         p.resize(length(rng));
@@ -229,18 +230,21 @@ void TestLlamaCppMatch::teacher_forced_logits_match() {
     const std::vector<float> logits = teacher_forced_logits(*model, prompt_, KvDtype::F16);
     const std::size_t vocab = logits.size() / prompt_.size();
     std::size_t agree = 0;
-    double kl_sum = 0, kl_max = 0;
+    double kl_sum = 0, kl_max = 0, widest_miss = 0; // our logit margin over llama.cpp's top-1 where we differ
     for (std::size_t p = 0; p < prompt_.size(); ++p) {
         const float* row = logits.data() + p * vocab;
         const auto top1 = static_cast<TokenId>(std::max_element(row, row + vocab) - row);
-        agree += top1 == reference->top[p].front().token ? 1 : 0;
+        const TokenId theirs = reference->top[p].front().token;
+        agree += top1 == theirs ? 1 : 0;
+        widest_miss = std::max(widest_miss, double(row[top1]) - double(row[theirs]));
         const double kl = coarse_kl(reference->top[p], row, vocab);
         kl_sum += kl;
         kl_max = std::max(kl_max, kl);
     }
     const double agreement = double(agree) / double(prompt_.size()), mean_kl = kl_sum / double(prompt_.size());
-    qInfo("%s: top-1 agreement %.4f, mean KL %.2e (max %.2e) over %zu positions", qPrintable(file), agreement, mean_kl,
-          kl_max, prompt_.size());
+    qInfo("%s: top-1 agreement %.4f (where not, our top-1 leads theirs by at most %.3f), mean KL %.2e (max %.2e) "
+          "over %zu positions",
+          qPrintable(file), agreement, widest_miss, mean_kl, kl_max, prompt_.size());
     QVERIFY2(agreement >= kMinTop1Agreement, qPrintable(QString("top-1 agreement %1").arg(agreement)));
     QVERIFY2(mean_kl <= kMaxMeanKl, qPrintable(QString("mean KL %1").arg(mean_kl)));
 }
