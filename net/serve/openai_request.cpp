@@ -339,10 +339,66 @@ void check_chat_template(const ServedModel& model) {
                   "send the conversation as text to /v1/completions instead", "messages");
 }
 
-// The messages through the model's template, whole, ready to continue.
-std::vector<TokenId> rendered_prompt(const std::vector<ChatMessage>& messages, const ServedModel& model) {
+// "low", "medium" or "high": gpt-oss's efforts, as OpenAI's API names them.
+// `name`: the field as the message names it; `param`: the request field at fault.
+std::string reasoning_effort(const json& value, const std::string& name, const std::string& param) {
+    if (!value.is_string())
+        throw bad("'" + name + "' must be a string, got " + value.type_name(), param);
+    const std::string effort = value.get<std::string>();
+    if (effort != "low" && effort != "medium" && effort != "high")
+        throw bad("'" + name + "' must be \"low\", \"medium\" or \"high\", got " + value.dump(), param);
+    return effort;
+}
+
+// One chat_template_kwargs entry into `options`. Only the template
+// arguments ChatRenderOptions carries reach a template, so any other key is
+// refused rather than silently left out. The param named is the object's.
+void template_argument(ChatRenderOptions& options, const std::string& key, const json& value) {
+    constexpr const char* kParam = "chat_template_kwargs";
+    const std::string name = std::string(kParam) + "." + key;
+    if (key == "enable_thinking") {
+        if (!value.is_boolean())
+            throw bad("'" + name + "' must be a boolean, got " + value.type_name(), kParam);
+        options.enable_thinking = value.get<bool>();
+    } else if (key == "reasoning_effort") {
+        options.reasoning_effort = reasoning_effort(value, name, kParam);
+    } else if (key == "date_string") {
+        if (!value.is_string())
+            throw bad("'" + name + "' must be a string, got " + value.type_name(), kParam);
+        options.date = value.get<std::string>();
+    } else {
+        throw bad("'" + name + "' is not a template argument kvscope passes; it passes enable_thinking, "
+                  "reasoning_effort and date_string", kParam);
+    }
+}
+
+// The template's inputs a chat request sets: vLLM's chat_template_kwargs
+// (an object; a null entry is the template's default) and OpenAI's
+// top-level reasoning_effort, which must agree with the object's where both
+// are given. The generation prompt is always added: the reply is the model's.
+ChatRenderOptions render_options(const json& body) {
     ChatRenderOptions options;
-    options.add_generation_prompt = true; // the reply is the model's to write
+    options.add_generation_prompt = true;
+    if (const json* kwargs = field(body, "chat_template_kwargs")) {
+        if (!kwargs->is_object())
+            throw wrong_type("chat_template_kwargs", "an object", *kwargs);
+        for (const auto& [key, value] : kwargs->items())
+            if (!value.is_null())
+                template_argument(options, key, value);
+    }
+    if (const json* effort = field(body, "reasoning_effort")) {
+        const std::string top = reasoning_effort(*effort, "reasoning_effort", "reasoning_effort");
+        if (!options.reasoning_effort.empty() && options.reasoning_effort != top)
+            throw bad("'reasoning_effort' is \"" + top + "\" but 'chat_template_kwargs.reasoning_effort' is \"" +
+                          options.reasoning_effort + "\"; send one", "reasoning_effort");
+        options.reasoning_effort = top;
+    }
+    return options;
+}
+
+// The messages through the model's template, whole, ready to continue.
+std::vector<TokenId> rendered_prompt(std::span<const ChatMessage> messages, const ServedModel& model,
+                                     const ChatRenderOptions& options) {
     std::string rendered;
     try {
         rendered = model.chat_template->render(messages, options);
@@ -355,7 +411,7 @@ std::vector<TokenId> rendered_prompt(const std::vector<ChatMessage>& messages, c
 // The conversation through the model's template, ready to continue.
 std::vector<TokenId> chat_prompt(const json& body, const ServedModel& model) {
     check_chat_template(model);
-    return rendered_prompt(chat_messages(body), model);
+    return rendered_prompt(chat_messages(body), model, render_options(body));
 }
 
 // A conversation ending with the user's message, fitted to the context as
@@ -365,10 +421,15 @@ std::vector<TokenId> chat_prompt(const json& body, const ServedModel& model) {
 // `max_tokens` (0: the room left) exceed the context, then the reply
 // limited to the room left.
 void plan_chat(GenerationRequest& r, const std::vector<ChatMessage>& messages, std::uint32_t max_tokens,
-               const ServedModel& model, const char* param) {
+               const ChatRenderOptions& options, const ServedModel& model, const char* param) {
     const auto history = std::span(messages).first(messages.size() - 1);
-    ChatSession session = ChatSession::of_history(
-        history, TurnEncoder::through(*model.chat_template, *model.tokenizer), model.max_model_len);
+    // A session of_history renders every prompt whole (TurnEncoder::whole,
+    // all it uses), here with the request's template arguments.
+    TurnEncoder encoder;
+    encoder.whole = [&model, &options](std::span<const ChatMessage> kept) {
+        return rendered_prompt(kept, model, options);
+    };
+    ChatSession session = ChatSession::of_history(history, std::move(encoder), model.max_model_len);
     TurnPlan plan;
     try {
         plan = session.plan_turn(messages.back().content, max_tokens);
@@ -452,17 +513,18 @@ GenerationRequest parse_chat_request(const json& body, const ServedModel& model,
         throw bad("'top_logprobs' needs 'logprobs': true", "top_logprobs");
     check_chat_template(model);
     const std::vector<ChatMessage> messages = chat_messages(body);
+    const ChatRenderOptions options = render_options(body);
     // max_completion_tokens replaced max_tokens in OpenAI's API; vLLM takes either, the new one first.
     const std::optional<std::uint32_t> new_name = max_tokens_field(body, "max_completion_tokens");
     const std::optional<std::uint32_t> max_tokens = new_name ? new_name : max_tokens_field(body, "max_tokens");
     const char* param = new_name ? "max_completion_tokens" : "max_tokens";
     if (messages.back().role == "user" && model.max_model_len > 0 &&
         ChatSession::is_history(std::span(messages).first(messages.size() - 1))) {
-        plan_chat(r, messages, max_tokens.value_or(0), model, param);
+        plan_chat(r, messages, max_tokens.value_or(0), options, model, param);
         return r;
     }
     // Any other list of messages, rendered as it is: it has to fit.
-    r.prompt = rendered_prompt(messages, model);
+    r.prompt = rendered_prompt(messages, model, options);
     const std::uint32_t rest = r.prompt.size() < model.max_model_len
                                    ? model.max_model_len - static_cast<std::uint32_t>(r.prompt.size())
                                    : 1; // no room: check_context below says so

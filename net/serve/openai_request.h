@@ -109,11 +109,17 @@ GenerationRequest parse_completion_request(const nlohmann::json& body, const Ser
 // prompt + max_tokens past max_model_len answers 400. `logprobs: true` gives
 // each generated token's log-probability, `top_logprobs` N (0..kMaxLogprobs,
 // only with logprobs) its N most likely alternatives.
+// Template arguments (ChatRenderOptions), as vLLM takes them:
+// `chat_template_kwargs` {"enable_thinking": bool (Qwen3, SmolLM3),
+// "reasoning_effort": "low"|"medium"|"high" (gpt-oss), "date_string": text
+// (Llama 3.1+)}, a null entry leaving the template's default; OpenAI's
+// top-level `reasoning_effort` is the same argument (both given: they must
+// agree). Any other key answers 400, as it would not reach the template.
 GenerationRequest parse_chat_request(const nlohmann::json& body, const ServedModel& model,
                                      const RequestLimits& limits = {});
 
-// POST /tokenize: {"prompt": text} (or {"messages": [...]}, rendered as for
-// chat) -> the ids. POST /detokenize: {"tokens": [ids]} -> the text.
+// POST /tokenize: {"prompt": text} (or {"messages": [...]} with
+// `chat_template_kwargs`, rendered as for chat) -> the ids. POST /detokenize: {"tokens": [ids]} -> the text.
 std::vector<TokenId> parse_tokenize_request(const nlohmann::json& body, const ServedModel& model);
 std::vector<TokenId> parse_detokenize_request(const nlohmann::json& body, const ServedModel& model);
 
