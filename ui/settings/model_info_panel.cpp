@@ -31,6 +31,36 @@ QString tensorTypes(const TensorStats& stats) {
     return parts.join(QStringLiteral("\n"));
 }
 
+// 1000000, 8, 0.5: a number as the file gives it, never in exponent form.
+QString numberText(double base) { return QString::number(base, 'g', 12); }
+
+// How the layers that rotate turn positions into angles, by layer kind:
+// "base 1000000, sliding-window layers 10000; neox halves", "base 1000000;
+// linear ×8 on 5 of 34 layers; neox halves". Layers without RoPE are the
+// Layers row's.
+QString ropeText(const ModelConfig& c) {
+    std::uint32_t rotating = 0, scaled = 0;
+    double windowBase = 0.0;
+    for (const LayerAttention& l : c.layers) {
+        if (!l.rope)
+            continue;
+        ++rotating;
+        scaled += l.rope_scaled;
+        if (l.window > 0 && l.rope_theta != c.rope_theta)
+            windowBase = l.rope_theta;
+    }
+    QString text = QObject::tr("base %1").arg(numberText(c.rope_theta));
+    if (windowBase > 0.0)
+        text += QObject::tr(", sliding-window layers %1").arg(numberText(windowBase));
+    if (c.rope_scaling && scaled > 0) {
+        text += QObject::tr("; %1 \u00d7%2")
+                    .arg(QString::fromStdString(c.rope_scaling->type), numberText(c.rope_scaling->factor));
+        if (scaled < rotating)
+            text += QObject::tr(" on %1 of %2 layers").arg(scaled).arg(c.n_layers);
+    }
+    return text + QStringLiteral("; ") + QString::fromStdString(std::string(to_string(c.rope_style)));
+}
+
 QString html(const ModelSummary& s) {
     const ModelConfig& c = s.config;
     QString out = QStringLiteral("<table cellspacing=2>");
@@ -44,6 +74,7 @@ QString html(const ModelSummary& s) {
     out += row(QObject::tr("Tensor types"), tensorTypes(s.tensors)).replace(QStringLiteral("\n"), QStringLiteral("<br>"));
     out += row(QObject::tr("Layers"), QString::fromStdString(c.layer_kinds()));
     out += row(QObject::tr("Beyond llama"), QString::fromStdString(c.features()));
+    out += row(QObject::tr("RoPE"), ropeText(c));
     out += row(QObject::tr("Heads"), QObject::tr("%1 (%2 KV) \u00d7 %3").arg(c.n_heads).arg(c.n_kv_heads).arg(c.head_dim));
     out += row(QObject::tr("Embedding / FFN"), QStringLiteral("%1 / %2").arg(c.embedding_dim).arg(c.ffn_dim));
     out += row(QObject::tr("Vocabulary"), QString::number(c.vocab_size));

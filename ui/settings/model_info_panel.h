@@ -11,8 +11,11 @@ class QLabel;
 
 namespace kvscope::ui {
 
-// What the loaded model is: architecture, parameters, tensor types, context,
-// chat template, and what its KV cache costs (from the engine's KvLayout).
+// What the loaded model is: architecture, parameters, tensor types, its
+// layers by kind (sliding-window, global, without RoPE; ModelConfig's
+// layer_kinds), what it computes beyond llama (features), RoPE by layer
+// kind, context, chat template, and what its KV cache costs (from the
+// engine's KvLayout).
 class ModelInfoPanel : public QWidget {
     Q_OBJECT
 public:
