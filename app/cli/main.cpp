@@ -31,9 +31,11 @@ commands:
   info         a GGUF model's architecture, shape, tensor types and KV bytes
                FILE.gguf [--json]
   make-model   a GGUF with random weights of a real model's shape (meaningless text)
-               --preset NAME [--type f16|q8_0|q4_0|bf16|f32] [--seed S] [--chat-template FILE] -o FILE
-               [--layers N] [--vocab N] [--window N] [--ffn N]: a model of a NON-REAL shape for
-               fast tests: the first N layers (kinds kept), N tokens, an N-token window, N-wide FFN
+               --preset NAME [--type T] [--seed S] [--chat-template FILE] -o FILE
+               (T: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, iq4_xs)
+               [--layers N] [--vocab N] [--window N] [--ffn N] [--context N]: a model of a NON-REAL
+               shape for fast tests: the first N layers (kinds kept), N tokens, an N-token window,
+               N-wide FFN, an N-token context
   perplexity   what each KV dtype costs in accuracy on a text: perplexity, KL divergence
                and top-1 agreement against f32 KV, with bytes per token and saving vs f16
                --model FILE --text-file F [--kv-dtype D[,D...]] [--ctx N] [--block-size B]

@@ -41,7 +41,7 @@ std::string read_chat_template_file(const std::optional<std::string>& path) {
     }
 }
 
-// --layers/--vocab/--window/--ffn: a preset made smaller for tests (0: as
+// --layers/--vocab/--window/--ffn/--context: a preset made smaller for tests (0: as
 // the preset; cut_geometry checks the ranges).
 GeometryCut read_cut(Args& args) {
     auto count = [&](const char* name) {
@@ -52,6 +52,7 @@ GeometryCut read_cut(Args& args) {
     cut.vocab = count("--vocab");
     cut.window = count("--window");
     cut.ffn = count("--ffn");
+    cut.context = count("--context");
     return cut;
 }
 

@@ -160,6 +160,10 @@ ModelGeometry cut_geometry(const ModelGeometry& preset, const GeometryCut& cut) 
         g.ffn_dim = cut.ffn;
         what += ", FFN " + std::to_string(cut.ffn);
     }
+    if (cut_asked(cut.context, 1, preset.context, "--context", preset)) {
+        g.context = cut.context;
+        what += ", context " + std::to_string(cut.context);
+    }
     if (!what.empty())
         g.name += what;
     return g;

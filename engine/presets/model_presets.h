@@ -100,6 +100,11 @@ struct GeometryCut {
     std::uint32_t vocab = 0;  // 260 (the placeholder vocabulary's specials and bytes, and one more) .. the preset's
     std::uint32_t window = 0; // 1 .. ; only for a preset with window layers
     std::uint32_t ffn = 0;    // 32 .. the preset's, a multiple of 32 (a quantization block)
+    // 1 .. the preset's: the context_length written. Phi-3's LongRoPE
+    // factors follow it (long beyond the original context, as llama.cpp
+    // picks them for its n_ctx), so a test comparing with a short llama.cpp
+    // run cuts it to the original context.
+    std::uint32_t context = 0;
 };
 // Also names the cut in the result's name ("gemma3-270m, 3 of 18 layers,
 // ..."). Throws kvscope::Error naming the option out of range.

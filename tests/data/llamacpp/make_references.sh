@@ -2,14 +2,17 @@
 # Regenerates llama.cpp's reference outputs that test_llamacpp_match
 # compares kvscope with (tests/data/README.md). For each model of
 # models.txt, in F16, Q8_0 and Q4_0: kvscope-cli make-model writes the file,
-# llama.cpp's lltop gives the top-4 log-probabilities at each of the 576
-# positions of prompt.txt, and llgen the 64 tokens it generates greedily
-# after it. One file per model and type, <architecture>-<type>.txt:
+# llama.cpp's llgen gives the 64 tokens it generates greedily after the
+# 576 positions of prompt.txt, and lltop the top-4 log-probabilities after
+# each position of the prompt followed by those 64 tokens (so a test can
+# tell a near-tie where two engines' greedy choices part). One file per
+# model and type, <architecture>-<type>.txt:
 #   make-model ARGS          the command that wrote the model
 #   sha256 HEX               of the model file: a test that regenerates a
 #                            different file knows these references are stale
 #   greedy ID ...            llgen's 64 tokens
-#   ID:LOGPROB ... (x 576)   lltop's top 4 after each prompt position
+#   ID:LOGPROB ... (x 640)   lltop's top 4 after each position of the prompt
+#                            (576 rows), then of the greedy tokens (64)
 #
 # Usage: tests/data/llamacpp/make_references.sh [ARCHITECTURE...]
 # (default: every one of models.txt). Needs a built kvscope-cli (KVSCOPE_CLI,
@@ -43,13 +46,14 @@ reference() { # ARCHITECTURE TYPE MAKE-MODEL-ARGS...
     {
         echo "make-model $* --type $type --seed $seed"
         echo "sha256 $(sha256sum "$model" | cut -d ' ' -f 1)"
-        "$harness/llgen" "$model" "$greedy_tokens" 2 -i "$prompt" 2> /dev/null | sed -n 's/^GEN /greedy /p'
-        "$harness/lltop" "$model" 2 "$top_k" "$prompt" |
+        greedy=$("$harness/llgen" "$model" "$greedy_tokens" 2 -i "$prompt" 2> /dev/null | sed -n 's/^GEN //p')
+        echo "greedy $greedy"
+        "$harness/lltop" "$model" 2 "$top_k" "$prompt,$(echo "$greedy" | tr ' ' ',')" |
             awk '{ line = ""; for (i = 3; i <= NF; ++i) { split($i, t, ":");
                    line = line (i > 3 ? " " : "") sprintf("%s:%.3f", t[1], t[2]) } print line }'
     } > "$work/$arch-$type.txt"
     lines=$(wc -l < "$work/$arch-$type.txt")
-    [ "$lines" -eq 579 ] || { echo "$arch $type: llama.cpp gave $lines lines, not 579" >&2; exit 1; }
+    [ "$lines" -eq 643 ] || { echo "$arch $type: llama.cpp gave $lines lines, not 643" >&2; exit 1; }
     mv "$work/$arch-$type.txt" "$here/$arch-$type.txt"
     rm -f "$model"
     echo "$here/$arch-$type.txt"
