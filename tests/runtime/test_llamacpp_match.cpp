@@ -37,8 +37,10 @@
 
 #include "engine/completion.h"
 #include "engine/runtime/teacher_forcing.h"
+#include "support/llamacpp_references.h"
 
 using namespace kvscope;
+using namespace kvscope::test;
 
 namespace {
 
@@ -47,93 +49,6 @@ constexpr std::uint32_t kGreedyTokens = 64;
 constexpr double kMinTop1Agreement = 0.99;
 constexpr double kMaxMeanKl = 1e-3;
 constexpr double kTieLogprob = 0.01;
-
-struct TopEntry {
-    TokenId token;
-    double logprob;
-};
-
-// One file of make_references.sh (its header says the format).
-struct Reference {
-    QStringList make_model_args;
-    QByteArray sha256;
-    std::vector<TokenId> greedy;
-    // After each position of the prompt and then of `greedy`: the top
-    // log-probabilities of the next token, most likely first.
-    std::vector<std::vector<TopEntry>> top;
-};
-
-std::vector<TokenId> token_list(const std::string& text, char separator) {
-    std::vector<TokenId> ids;
-    std::istringstream in(text);
-    std::string word;
-    while (std::getline(in, word, separator))
-        if (!word.empty())
-            ids.push_back(static_cast<TokenId>(std::stol(word)));
-    return ids;
-}
-
-std::string after_prefix(const std::string& line, const std::string& prefix) {
-    if (line.rfind(prefix, 0) != 0)
-        throw std::runtime_error("expected a line starting with '" + prefix + "', got '" + line.substr(0, 40) + "'");
-    return line.substr(prefix.size());
-}
-
-Reference read_reference(const QString& path) {
-    std::ifstream in(path.toStdString());
-    if (!in)
-        throw std::runtime_error("cannot read " + path.toStdString());
-    Reference r;
-    std::string line;
-    std::getline(in, line);
-    r.make_model_args = QString::fromStdString(after_prefix(line, "make-model ")).split(' ', Qt::SkipEmptyParts);
-    std::getline(in, line);
-    r.sha256 = QByteArray::fromStdString(after_prefix(line, "sha256 "));
-    std::getline(in, line);
-    r.greedy = token_list(after_prefix(line, "greedy "), ' ');
-    while (std::getline(in, line)) {
-        std::vector<TopEntry> row;
-        std::istringstream words(line);
-        std::string word;
-        while (words >> word) {
-            const auto colon = word.find(':');
-            row.push_back({static_cast<TokenId>(std::stol(word.substr(0, colon))), std::stod(word.substr(colon + 1))});
-        }
-        r.top.push_back(std::move(row));
-    }
-    return r;
-}
-
-std::vector<TokenId> read_prompt() {
-    std::ifstream in((kDataDir + "/prompt.txt").toStdString());
-    std::string text;
-    std::getline(in, text);
-    return token_list(text, ',');
-}
-
-// "gemma3-q8_0" stays; "gemma3" becomes its three files.
-QStringList model_files() {
-    const QString chosen = qEnvironmentVariable("KVSCOPE_LLAMACPP_FILES");
-    QStringList files;
-    for (const QString& name :
-         (chosen.isEmpty() ? QStringLiteral(KVSCOPE_LLAMACPP_FILES) : chosen).split(',', Qt::SkipEmptyParts)) {
-        if (name.contains('-'))
-            files << name;
-        else
-            for (const char* type : {"f16", "q8_0", "q4_0"})
-                files << name + "-" + type;
-    }
-    return files;
-}
-
-QByteArray sha256_of(const QString& path) {
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly))
-        return {};
-    QCryptographicHash hash(QCryptographicHash::Sha256);
-    hash.addData(&f);
-    return hash.result().toHex();
-}
 
 // log(sum(exp(row))) in double.
 double log_sum_exp(const float* row, std::size_t n) {
@@ -211,13 +126,13 @@ private:
 
 void TestLlamaCppMatch::initTestCase() {
     QVERIFY(dir_.isValid());
-    prompt_ = read_prompt();
+    prompt_ = read_prompt(kDataDir);
     QCOMPARE(prompt_.size(), std::size_t{576});
 }
 
 void TestLlamaCppMatch::add_rows() {
     QTest::addColumn<QString>("file");
-    for (const QString& file : model_files())
+    for (const QString& file : model_files(KVSCOPE_LLAMACPP_FILES))
         QTest::newRow(qPrintable(file)) << file;
 }
 
@@ -225,17 +140,8 @@ std::pair<const Reference*, std::shared_ptr<const Model>> TestLlamaCppMatch::mod
     if (!references_.count(file))
         references_[file] = read_reference(kDataDir + "/" + file + ".txt");
     const Reference& r = references_[file];
-    if (!models_.count(file)) {
-        const QString path = dir_.filePath(file + ".gguf");
-        QProcess make;
-        make.start(QStringLiteral(KVSCOPE_CLI), QStringList{"make-model"} + r.make_model_args + QStringList{"-o", path});
-        if (!make.waitForFinished(120000) || make.exitCode() != 0)
-            throw std::runtime_error("make-model failed: " + make.readAllStandardError().toStdString());
-        if (sha256_of(path) != r.sha256)
-            throw std::runtime_error(file.toStdString() + ": make-model wrote another file than the references' "
-                                     "(the writer changed): rerun tests/data/llamacpp/make_references.sh");
-        models_[file] = std::make_shared<const Model>(path.toStdString());
-    }
+    if (!models_.count(file))
+        models_[file] = std::make_shared<const Model>(make_reference_model(r, file, dir_, KVSCOPE_CLI).toStdString());
     return {&r, models_[file]};
 }
 
