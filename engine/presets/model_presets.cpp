@@ -98,7 +98,9 @@ const std::array kModels{
 } // namespace
 
 bool ModelGeometry::is_window_layer(std::uint32_t layer) const {
-    if (sliding_window == 0)
+    // Phi-3's files carry a window that llama.cpp (and so kvscope's reader)
+    // ignores: its layers attend globally.
+    if (sliding_window == 0 || architecture == "phi3")
         return false;
     return swa_period == 0 || layer % swa_period < swa_period - 1;
 }

@@ -77,6 +77,8 @@ struct ModelGeometry {
     // which layers see only a window is is_window_layer's.
     KvGeometry kv() const { return {n_layers, n_kv_heads, head_dim()}; }
 
+    // Whether the layer attends within sliding_window as llama.cpp (and
+    // read_model_config) runs it: never for phi3, whose window is ignored.
     bool is_window_layer(std::uint32_t layer) const;
     bool uses_rope(std::uint32_t layer) const;
     bool has_qk_norm() const;      // attn_q_norm, attn_k_norm (head_dim each): qwen3, gemma3
