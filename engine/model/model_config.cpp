@@ -190,7 +190,7 @@ std::string ModelConfig::layer_kinds() const {
     }
     std::string text = std::to_string(n_layers) + " layers";
     if (windowed == 0)
-        text += ", global";
+        text += ", all global";
     else
         text += ": " + std::to_string(windowed) + " sliding-window (" + std::to_string(window) + "), " +
                 std::to_string(n_layers - windowed) + " global";

@@ -97,7 +97,7 @@ struct ModelConfig {
     // True when some layer attends within a window.
     bool has_windows() const;
     // The layers by kind, for people: "26 layers: 22 sliding-window (512),
-    // 4 global" or "28 layers, global".
+    // 4 global" or "28 layers, all global".
     std::string layer_kinds() const;
     // What the model computes beyond llama's decoder, for people: "QK-norm,
     // post-norms, GELU (tanh) FFN, attention soft-cap 50"; "none" for llama.

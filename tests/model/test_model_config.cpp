@@ -246,7 +246,7 @@ private slots:
         QVERIFY(!c.qkv_bias);
         QVERIFY(!c.has_windows());
         QCOMPARE(c.features(), std::string("QK-norm"));
-        QCOMPARE(c.layer_kinds(), std::string("2 layers, global"));
+        QCOMPARE(c.layer_kinds(), std::string("2 layers, all global"));
     }
 
     void qwen3NeedsQkNorms() {
@@ -355,7 +355,7 @@ private slots:
         QVERIFY(!c.long_rope);
 
         m.omit.insert("rope_factors_short.weight");
-        expect_error(m, "\"rope_factors_short.weight\" is missing");
+        expect_error(m, "'rope_factors_short.weight' is missing");
     }
 
     void smollm3LeavesRopeOutOfEveryFourthLayer() {
@@ -365,7 +365,7 @@ private slots:
         const ModelConfig c = kvscope::read_model_config(load(m));
         for (std::uint32_t l = 0; l < 8; ++l)
             QCOMPARE(c.layers[l].rope, (l + 1) % 4 != 0);
-        QCOMPARE(c.layer_kinds(), std::string("8 layers, global; 2 without RoPE"));
+        QCOMPARE(c.layer_kinds(), std::string("8 layers, all global; 2 without RoPE"));
     }
 
     void qwen2NeedsBiases() {

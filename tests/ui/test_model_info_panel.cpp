@@ -94,7 +94,7 @@ void TestModelInfoPanel::llama() {
     ModelInfoPanel panel;
     panel.setSummary(summary(QStringLiteral("llama-15m"), {.vocab = 512}));
     QCOMPARE(row(panel, QStringLiteral("Architecture")), QStringLiteral("llama"));
-    QCOMPARE(row(panel, QStringLiteral("Layers")), QStringLiteral("6 layers, global"));
+    QCOMPARE(row(panel, QStringLiteral("Layers")), QStringLiteral("6 layers, all global"));
     QCOMPARE(row(panel, QStringLiteral("Beyond llama")), QStringLiteral("none"));
     QCOMPARE(row(panel, QStringLiteral("RoPE")), QStringLiteral("base 10000; adjacent pairs"));
 }
