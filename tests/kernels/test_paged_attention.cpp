@@ -451,7 +451,14 @@ void TestPagedAttention::prompt_tiles_match_double_reference() {
 // or the tile, as long as the context, longer, and 1 (each query sees
 // itself alone); a soft cap that saturates; a scale other than
 // 1 / sqrt(head_dim); grouped-query ratios 1 and 4; contexts ending
-// mid-block (KIVI reads its tail). A tile's 32 queries with a window of 5
+// mid-block (KIVI reads its tail); Gemma 2's regime (no QK-norm: scores
+// of RMS ~20 under a cap of 50, each query's softmax dominated by a few
+// keys), where an error in a score moves the output ~10x more than in the
+// rows above (Q rounded to f16: relative error ~3e-3 there, ~3e-4 above),
+// and where logits differ most from an engine that rounds one operand
+// (llama.cpp's F16 matmul rounds the input of the K projection to f16:
+// its Gemma 2 logits are ~3x further from a float64 forward pass than
+// ours). A tile's 32 queries with a window of 5
 // or 45 span two or three chunks, the later ones wholly masked for its
 // first rows. Positions before the first query's window are never written
 // (NaN, or for KIVI the whole blocks before it), so reading them shows.
@@ -489,6 +496,8 @@ void TestPagedAttention::options_match_double_reference_data() {
         {"prompt softcap scale gqa4", 4, 16, 60, 40, 0.2f, 2.0f, 0},
         {"prompt all three b32", 1, 32, 140, 100, 0.15f, 8.0f, 33},
         {"prompt scale", 1, 16, 50, 30, 0.05f, 0.0f, 0},
+        {"decode gemma2 scores gqa2", 2, 16, 300, 1, 2.5f, 50.0f, 128},
+        {"prompt gemma2 scores gqa2", 2, 16, 300, 200, 2.5f, 50.0f, 0},
     };
     for (const KvDtype dtype : kvscope::all_kv_dtypes())
         for (const Case& c : cases)
