@@ -1,8 +1,18 @@
 // Internal to matmul: the activation vector quantized once per call to
 // 8-bit blocks, so that dot products with quantized weights run on
-// integers (as llama.cpp's Q8_0 / Q8_K activations do). Per block:
-// d = max|x| / 127, q = round(x / d); the rounding error is at most d / 2
-// per value.
+// integers, bit for bit as llama.cpp's x86 CPU backend quantizes them
+// (its Q8_0, Q8_1 and Q8_K activations), so that both engines round the
+// same values the same way. Per block, with amax = max|x|:
+//   q = round(x * (127 / amax)), to nearest even (0 when amax is 0);
+//   d = amax / 127 rounded to f16 for the blocks of 32 (Q8_0 / Q8_1 keep
+//       d in f16), 1 / (127 / amax) in float for the super-blocks of 256
+//       (Q8_K's d = 1 / iscale).
+// The represented value d * q is within d / 2 of x, plus the f16 rounding
+// of d for blocks of 32: |d - amax / 127| <= max(2^-11 amax / 127, 2^-25).
+// Computing q as x / d instead differs from llama.cpp at a few values in
+// a million, where x / d lands on a tie that x * (127 / amax) misses (or
+// the reverse), and each such code moves every output of its input row by
+// up to ~3e-3 of their rms (measured on a llama Q8_0 model's activations).
 #pragma once
 
 #include <cstddef>
@@ -15,6 +25,13 @@ namespace kvscope::kernels::cpu::detail {
 inline constexpr std::size_t kActBlockValues = 32;
 inline constexpr std::size_t kActSuperValues = 256;
 
+// What the codes are: x times this, rounded (ggml's id, and iscale up to
+// its sign). Internal linkage, as float16_encode.h says why: the SIMD
+// files compile it too.
+namespace {
+inline float code_multiplier(float amax) { return amax != 0.0f ? 127.0f / amax : 0.0f; }
+} // namespace
+
 // Paired with Q8_0, Q4_0 and Q5_0 weights (blocks of 32).
 struct ActBlock32 {
     float d;
@@ -24,9 +41,12 @@ struct ActBlock32 {
 // Paired with packed Q8_0, Q4_0 and Q5_0 tiles (packed_kernel.h), whose
 // codes are stored unsigned with an offset (q + 128, q + 8, q + 16): sum
 // is the sum of qs, which removes the offset times the activations' sum.
+// Also with Q4_1 and Q5_1 (packed or not), whose mins multiply s: ggml's
+// Q8_1 s, the unrounded amax / 127 times sum, rounded to f16.
 struct ActBlock32Sum {
     float d;
     std::int32_t sum;
+    float s;
     std::int8_t qs[kActBlockValues];
 };
 
@@ -63,7 +83,7 @@ void quantize_act32(const float* x, std::size_t n, ActBlock32* out, SimdPath pat
 void quantize_act256(const float* x, std::size_t n, ActBlock256* out, SimdPath path);
 
 #if defined(KVSCOPE_KERNELS_AVX2)
-// One block of n values (a multiple of 32) -> codes q, returning the scale;
+// One block of n values (a multiple of 32) -> codes q, returning max|x|;
 // when sums16 is not null, also the sums of each 16 consecutive codes.
 // Defined in matmul_avx2.cpp.
 float quantize_block_avx2(const float* x, std::size_t n, std::int8_t* q, std::int16_t* sums16);

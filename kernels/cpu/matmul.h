@@ -6,13 +6,14 @@
 // the type's blocks (weight_row_bytes), no alignment needed: exactly how a
 // GGUF tensor with ggml dims [cols, rows] lies in the file.
 //
-// For the quantized types (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K) the
-// activations are first quantized to 8 bits per value with one float scale
-// per block of 32 (per 256 for the K-quants), as llama.cpp does, and the
-// products run in integers. That adds an error of at most
-// max|x over the block| / 254 per activation value, small next to the
-// weights' own quantization error. F32/F16/BF16 weights multiply float
-// activations directly. Results accumulate in float.
+// For the quantized types the activations are first quantized to 8 bits
+// per value with one scale per block of 32 (per 256 for the K-quants and
+// IQ4_XS), exactly as llama.cpp's x86 backend does (activation_quant.h),
+// and the products run in integers. That adds an error of at most
+// max|x over the block| / 254 per activation value (plus 2^-11 of it for
+// the f16 scales of the blocks of 32), small next to the weights' own
+// quantization error. F32/F16/BF16 weights multiply float activations
+// directly. Results accumulate in float.
 //
 // Threads: rows are split across the call's `threads` (at least 1; the
 // caller's own count, see parallel.h). SIMD: the

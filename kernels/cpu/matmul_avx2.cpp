@@ -48,8 +48,8 @@ float quantize_block_avx2(const float* x, std::size_t n, std::int8_t* q, std::in
     __m256 amax8 = _mm256_setzero_ps();
     for (std::size_t i = 0; i < n; i += 8)
         amax8 = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + i), abs_mask), amax8);
-    const float d = hmax(amax8) / 127.0f;
-    const __m256 inverse = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    const float amax = hmax(amax8);
+    const __m256 inverse = _mm256_set1_ps(code_multiplier(amax));
     const __m256 lo = _mm256_set1_ps(-127.0f);
     const __m256 hi = _mm256_set1_ps(127.0f);
     for (std::size_t i = 0; i < n; i += 32) {
@@ -69,7 +69,7 @@ float quantize_block_avx2(const float* x, std::size_t n, std::int8_t* q, std::in
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + i),
                             _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
     }
-    return d;
+    return amax;
 }
 
 namespace {

@@ -186,7 +186,7 @@ float dot_q6_k(const std::byte* w, const void* xv, std::size_t cols) {
 }
 
 // Q4_1 and Q5_1: value = d * q + m, so per block
-// dot = d * a.d * (q . a) + m * a.d * sum(a).
+// dot = d * a.d * (q . a) + m * a.s (a.s ~ a.d * sum(a), as ggml rounds it).
 template <typename Block, typename Decode>
 float dot_blocks32_min(const std::byte* w, const void* xv, std::size_t cols, Decode decode) {
     const auto* x = static_cast<const ActBlock32Sum*>(xv);
@@ -199,7 +199,7 @@ float dot_blocks32_min(const std::byte* w, const void* xv, std::size_t cols, Dec
         for (std::size_t i = 0; i < kActBlockValues; ++i)
             isum += q[i] * x[b].qs[i];
         sum += f16_to_f32(block.d) * x[b].d * static_cast<float>(isum) +
-               f16_to_f32(block.m) * x[b].d * static_cast<float>(x[b].sum);
+               f16_to_f32(block.m) * x[b].s;
     }
     return sum;
 }

@@ -46,7 +46,8 @@ constexpr bool has_fifth_bit(WeightType type) { return type == WeightType::Q5_0 
 constexpr bool is_table(WeightType type) { return type == WeightType::IQ4_NL; }
 
 // Whether rows have a min m per block (value = d q + m: Q4_1, Q5_1); its
-// f16 values follow the scales, and each block adds m x d_x x sum(x codes).
+// f16 values follow the scales, and each block adds m x s (the activation
+// block's d x sum of codes, as ggml rounds it: ActBlock32Sum).
 constexpr bool has_min(WeightType type) { return type == WeightType::Q4_1 || type == WeightType::Q5_1; }
 
 // The code the kernels multiply = signed code + offset (unsigned, as
@@ -223,7 +224,7 @@ void ymm_gemm_half(const std::byte* tile, const std::byte* act, std::size_t act_
         if constexpr (has_min(T)) {
             const __m256 m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mins + b * kScaleBytes)));
             for (std::size_t j = 0; j < N; ++j)
-                acc[j] = _mm256_fmadd_ps(m, _mm256_set1_ps(a[j][b].d * static_cast<float>(a[j][b].sum)), acc[j]);
+                acc[j] = _mm256_fmadd_ps(m, _mm256_set1_ps(a[j][b].s), acc[j]);
         }
     }
     const std::size_t first = h * kHalfRows, count = rows - first < kHalfRows ? rows - first : kHalfRows;

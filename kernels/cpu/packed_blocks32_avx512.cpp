@@ -66,7 +66,7 @@ void gemm_n(const std::byte* tile, const std::byte* act, std::size_t act_stride,
         if constexpr (has_min(T)) {
             const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mins + b * kScaleBytes)));
             for (std::size_t j = 0; j < N; ++j)
-                acc[j] = _mm512_fmadd_ps(m, _mm512_set1_ps(a[j][b].d * static_cast<float>(a[j][b].sum)), acc[j]);
+                acc[j] = _mm512_fmadd_ps(m, _mm512_set1_ps(a[j][b].s), acc[j]);
         }
     }
     const auto mask = static_cast<__mmask16>((1u << rows) - 1);

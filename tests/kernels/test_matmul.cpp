@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -18,6 +19,8 @@
 #include "kernel_test_support.h"
 #include "weight_matrices.h"
 #include "kernels/cpu/activation_quant.h"
+#include "kernels/cpu/float16.h"
+#include "kernels/cpu/float16_encode.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/row_dot.h"
@@ -283,49 +286,86 @@ void TestMatmul::float_rows_of_any_length() {
         }
 }
 
+namespace {
+
+// activation_quant.h's definition, written out: codes x * (127 / amax)
+// rounded to nearest even (clamped to +-127, NaN to -127), amax = max|x|.
+std::int8_t expected_code(float x, float amax) {
+    const float v = x * (amax != 0.0f ? 127.0f / amax : 0.0f);
+    return static_cast<std::int8_t>(std::nearbyint(v >= -127.0f ? (v <= 127.0f ? v : 127.0f) : -127.0f));
+}
+
+float block_amax(const float* x, std::size_t n) {
+    float amax = 0.0f;
+    for (std::size_t i = 0; i < n; ++i)
+        if (!std::isnan(x[i]))
+            amax = std::max(amax, std::fabs(x[i]));
+    return amax;
+}
+
+} // namespace
+
 void TestMatmul::activation_codes_follow_definition() {
-    // Internal, but the premise of "both paths agree": per block
-    // d = max|x| / 127 and q = x / d rounded to nearest (ties to even),
-    // identical bytes on both paths, including ties, zeros, infinities and NaN.
+    // Internal, but the premise of matching llama.cpp (whose x86 quantizers
+    // this is) and of "both paths agree": per block q = x * (127 / amax)
+    // rounded to nearest (ties to even); d = amax / 127 rounded to f16 for
+    // blocks of 32, 1 / (127 / amax) for blocks of 256; identical bytes on
+    // both paths, including ties, zeros, infinities and NaN.
     using namespace kvscope::kernels::cpu::detail;
     std::mt19937 rng(450);
     std::vector<float> x = random_activations(1024, rng);
-    // Block 0 gets d = 1 exactly and halves: every one a tie.
+    // Block 0 gets 127 / amax = 1 exactly and halves: every one a tie.
     x[0] = 127.0f;
     for (std::size_t i = 1; i < 64; ++i)
         x[i] = static_cast<float>(i) - 32.5f;
     std::fill(x.begin() + 256, x.begin() + 288, 0.0f); // an all-zero block of 32
+    // A value where x * (127 / amax) = -45.4999962 rounds to -45 (as
+    // llama.cpp) but x / (amax / 127) = -45.5000038 would give -46.
+    x[320] = std::bit_cast<float>(0x40492832u); // amax of its block, 3.14307833
+    x[321] = std::bit_cast<float>(0xbf9022d9u); // -1.12606347
+    for (std::size_t i = 322; i < 352; ++i)
+        x[i] = std::clamp(x[i], -3.0f, 3.0f);
+    for (std::size_t i = 352; i < 384; ++i) // a block whose d is an f16 subnormal
+        x[i] *= 1e-4f;
     x[800] = INFINITY;
     x[840] = NAN;
-    std::vector<ActBlock256> blocks(4);
-    quantize_act256(x.data(), x.size(), blocks.data(), SimdPath::Scalar);
-    for (std::size_t b = 0; b < blocks.size(); ++b) {
-        const float* xb = x.data() + 256 * b;
-        float amax = 0.0f;
-        for (std::size_t i = 0; i < 256; ++i)
-            if (!std::isnan(xb[i]))
-                amax = std::max(amax, std::fabs(xb[i]));
-        QCOMPARE(blocks[b].d, amax / 127.0f);
-        for (std::size_t i = 0; i < 256; ++i) {
-            if (!std::isfinite(xb[i]) || !std::isfinite(amax))
-                continue;
-            const double exact = blocks[b].d == 0.0f ? 0.0 : xb[i] / static_cast<double>(blocks[b].d);
-            QVERIFY2(std::fabs(blocks[b].qs[i] - exact) <= 0.5 + 1e-5, qPrintable(QString::number(i)));
-            if (exact - std::floor(exact) == 0.5)
-                QVERIFY2(blocks[b].qs[i] % 2 == 0, "ties round to even");
+    for (const SimdPath path : kernel_test::available_paths()) {
+        std::vector<ActBlock256> blocks(4);
+        quantize_act256(x.data(), x.size(), blocks.data(), path);
+        for (std::size_t b = 0; b < blocks.size(); ++b) {
+            const float* xb = x.data() + 256 * b;
+            const float amax = block_amax(xb, 256);
+            QCOMPARE(blocks[b].d, amax != 0.0f ? 1.0f / (127.0f / amax) : 0.0f);
+            for (std::size_t i = 0; std::isfinite(amax) && i < 256; ++i)
+                if (std::isfinite(xb[i]))
+                    QCOMPARE(blocks[b].qs[i], expected_code(xb[i], amax));
+            for (std::size_t j = 0; j < 16; ++j) {
+                int sum = 0;
+                for (std::size_t i = 0; i < 16; ++i)
+                    sum += blocks[b].qs[16 * j + i];
+                QCOMPARE(blocks[b].bsums[j], static_cast<std::int16_t>(sum));
+            }
         }
-        for (std::size_t j = 0; j < 16; ++j) {
-            int sum = 0;
-            for (std::size_t i = 0; i < 16; ++i)
-                sum += blocks[b].qs[16 * j + i];
-            QCOMPARE(blocks[b].bsums[j], static_cast<std::int16_t>(sum));
+        std::vector<ActBlock32> blocks32(32);
+        quantize_act32(x.data(), x.size(), blocks32.data(), path);
+        for (std::size_t b = 0; b < blocks32.size(); ++b) {
+            const float* xb = x.data() + 32 * b;
+            const float amax = block_amax(xb, 32);
+            QCOMPARE(blocks32[b].d, f16_to_f32(f32_to_f16(amax / 127.0f)));
+            for (std::size_t i = 0; std::isfinite(amax) && i < 32; ++i)
+                if (std::isfinite(xb[i]))
+                    QCOMPARE(blocks32[b].qs[i], expected_code(xb[i], amax));
         }
+        QCOMPARE(blocks32[10].qs[1], std::int8_t{-45});
+        for (std::size_t i = 1; i < 64; ++i)
+            QVERIFY2(blocks[0].qs[i] % 2 == 0 && (i >= 32 || blocks32[0].qs[i] % 2 == 0), "ties round to even");
     }
     if (best_simd_path() != SimdPath::Avx2)
         return;
-    std::vector<ActBlock256> avx2(4);
+    std::vector<ActBlock256> scalar(4), avx2(4);
+    quantize_act256(x.data(), x.size(), scalar.data(), SimdPath::Scalar);
     quantize_act256(x.data(), x.size(), avx2.data(), SimdPath::Avx2);
-    QVERIFY(std::memcmp(blocks.data(), avx2.data(), sizeof(ActBlock256) * blocks.size()) == 0);
+    QVERIFY(std::memcmp(scalar.data(), avx2.data(), sizeof(ActBlock256) * scalar.size()) == 0);
     std::vector<ActBlock32> scalar32(32), avx2_32(32);
     quantize_act32(x.data(), x.size(), scalar32.data(), SimdPath::Scalar);
     quantize_act32(x.data(), x.size(), avx2_32.data(), SimdPath::Avx2);

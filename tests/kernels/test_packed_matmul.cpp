@@ -7,6 +7,7 @@
 // file's rows (a decode step streams it whole).
 #include <QTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -15,6 +16,8 @@
 
 #include "kernel_test_support.h"
 #include "kernels/cpu/activation_quant.h"
+#include "kernels/cpu/float16.h"
+#include "kernels/cpu/float16_encode.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/packed_kernel.h"
 #include "kernels/cpu/packed_weights.h"
@@ -294,7 +297,8 @@ void TestPackedMatmul::rejects_packed_weights_of_another_shape() {
 void TestPackedMatmul::activation_block_sums_are_their_codes_sums() {
     // The blocks-of-32 kernels start each block's integer sum at -offset x
     // this sum: it must be exactly the sum of the block's stored codes, on
-    // every path (the AVX2 quantizer sums them in registers).
+    // every path (the AVX2 quantizer sums them in registers). Q4_1 and Q5_1
+    // multiply their mins by s, ggml's Q8_1 s: f16(amax / 127 x sum).
     std::mt19937 rng(9);
     std::uniform_real_distribution<float> value(-4.0f, 4.0f);
     std::vector<float> x(256);
@@ -304,11 +308,16 @@ void TestPackedMatmul::activation_block_sums_are_their_codes_sums() {
     for (const SimdPath path : kernel_test::available_paths()) {
         std::vector<detail::ActBlock32Sum> blocks(x.size() / detail::kActBlockValues);
         detail::quantize_act32_sum(x.data(), x.size(), blocks.data(), path);
-        for (const detail::ActBlock32Sum& b : blocks) {
+        for (std::size_t k = 0; k < blocks.size(); ++k) {
+            const detail::ActBlock32Sum& b = blocks[k];
             int sum = 0;
             for (const std::int8_t q : b.qs)
                 sum += q;
             QCOMPARE(b.sum, sum);
+            float amax = 0.0f;
+            for (std::size_t i = 0; i < detail::kActBlockValues; ++i)
+                amax = std::max(amax, std::fabs(x[k * detail::kActBlockValues + i]));
+            QCOMPARE(b.s, f16_to_f32(f32_to_f16(amax / 127.0f * static_cast<float>(sum))));
         }
     }
 }

@@ -5,7 +5,10 @@
 // Tolerances, per output value, from the two error sources:
 //  - activation quantization (quantized weight types only): each x_j is
 //    rounded to a multiple of d = max|x over its block| / 127, an error of
-//    at most d / 2, so |error| <= sum_j |w_j| * d_j / 2;
+//    at most d / 2, and stored with d as llama.cpp stores it (rounded to
+//    f16 for blocks of 32: kernels/cpu/activation_quant.h), which moves the
+//    value by at most 127 |d_stored - d|; so |error| <= sum_j |w_j| * step_j
+//    with step_j that sum (half_steps);
 //  - float accumulation: the kernels sum at most cols/4 + 8 terms per
 //    partial sum (plus the products' and the final additions' roundings),
 //    so |error| <= (cols/4 + 8) * 2^-23 * sum_j |w_j x_j|, the textbook
@@ -169,8 +172,12 @@ struct Expected {
     double tolerance(std::size_t cols) const { return quant_error + rounding(cols); }
 };
 
-// Half the quantization step of each activation value: max|x over its
-// block| / 254 (0 for float weight types, whose activations stay floats).
+// The most each activation value moves when quantized (0 for float weight
+// types, whose activations stay floats): half a step, d / 2 = max|x over
+// its block| / 254 (plus 2^-14 of it: the rounded float product
+// x * (127 / max) is within 127 * 2^-23 of x / d), plus |q| <= 127 times
+// the error of the stored d: the float division's 2^-23 d, and for blocks
+// of 32 f16's half ulp, at most 2^-11 d or 2^-25 (subnormal).
 inline std::vector<double> half_steps(WeightType type, const float* x, std::size_t cols) {
     const std::size_t block = act_block(type);
     std::vector<double> steps(cols, 0.0);
@@ -178,7 +185,10 @@ inline std::vector<double> half_steps(WeightType type, const float* x, std::size
         double amax = 0.0;
         for (std::size_t i = start; i < start + block; ++i)
             amax = std::max(amax, std::fabs(static_cast<double>(x[i])));
-        std::fill(steps.begin() + start, steps.begin() + start + block, amax / 254.0);
+        const double d = amax / 127.0;
+        const double f16_error = block == 32 ? std::max(std::ldexp(d, -11), std::ldexp(1.0, -25)) : 0.0;
+        std::fill(steps.begin() + start, steps.begin() + start + block,
+                  d / 2 * (1 + std::ldexp(1.0, -14)) + 127 * (std::ldexp(d, -23) + f16_error));
     }
     return steps;
 }
