@@ -122,9 +122,16 @@ void TestGeneration::follows_llama_cpp_on_quantized_files_data() {
         QTest::newRow(f) << f;
 }
 
-// Greedy decoding amplifies any difference once two tokens are close, so
-// this counts how far each generation follows llama.cpp's.
+// Greedy decoding amplifies any difference once two tokens are close: each
+// generation must follow llama.cpp's to the end, or part from it only at a
+// near-tie, where our own logits put llama.cpp's token within kNearTie of
+// ours. Two engines that add a quantized product in another order or round
+// one input code differently break such ties either way, and the change
+// grows through the layers: llama.cpp's own batch and one-token paths
+// disagree on 3.6% of top-1 tokens on the Q4_0 models of tests/data/llamacpp.
+// The widest parting here is stories260K-q4_0's, 0.086 apart.
 void TestGeneration::follows_llama_cpp_on_quantized_files() {
+    constexpr float kNearTie = 0.1f;
     QFETCH(QString, file);
     KVSCOPE_REQUIRE_MODEL(path, "stories260K.llamacpp.jsonl");
     const auto model = std::make_shared<const Model>(test_model_path(file).toStdString());
@@ -133,19 +140,29 @@ void TestGeneration::follows_llama_cpp_on_quantized_files() {
     for (const QJsonObject& row : read_jsonl(path)) {
         if (row["model"].toString() != file)
             continue;
+        const auto prompt = ids(row["prompt_token_ids"]);
         const auto expected = ids(row["generated_token_ids"]);
-        const auto got =
-            generate_alone(model, ids(row["prompt_token_ids"]), static_cast<std::uint32_t>(expected.size()));
-        const auto diverge = std::mismatch(got.begin(), got.end(), expected.begin()).first - got.begin();
-        common_prefix += static_cast<std::size_t>(diverge);
+        const auto got = generate_alone(model, prompt, static_cast<std::uint32_t>(expected.size()));
+        const auto diverge = static_cast<std::size_t>(std::mismatch(got.begin(), got.end(), expected.begin()).first -
+                                                      got.begin());
+        common_prefix += diverge;
         total += expected.size();
         identical += got == expected;
         ++rows;
+        if (diverge == got.size())
+            continue;
+        // Our logits where the two part: the prompt and the shared tokens.
+        std::vector<TokenId> context = prompt;
+        context.insert(context.end(), got.begin(), got.begin() + static_cast<std::ptrdiff_t>(diverge));
+        const std::vector<float> logits = teacher_forced_logits(*model, context, KvDtype::F16);
+        const float* last = logits.data() + logits.size() - model->config().vocab_size;
+        const float margin = last[got[diverge]] - last[expected[diverge]];
+        qInfo("%s: parts from llama.cpp at token %zu, our logits %.4f apart", qPrintable(file), diverge, margin);
+        QVERIFY2(margin <= kNearTie, qPrintable(QString("parts at token %1 without a near-tie").arg(diverge)));
     }
     qInfo("%s: %d of %d generations identical to llama.cpp's; %zu of %zu tokens before the first divergence",
           qPrintable(file), identical, rows, common_prefix, total);
     QVERIFY(rows == 6);
-    QVERIFY(identical >= 4);
 }
 
 void TestGeneration::block_size_does_not_change_tokens() {
