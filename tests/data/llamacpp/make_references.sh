@@ -13,11 +13,15 @@
 #   greedy ID ...            llgen's 64 tokens
 #   ID:LOGPROB ... (x 640)   lltop's top 4 after each position of the prompt
 #                            (576 rows), then of the greedy tokens (64)
+# Then make_float64_references.sh gives the F16 files of the same
+# architectures their float64 rows (<architecture>-f16.float64.txt), which
+# are of these greedy tokens.
 #
 # Usage: tests/data/llamacpp/make_references.sh [ARCHITECTURE...]
 # (default: every one of models.txt). Needs a built kvscope-cli (KVSCOPE_CLI,
 # default build/app/kvscope-cli) and llama.cpp's harness tools
-# (../shared/peers/llamacpp/build.sh; LLAMACPP_HARNESS, LLAMA_LIBDIR).
+# (../shared/peers/llamacpp/build.sh; LLAMACPP_HARNESS, LLAMA_LIBDIR), and
+# for the float64 rows a built kvscope_float64_forward.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 cli=${KVSCOPE_CLI:-$here/../../../build/app/kvscope-cli}
@@ -68,3 +72,4 @@ grep -v '^#' "$here/models.txt" | while read -r arch args; do
         reference "$arch" "$type" $args
     done
 done
+"$here/make_float64_references.sh" "$@"
