@@ -8,19 +8,36 @@
 // - teacher forcing (engine/runtime/teacher_forcing.h, F16 KV as llama.cpp
 //   keeps it) over the 576-token prompt and llgen's 64 greedy tokens after
 //   it, which cross every window of the cut models: top-1 agreement with
-//   llama.cpp and mean KL divergence (see coarse_kl) within the file's
-//   MatchBar (support/llamacpp_references.h: the issue's 99% and 1e-3 for
+//   llama.cpp and mean KL divergence (support/llamacpp_references.h's
+//   coarse_kl) within the file's MatchBar (the issue's 99% and 1e-3 for
 //   F16, llama.cpp's own consistency for quantized weights);
 // - 64 greedy tokens through the Engine equal llgen's, alone and as one of
 //   8 sequences decoded together, up to the end or to a near-tie: where the
 //   two part, llama.cpp's own log-probabilities of both tokens at that
 //   position must be within the bar's tie (two engines adding in another
 //   order may break a tie either way; llama.cpp's batch scoring and its
-//   generation sometimes do too).
-// The files checked are KVSCOPE_LLAMACPP_FILES (tests/runtime/
-// CMakeLists.txt's list of those that meet the bar), or the environment
-// variable of that name, a comma-separated list of architecture-type names
-// or architectures (all three types), to try one not yet listed.
+//   generation sometimes do too);
+// - F16 files: the float64 rows beside llama.cpp's (make_float64_references.sh:
+//   the model's exact top 4 at the same positions, from a forward pass in
+//   double, tests/runtime/float64_forward.cpp) arbitrate between the two
+//   engines: our top-1 is the exact one at >= 99% of positions, and our
+//   mean KL to the exact distributions (within the top tokens both rows
+//   hold: Nearness) is no larger than llama.cpp's (both measured here,
+//   llama.cpp's from its rows). Where llama.cpp itself misses the exact
+//   top-1 at more than 1% of positions (gemma2-f16: ggml's f16 rounding of
+//   matmul inputs under Gemma 2's large attention scores), MatchBar holds
+//   us to llama.cpp at 98% with tolerances widened by its own error, and
+//   this check is what shows the difference is llama.cpp's.
+//   Measured (top-1, mean KL against float64; kvscope / llama.cpp):
+//   llama 1.000, 6.9e-8 / 1.000, 3.8e-7; qwen3 1.000, 1.6e-7 / 1.000,
+//   5.2e-7; gemma3 1.000, 4.5e-7 / 1.000, 1.3e-6; gemma2 0.994, 1.9e-5 /
+//   0.986, 5.9e-5; phi3 0.997, 2.8e-7 / 0.995, 8.7e-7; smollm3 0.998,
+//   8.1e-8 / 1.000, 4.2e-7. The float64 pass is not run here (tens of
+//   seconds a file); only its stored rows are read.
+// The files checked are KVSCOPE_LLAMACPP_FILES (tests/CMakeLists.txt's list
+// of those that meet the bar), or the environment variable of that name, a
+// comma-separated list of architecture-type names or architectures (all
+// three types), to try one not yet listed.
 #include <QtTest>
 
 #include <QCryptographicHash>
@@ -58,23 +75,29 @@ double log_sum_exp(const float* row, std::size_t n) {
     return max + std::log(sum);
 }
 
-// KL(llama.cpp || kvscope) with both distributions coarsened to the
-// reference's top-k tokens and one outcome for all other tokens together:
-// sum over the top-k of p log(p / q), plus p_rest log(p_rest / q_rest). It
-// never exceeds the full KL divergence (coarsening cannot increase it), so a
-// bound on it is a necessary condition, and with the models' logits spread to
-// a standard deviation of about 3 the top 4 hold much of the probability.
-double coarse_kl(const std::vector<TopEntry>& reference, const float* row, std::size_t vocab) {
-    const double lse = log_sum_exp(row, vocab);
-    double kl = 0, p_top = 0, q_top = 0;
-    for (const TopEntry& e : reference) {
-        const double p = std::exp(e.logprob), log_q = double(row[e.token]) - lse;
-        kl += p * (e.logprob - log_q);
-        p_top += p;
-        q_top += std::exp(log_q);
+// kvscope's teacher-forced outputs on a reference's tokens.
+struct Forced {
+    std::vector<float> logits; // every position's, `vocab` each
+    std::size_t vocab = 0;
+    std::vector<double> log_z; // each position's log-sum-exp of its logits
+    std::vector<TokenId> top1;
+
+    Forced(std::vector<float> all, std::size_t positions) : logits(std::move(all)), vocab(logits.size() / positions) {
+        for (std::size_t p = 0; p < positions; ++p) {
+            const float* row = logits.data() + p * vocab;
+            log_z.push_back(log_sum_exp(row, vocab));
+            top1.push_back(static_cast<TokenId>(std::max_element(row, row + vocab) - row));
+        }
     }
-    const double p_rest = std::max(1.0 - p_top, 1e-12), q_rest = std::max(1.0 - q_top, 1e-12);
-    return kl + p_rest * std::log(p_rest / q_rest);
+    double logit(std::size_t p, TokenId t) const { return double(logits[p * vocab + static_cast<std::size_t>(t)]); }
+    double logprob(std::size_t p, TokenId t) const { return logit(p, t) - log_z[p]; }
+};
+
+std::vector<TokenId> tokens_of(const std::vector<TopEntry>& row) {
+    std::vector<TokenId> tokens;
+    for (const TopEntry& e : row)
+        tokens.push_back(e.token);
+    return tokens;
 }
 
 EngineConfig cpu_config() {
@@ -109,18 +132,25 @@ private slots:
     void teacher_forced_logits_match();
     void greedy_generation_matches_data();
     void greedy_generation_matches();
+    void nearer_float64_than_llamacpp_data();
+    void nearer_float64_than_llamacpp();
 
 private:
-    void add_rows();
+    // One data row per file checked; only the F16 ones where `f16_only`.
+    void add_rows(bool f16_only = false);
     // Our greedy tokens equal llama.cpp's, or part from them at a near-tie.
     void check_greedy(const QString& what, const Reference& reference, const std::vector<TokenId>& ours);
     // The row's reference and its model, made once by make-model.
     std::pair<const Reference*, std::shared_ptr<const Model>> model_of(const QString& row);
+    // Our teacher-forced outputs on the row's prompt and greedy tokens,
+    // computed once (F16 KV, as llama.cpp keeps it).
+    const Forced& forced(const QString& row);
 
     QTemporaryDir dir_;
     std::vector<TokenId> prompt_;
     std::map<QString, Reference> references_;
     std::map<QString, std::shared_ptr<const Model>> models_;
+    std::map<QString, Forced> forced_;
 };
 
 void TestLlamaCppMatch::initTestCase() {
@@ -129,10 +159,11 @@ void TestLlamaCppMatch::initTestCase() {
     QCOMPARE(prompt_.size(), std::size_t{576});
 }
 
-void TestLlamaCppMatch::add_rows() {
+void TestLlamaCppMatch::add_rows(bool f16_only) {
     QTest::addColumn<QString>("file");
     for (const QString& file : model_files(KVSCOPE_LLAMACPP_FILES))
-        QTest::newRow(qPrintable(file)) << file;
+        if (!f16_only || file.endsWith("-f16"))
+            QTest::newRow(qPrintable(file)) << file;
 }
 
 std::pair<const Reference*, std::shared_ptr<const Model>> TestLlamaCppMatch::model_of(const QString& file) {
@@ -146,30 +177,41 @@ std::pair<const Reference*, std::shared_ptr<const Model>> TestLlamaCppMatch::mod
 
 void TestLlamaCppMatch::teacher_forced_logits_match_data() { add_rows(); }
 
+const Forced& TestLlamaCppMatch::forced(const QString& file) {
+    if (!forced_.count(file)) {
+        const auto [reference, model] = model_of(file);
+        std::vector<TokenId> tokens = prompt_;
+        tokens.insert(tokens.end(), reference->greedy.begin(), reference->greedy.end());
+        if (reference->top.size() != tokens.size())
+            throw std::runtime_error(file.toStdString() + ": the reference has " +
+                                     std::to_string(reference->top.size()) + " rows for " +
+                                     std::to_string(tokens.size()) + " tokens");
+        forced_.emplace(file, Forced(teacher_forced_logits(*model, tokens, KvDtype::F16), tokens.size()));
+    }
+    return forced_.at(file);
+}
+
 void TestLlamaCppMatch::teacher_forced_logits_match() {
     QFETCH(QString, file);
-    const auto [reference, model] = model_of(file);
-    std::vector<TokenId> tokens = prompt_;
-    tokens.insert(tokens.end(), reference->greedy.begin(), reference->greedy.end());
-    QCOMPARE(reference->top.size(), tokens.size());
-    const std::vector<float> logits = teacher_forced_logits(*model, tokens, KvDtype::F16);
-    const std::size_t vocab = logits.size() / tokens.size();
+    const Reference& reference = *model_of(file).first;
+    const Forced& ours = forced(file);
+    const std::size_t positions = reference.top.size();
     std::size_t agree = 0;
     double kl_sum = 0, kl_max = 0, widest_miss = 0; // our logit margin over llama.cpp's top-1 where we differ
-    for (std::size_t p = 0; p < tokens.size(); ++p) {
-        const float* row = logits.data() + p * vocab;
-        const auto top1 = static_cast<TokenId>(std::max_element(row, row + vocab) - row);
-        const TokenId theirs = reference->top[p].front().token;
-        agree += top1 == theirs ? 1 : 0;
-        widest_miss = std::max(widest_miss, double(row[top1]) - double(row[theirs]));
-        const double kl = coarse_kl(reference->top[p], row, vocab);
+    for (std::size_t p = 0; p < positions; ++p) {
+        const std::vector<TopEntry>& theirs = reference.top[p];
+        agree += ours.top1[p] == theirs.front().token ? 1 : 0;
+        widest_miss = std::max(widest_miss, ours.logit(p, ours.top1[p]) - ours.logit(p, theirs.front().token));
+        const double kl = coarse_kl(
+            tokens_of(theirs), [&](TokenId t) { return *logprob_in(theirs, t); },
+            [&](TokenId t) { return ours.logprob(p, t); });
         kl_sum += kl;
         kl_max = std::max(kl_max, kl);
     }
-    const double agreement = double(agree) / double(tokens.size()), mean_kl = kl_sum / double(tokens.size());
+    const double agreement = double(agree) / double(positions), mean_kl = kl_sum / double(positions);
     qInfo("%s: top-1 agreement %.4f (where not, our top-1 leads theirs by at most %.3f), mean KL %.2e (max %.2e) "
           "over %zu positions",
-          qPrintable(file), agreement, widest_miss, mean_kl, kl_max, tokens.size());
+          qPrintable(file), agreement, widest_miss, mean_kl, kl_max, positions);
     const MatchBar bar = match_bar(file);
     QVERIFY2(agreement >= bar.min_top1, qPrintable(QString("top-1 agreement %1").arg(agreement)));
     QVERIFY2(mean_kl <= bar.max_mean_kl, qPrintable(QString("mean KL %1").arg(mean_kl)));
@@ -207,6 +249,28 @@ void TestLlamaCppMatch::greedy_generation_matches() {
     check_greedy(file + " in a batch of 8", *reference, generated[target]);
 }
 
+void TestLlamaCppMatch::nearer_float64_than_llamacpp_data() { add_rows(true); }
+
+// The float64 rows arbitrate between the two engines: ours must keep the
+// exact top-1 at the issue's 99% of positions and be at least as near the
+// exact distributions as llama.cpp's rows are (MatchBar relies on it).
+void TestLlamaCppMatch::nearer_float64_than_llamacpp() {
+    QFETCH(QString, file);
+    const Reference& llamacpp = *model_of(file).first;
+    const Reference exact = read_float64_reference(kDataDir, file, llamacpp);
+    const Forced& forced_ours = forced(file);
+    const Nearness ours = nearness_to_float64(
+        exact, llamacpp, [&](std::size_t p) { return forced_ours.top1[p]; },
+        [&](std::size_t p, TokenId t) { return forced_ours.logprob(p, t); });
+    const Nearness theirs = llamacpp_nearness(exact, llamacpp);
+    qInfo("%s against float64: kvscope top-1 %.4f, mean KL %.2e, widest log-prob difference %.4f; "
+          "llama.cpp top-1 %.4f, mean KL %.2e, widest %.4f",
+          qPrintable(file), ours.top1, ours.mean_kl, ours.widest, theirs.top1, theirs.mean_kl, theirs.widest);
+    QVERIFY2(ours.top1 >= kIssueBar.min_top1, qPrintable(QString("top-1 agreement with float64 %1").arg(ours.top1)));
+    QVERIFY2(ours.mean_kl <= theirs.mean_kl,
+             qPrintable(QString("mean KL to float64 %1, llama.cpp's %2").arg(ours.mean_kl).arg(theirs.mean_kl)));
+}
+
 void TestLlamaCppMatch::check_greedy(const QString& what, const Reference& reference,
                                      const std::vector<TokenId>& ours) {
     QCOMPARE(ours.size(), reference.greedy.size());
@@ -215,12 +279,7 @@ void TestLlamaCppMatch::check_greedy(const QString& what, const Reference& refer
         return;
     const auto i = static_cast<std::size_t>(parted.first - ours.begin());
     const std::vector<TopEntry>& row = reference.top[prompt_.size() - 1 + i];
-    auto logprob = [&](TokenId t) {
-        for (const TopEntry& e : row)
-            if (e.token == t)
-                return e.logprob;
-        return -std::numeric_limits<double>::infinity();
-    };
+    auto logprob = [&](TokenId t) { return logprob_in(row, t).value_or(-std::numeric_limits<double>::infinity()); };
     const double gap = std::fabs(logprob(*parted.first) - logprob(*parted.second));
     qInfo("%s: greedy tokens part at %zu of %zu (ours %d, llama.cpp's %d; llama.cpp's log-probs %.4f apart)",
           qPrintable(what), i, ours.size(), *parted.first, *parted.second, gap);
