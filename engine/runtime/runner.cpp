@@ -53,17 +53,15 @@ void add_bias(std::vector<float>& rows, const float* bias, std::size_t width) {
 }
 
 void rms_norm_rows(const std::vector<float>& in, const float* weight, std::size_t width, float eps,
-                   std::vector<float>& out) {
+                   std::vector<float>& out, int threads) {
     out.resize(in.size());
-    for (std::size_t r = 0; r < in.size() / width; ++r)
-        cpu::rms_norm(in.data() + r * width, weight, width, eps, out.data() + r * width);
+    cpu::rms_norm_rows(in.data(), weight, in.size() / width, width, eps, out.data(), threads);
 }
 
 // RMSNorm of each head_dim-wide head of every row, with one weight vector
 // shared by the heads (Qwen3's and Gemma 3's QK-norm).
-void rms_norm_heads(std::vector<float>& rows, const float* weight, std::size_t head_dim, float eps) {
-    for (std::size_t h = 0; h < rows.size() / head_dim; ++h)
-        cpu::rms_norm(rows.data() + h * head_dim, weight, head_dim, eps, rows.data() + h * head_dim);
+void rms_norm_heads(std::vector<float>& rows, const float* weight, std::size_t head_dim, float eps, int threads) {
+    cpu::rms_norm_rows(rows.data(), weight, rows.size() / head_dim, head_dim, eps, rows.data(), threads);
 }
 
 void add_rows(std::vector<float>& x, const std::vector<float>& y) {
@@ -161,14 +159,14 @@ void Runner::attention_block(const LayerWeights& w, std::uint32_t layer, std::sp
     const std::size_t dim = config_.embedding_dim, hd = config_.head_dim;
     const std::size_t q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
     const auto eps = static_cast<float>(config_.norm_eps);
-    rms_norm_rows(x_, w.attn_norm, dim, eps, xn_);
+    rms_norm_rows(x_, w.attn_norm, dim, eps, xn_, threads_);
     project(xn_, n_, threads_, {{w.q, q_}, {w.k, k_}, {w.v, v_}});
     add_bias(q_, w.q_bias, q_dim);
     add_bias(k_, w.k_bias, kv_dim);
     add_bias(v_, w.v_bias, kv_dim);
     if (w.q_norm) {
-        rms_norm_heads(q_, w.q_norm, hd, eps);
-        rms_norm_heads(k_, w.k_norm, hd, eps);
+        rms_norm_heads(q_, w.q_norm, hd, eps, threads_);
+        rms_norm_heads(k_, w.k_norm, hd, eps, threads_);
     }
     rotate(layer);
     const cpu::AttentionOptions options = attention_options(layer);
@@ -202,7 +200,7 @@ void Runner::attention_block(const LayerWeights& w, std::uint32_t layer, std::sp
     cpu::paged_attention_decode_batch(pkv, decode_seqs_, config_.n_heads, scratch_, threads_, options);
     matmul(w.o, att_, n_, proj_, threads_);
     if (w.attn_post_norm)
-        rms_norm_rows(proj_, w.attn_post_norm, dim, eps, proj_);
+        rms_norm_rows(proj_, w.attn_post_norm, dim, eps, proj_, threads_);
     add_rows(x_, proj_);
 }
 
@@ -230,15 +228,15 @@ cpu::AttentionOptions Runner::attention_options(std::uint32_t layer) const {
 
 void Runner::ffn_block(const LayerWeights& w) {
     const auto eps = static_cast<float>(config_.norm_eps);
-    rms_norm_rows(x_, w.ffn_norm, config_.embedding_dim, eps, xn_);
+    rms_norm_rows(x_, w.ffn_norm, config_.embedding_dim, eps, xn_, threads_);
     project(xn_, n_, threads_, {{w.gate, gate_}, {w.up, up_}});
     if (config_.ffn_activation == FfnActivation::GeluTanh)
-        cpu::gelu_mul(gate_.data(), up_.data(), gate_.data(), gate_.size());
+        cpu::gelu_mul(gate_.data(), up_.data(), gate_.data(), gate_.size(), threads_);
     else
-        cpu::silu_mul(gate_.data(), up_.data(), gate_.data(), gate_.size());
+        cpu::silu_mul(gate_.data(), up_.data(), gate_.data(), gate_.size(), threads_);
     matmul(w.down, gate_, n_, proj_, threads_);
     if (w.ffn_post_norm)
-        rms_norm_rows(proj_, w.ffn_post_norm, config_.embedding_dim, eps, proj_);
+        rms_norm_rows(proj_, w.ffn_post_norm, config_.embedding_dim, eps, proj_, threads_);
     add_rows(x_, proj_);
 }
 
@@ -256,7 +254,7 @@ void Runner::logits(std::span<const SeqChunk> batch, std::vector<float>& out) {
         out.clear();
         return;
     }
-    rms_norm_rows(last_rows_, weights_.output_norm, dim, static_cast<float>(config_.norm_eps), xn_);
+    rms_norm_rows(last_rows_, weights_.output_norm, dim, static_cast<float>(config_.norm_eps), xn_, threads_);
     matmul(weights_.output, xn_, last_rows_.size() / dim, out, threads_);
 }
 

@@ -12,8 +12,10 @@ void softmax(float* x, std::size_t n);
 
 // The SwiGLU FFN's gate: out[i] = silu(gate[i]) * up[i], where
 // silu(g) = g / (1 + exp(-g)). out may alias gate or up.
-// Runs on the SIMD path in use (simd_path.h).
-void silu_mul(const float* gate, const float* up, float* out, std::size_t n);
+// Runs on the SIMD path in use (simd_path.h), on up to `threads` threads
+// (parallel.h) for a long vector (a prompt's FFN rows), cut into pieces of
+// whole 8-value vectors: the result does not depend on the count.
+void silu_mul(const float* gate, const float* up, float* out, std::size_t n, int threads = 1);
 
 // The GeGLU FFN's gate (Gemma 2 and 3): out[i] = gelu(gate[i]) * up[i],
 // gelu the tanh approximation g/2 (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))),
@@ -30,8 +32,8 @@ void silu_mul(const float* gate, const float* up, float* out, std::size_t n);
 // paths and the rest one or two f16 steps apart (at most 1.3e-4), all but 5
 // of them below -2, where the replay is the less exact of the two (ours is
 // the exact gelu rounded to f16). out may alias gate or up. Runs on the
-// SIMD path in use.
-void gelu_mul(const float* gate, const float* up, float* out, std::size_t n);
+// SIMD path in use, on up to `threads` threads as silu_mul.
+void gelu_mul(const float* gate, const float* up, float* out, std::size_t n, int threads = 1);
 
 // Soft-capping in place, as llama.cpp's Gemma 2 final logits:
 // x[i] = cap * tanh(x[i] * (1 / cap)). Runs on the SIMD path in use (AVX2:

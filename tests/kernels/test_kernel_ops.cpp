@@ -1,7 +1,8 @@
 // The element-wise kernels against their formulas evaluated in double:
 // RMSNorm, RoPE (both pairings; angles once per pass; scaled frequencies),
 // softmax, soft-capping, GELU-gated (with llama.cpp's f16 roundings) and SiLU-gated
-// product on each SIMD path, and the
+// product on each SIMD path, the row and gated kernels on two threads
+// against one, and the
 // float -> f16 rounding used for f16 KV storage (against binary16's
 // definition, kernel_test_support.h, and, where present, F16C).
 #include <QTest>
@@ -102,6 +103,7 @@ private slots:
     void softmax_is_stable_for_large_inputs();
     void silu_mul_matches_formula();
     void gelu_mul_matches_rounded_formula();
+    void threaded_calls_match_one_thread();
     void softcap_matches_formula();
     void f16_rounding_matches_definition();
     void f16_rounding_edge_cases();
@@ -423,6 +425,39 @@ void TestKernelOps::gelu_mul_matches_rounded_formula() {
         check(0, gate.size());
         for (std::size_t n = 1; n <= 20; ++n)
             check(gate.size() - n, n);
+    }
+}
+
+// rms_norm_rows, silu_mul and gelu_mul share their work among threads
+// when it is large enough: on two threads, bit for bit what one thread
+// gives (rms_norm_rows: rms_norm of each row), in place too, for sizes
+// below the cut-over, whole pieces and a ragged last piece.
+void TestKernelOps::threaded_calls_match_one_thread() {
+    std::mt19937 rng(12);
+    for (const std::size_t rows : {std::size_t{1}, std::size_t{16}, std::size_t{301}}) {
+        const std::size_t n = 128;
+        const std::vector<float> x = random_vector(rows * n, 3.0f, rng), weight = random_vector(n, 2.0f, rng);
+        std::vector<float> expected(x.size()), out(x.size()), in_place = x;
+        for (std::size_t r = 0; r < rows; ++r)
+            rms_norm(x.data() + r * n, weight.data(), n, 1e-6f, expected.data() + r * n);
+        rms_norm_rows(x.data(), weight.data(), rows, n, 1e-6f, out.data(), 2);
+        QCOMPARE(out, expected);
+        rms_norm_rows(in_place.data(), weight.data(), rows, n, 1e-6f, in_place.data(), 2);
+        QCOMPARE(in_place, expected);
+    }
+    for (const SimdPath path : kernel_test::available_paths()) {
+        kernel_test::PathScope scope(path);
+        for (const std::size_t n : {std::size_t{1000}, std::size_t{8192}, std::size_t{50003}}) {
+            const std::vector<float> gate = random_vector(n, 12.0f, rng), up = random_vector(n, 3.0f, rng);
+            std::vector<float> one(n), two(n);
+            silu_mul(gate.data(), up.data(), one.data(), n, 1);
+            silu_mul(gate.data(), up.data(), two.data(), n, 2);
+            QCOMPARE(two, one);
+            gelu_mul(gate.data(), up.data(), one.data(), n, 1);
+            two = gate;
+            gelu_mul(two.data(), up.data(), two.data(), n, 2); // in place over the gate
+            QCOMPARE(two, one);
+        }
     }
 }
 
