@@ -33,6 +33,9 @@ top_k=4
 greedy_tokens=64
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+llamacpp_src=${LLAMACPP_SRC:-/tmp/refmodels/llama.cpp-src}
+gcc -O2 -std=c11 -o "$work/llself" "$here/llself.c" -I"$llamacpp_src/include" -I"$llamacpp_src/ggml/include" \
+    -L"$LLAMA_LIBDIR" -l:libllama.v0.5.0.so -l:libggml.v0.5.0.so -l:libggml-base.so -Wl,-rpath,"$LLAMA_LIBDIR" -lm
 
 # The prompt: 576 token ids drawn uniformly from 3..2047 (no <unk>, <s>,
 # </s>), the same for every model; written once, kept.
@@ -41,6 +44,18 @@ if [ ! -f "$here/prompt.txt" ]; then
         > "$here/prompt.txt"
 fi
 prompt=$(cat "$here/prompt.txt")
+
+# llama.cpp against itself on a quantized file (llself.c: its batch and
+# one-token-at-a-time logits over the same 640 tokens): the line
+# "<file> TOP1 KL" of self_consistency.txt, the bar test_llamacpp_match
+# holds kvscope to on that file.
+self_consistency() { # MODEL FILE-NAME GREEDY-IDS
+    result=$(LLAMA_LIBDIR=$LLAMA_LIBDIR "$work/llself" "$1" 2 "$prompt,$(echo "$3" | tr ' ' ',')" | sed -n 's/^self //p')
+    touch "$here/self_consistency.txt"
+    { grep -v "^$2 " "$here/self_consistency.txt" | grep -v '^#' || true; echo "$2 $result"; } | sort > "$work/self.txt"
+    { echo "# llama.cpp's batch against its one-token-at-a-time logits (llself.c): file, top-1 agreement, mean KL"
+      cat "$work/self.txt"; } > "$here/self_consistency.txt"
+}
 
 reference() { # ARCHITECTURE TYPE MAKE-MODEL-ARGS...
     arch=$1 type=$2
@@ -56,6 +71,9 @@ reference() { # ARCHITECTURE TYPE MAKE-MODEL-ARGS...
             awk '{ line = ""; for (i = 3; i <= NF; ++i) { split($i, t, ":");
                    line = line (i > 3 ? " " : "") sprintf("%s:%.3f", t[1], t[2]) } print line }'
     } > "$work/$arch-$type.txt"
+    if [ "$type" != f16 ]; then
+        self_consistency "$model" "$arch-$type" "$greedy"
+    fi
     lines=$(wc -l < "$work/$arch-$type.txt")
     [ "$lines" -eq 643 ] || { echo "$arch $type: llama.cpp gave $lines lines, not 643" >&2; exit 1; }
     mv "$work/$arch-$type.txt" "$here/$arch-$type.txt"
