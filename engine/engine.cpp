@@ -11,7 +11,7 @@ namespace {
 
 KvLayout kv_layout(const EngineConfig& c, const Model& model) {
     const ModelConfig& m = model.config();
-    return KvLayout(m.kv_geometry(), c.kv_dtype, c.block_size);
+    return KvLayout(m.kv_geometry(), c.kv_dtype, c.block_size, KvGroups::from_windows(m.layer_windows(), c.swa_full));
 }
 
 KvCacheConfig kv_config(const EngineConfig& c, const Model& model, Backend backend) {
@@ -22,7 +22,7 @@ KvCacheConfig kv_config(const EngineConfig& c, const Model& model, Backend backe
     // whoever it cannot take is recomputed. Its pages cost RAM only once used.
     const std::uint32_t swap =
         c.swap_blocks ? c.swap_blocks : c.preemption == PreemptionMode::Swap ? kSwapPoolsPerKvPool * blocks : 0;
-    return {layout, blocks, c.allocation, c.prefix_caching, swap, c.watermark, kv_memory(backend)};
+    return {layout, blocks, c.allocation, c.prefix_caching, swap, c.watermark, kv_memory(backend), c.max_num_batched_tokens};
 }
 
 SchedulerConfig scheduler_config(const EngineConfig& c) {

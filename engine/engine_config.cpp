@@ -25,7 +25,8 @@ double outside_blocks(const EngineConfig& c, const KvLayout& layout) {
 double suggested_kv_budget_mib(const EngineConfig& c, const KvLayout& layout, std::uint32_t context) {
     const double block = static_cast<double>(layout.bytes_per_block());
     const double outside = outside_blocks(c, layout);
-    const double one_context = static_cast<double>(layout.blocks_for_tokens(std::max<std::uint32_t>(context, 1)));
+    const double one_context =
+        static_cast<double>(layout.sequence_blocks(std::max<std::uint32_t>(context, 1), c.max_num_batched_tokens));
     const double wanted = static_cast<double>(c.max_num_seqs) * one_context;
     const double capped = std::floor((kDefaultKvBudgetMib * kMiB - outside) / block);
     const double blocks = std::max(one_context, std::min(wanted, capped));
@@ -61,6 +62,7 @@ nlohmann::ordered_json to_json(const EngineConfig& c) {
                                   {"allocation", std::string(to_string(c.allocation))},
                                   {"preemption", std::string(to_string(c.preemption))},
                                   {"prefix_caching", c.prefix_caching},
+                                  {"swa_full", c.swa_full},
                                   {"max_num_seqs", c.max_num_seqs},
                                   {"max_num_batched_tokens", c.max_num_batched_tokens},
                                   {"swap_blocks", c.swap_blocks},
@@ -107,6 +109,7 @@ EngineConfig engine_config_from_json(const nlohmann::ordered_json& j) {
     c.allocation = parse_allocation_mode(read_word(j, "allocation", std::string(to_string(c.allocation))));
     c.preemption = parse_preemption_mode(read_word(j, "preemption", std::string(to_string(c.preemption))));
     read(j, "prefix_caching", c.prefix_caching);
+    read(j, "swa_full", c.swa_full);
     read(j, "max_num_seqs", c.max_num_seqs);
     read(j, "max_num_batched_tokens", c.max_num_batched_tokens);
     read(j, "swap_blocks", c.swap_blocks);

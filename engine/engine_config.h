@@ -37,6 +37,10 @@ struct EngineConfig {
     // the swap pool cannot take is preempted by recompute.
     PreemptionMode preemption = PreemptionMode::Swap;
     bool prefix_caching = true;
+    // Sliding-window layers keep the whole context, as full-attention ones
+    // do (llama.cpp's --swa-full): for A/B against freeing what leaves the
+    // window. The outputs are the same either way (those keys are masked).
+    bool swa_full = false;
     std::uint32_t max_num_seqs = 64;
     std::uint32_t max_num_batched_tokens = 512;
     // Host swap pool; 0: kSwapPoolsPerKvPool times the KV pool when

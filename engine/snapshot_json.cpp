@@ -62,12 +62,18 @@ Json to_json(const EndedSeq& e) {
     return {{"seq", e.seq}, {"request", e.request}, {"client_tag", e.client_tag}};
 }
 
+// Groups travel as each layer's window: KvGroups::from_windows rebuilds them.
 Json to_json(const KvLayout& l) {
+    std::vector<std::uint32_t> windows(l.geometry().n_layers);
+    for (std::uint32_t layer = 0; layer < windows.size(); ++layer)
+        windows[layer] = l.groups()[l.groups().group_of(layer)].window;
     return {{"n_layers", l.geometry().n_layers},
             {"n_kv_heads", l.geometry().n_kv_heads},
             {"head_dim", l.geometry().head_dim},
             {"dtype", std::string(to_string(l.dtype()))},
-            {"block_size", l.block_size()}};
+            {"block_size", l.block_size()},
+            {"layer_windows", std::move(windows)},
+            {"keep_whole", l.groups().keeps_whole()}};
 }
 
 Json block_json(const PoolSnapshot& pool, BlockId id) {
@@ -77,7 +83,9 @@ Json block_json(const PoolSnapshot& pool, BlockId id) {
             {"fill", b.fill},
             {"ref_count", b.ref_count},
             {"owners", std::vector<SeqId>(owners.begin(), owners.end())},
-            {"last_holder", optional_value(b.last_holder)}};
+            {"last_holder", optional_value(b.last_holder)},
+            {"group", b.group},
+            {"left_window", b.left_window}};
 }
 
 Json to_json(const SequenceInfo& s) {
@@ -88,6 +96,8 @@ Json to_json(const SequenceInfo& s) {
             {"cached_prefix_tokens", s.cached_prefix_tokens},
             {"swapped", s.swapped},
             {"blocks", s.blocks},
+            {"group_blocks", s.group_blocks},
+            {"left_window_blocks", s.left_window_blocks},
             {"internal_waste_slots", s.internal_waste_slots},
             {"reserved_waste_slots", s.reserved_waste_slots}};
 }
@@ -115,6 +125,7 @@ Json to_json(const PoolSnapshot& p) {
         sequences.push_back(to_json(s));
     return {{"mode", std::string(to_string(p.mode))},
             {"layout", to_json(p.layout)},
+            {"chunk_tokens", p.chunk_tokens},
             {"blocks", std::move(blocks)},
             {"sequences", std::move(sequences)},
             {"fragmentation", to_json(p.fragmentation)},
@@ -201,11 +212,17 @@ EndedSeq read_ended_seq(const Json& j) {
 KvLayout read_layout(const Json& j) {
     const KvGeometry geometry{read<std::uint32_t>(j, "n_layers"), read<std::uint32_t>(j, "n_kv_heads"),
                               read<std::uint32_t>(j, "head_dim")};
-    return KvLayout(geometry, parse_kv_dtype(read<std::string>(j, "dtype")), read<std::uint32_t>(j, "block_size"));
+    const auto windows = read<std::vector<std::uint32_t>>(j, "layer_windows");
+    if (windows.size() != geometry.n_layers)
+        throw Error("snapshot JSON: layer_windows has " + std::to_string(windows.size()) + " entries for " +
+                    std::to_string(geometry.n_layers) + " layers");
+    return KvLayout(geometry, parse_kv_dtype(read<std::string>(j, "dtype")), read<std::uint32_t>(j, "block_size"),
+                    KvGroups::from_windows(windows, read<bool>(j, "keep_whole")));
 }
 
 // Appends the block's owners to `owners`, where its owner_begin points.
-BlockInfo read_block(const Json& j, std::uint32_t block_size, std::vector<SeqId>& owners) {
+BlockInfo read_block(const Json& j, const KvLayout& layout, std::vector<SeqId>& owners) {
+    const std::uint32_t block_size = layout.block_size();
     BlockInfo b;
     b.state = read_word(j, "state", {BlockState::Free, BlockState::Used, BlockState::Shared, BlockState::Reserved,
                                      BlockState::CachedFree});
@@ -216,6 +233,11 @@ BlockInfo read_block(const Json& j, std::uint32_t block_size, std::vector<SeqId>
     b.owner_count = static_cast<std::uint32_t>(own.size());
     owners.insert(owners.end(), own.begin(), own.end());
     b.last_holder = read_optional<SeqId>(j, "last_holder");
+    b.group = read<std::uint16_t>(j, "group");
+    b.left_window = read<bool>(j, "left_window");
+    if (b.group >= layout.num_groups())
+        throw Error("snapshot JSON: a block of group " + std::to_string(b.group) + " in a pool of " +
+                    std::to_string(layout.num_groups()) + " KV cache groups");
     if (b.last_holder && b.state != BlockState::CachedFree)
         throw Error("snapshot JSON: a " + std::string(word(b.state)) + " block names a last holder; only cached_free "
                     "blocks have one");
@@ -225,7 +247,7 @@ BlockInfo read_block(const Json& j, std::uint32_t block_size, std::vector<SeqId>
     return b;
 }
 
-SequenceInfo read_sequence(const Json& j, std::size_t num_blocks) {
+SequenceInfo read_sequence(const Json& j, std::size_t num_blocks, std::size_t num_groups) {
     SequenceInfo s;
     s.id = read<SeqId>(j, "id");
     s.num_tokens = read<std::uint32_t>(j, "num_tokens");
@@ -234,6 +256,14 @@ SequenceInfo read_sequence(const Json& j, std::size_t num_blocks) {
     s.cached_prefix_tokens = read<std::uint32_t>(j, "cached_prefix_tokens");
     s.swapped = read<bool>(j, "swapped");
     s.blocks = read<std::vector<BlockId>>(j, "blocks");
+    s.group_blocks = read<std::vector<std::uint32_t>>(j, "group_blocks");
+    s.left_window_blocks = read<std::uint32_t>(j, "left_window_blocks");
+    std::size_t grouped = 0;
+    for (std::uint32_t n : s.group_blocks)
+        grouped += n;
+    if (s.group_blocks.size() != num_groups || grouped != s.blocks.size())
+        throw Error("snapshot JSON: sequence " + std::to_string(s.id) + "'s group_blocks do not split its " +
+                    std::to_string(s.blocks.size()) + " blocks into " + std::to_string(num_groups) + " groups");
     s.internal_waste_slots = read<std::size_t>(j, "internal_waste_slots");
     s.reserved_waste_slots = read<std::size_t>(j, "reserved_waste_slots");
     for (BlockId b : s.blocks)
@@ -266,16 +296,17 @@ std::shared_ptr<const PoolSnapshot> read_pool(const Json& j) {
     std::vector<BlockInfo> blocks;
     std::vector<SeqId> owners;
     for (const Json& b : array_at(j, "blocks"))
-        blocks.push_back(read_block(b, layout.block_size(), owners));
+        blocks.push_back(read_block(b, layout, owners));
     std::vector<SequenceInfo> sequences;
     for (const Json& s : array_at(j, "sequences")) {
-        sequences.push_back(read_sequence(s, blocks.size()));
+        sequences.push_back(read_sequence(s, blocks.size(), layout.num_groups()));
         // EngineSnapshot::kv_row searches them by id.
         if (sequences.size() > 1 && sequences.end()[-2].id >= sequences.back().id)
             throw Error("snapshot JSON: pool sequences are not in ascending id order");
     }
     return std::make_shared<const PoolSnapshot>(PoolSnapshot{
-        parse_allocation_mode(read<std::string>(j, "mode")), layout, std::move(blocks), std::move(owners),
+        parse_allocation_mode(read<std::string>(j, "mode")), layout, read<std::uint32_t>(j, "chunk_tokens"),
+        std::move(blocks), std::move(owners),
         std::move(sequences), read_fragmentation(at(j, "fragmentation")), read<std::uint32_t>(j, "swap_blocks_total"),
         read<std::uint32_t>(j, "swap_blocks_used"), read<std::uint64_t>(j, "prefix_hit_tokens"),
         read<std::uint64_t>(j, "prefix_query_tokens"), read<std::uint64_t>(j, "tail_bytes")});

@@ -11,8 +11,10 @@ namespace kvscope {
 
 // 2: rates per second of step time, busy_s and last_step_s; blocks'
 // last_holder and ended_seqs. 3: refused_requests, the latencies' p90_ms
-// and p99_ms, each sequence's client_tag.
-inline constexpr int kSnapshotSchemaVersion = 3;
+// and p99_ms, each sequence's client_tag. 4: KV cache groups: the
+// layout's layer_windows and keep_whole, the pool's chunk_tokens, blocks'
+// group and left_window, sequences' group_blocks and left_window_blocks.
+inline constexpr int kSnapshotSchemaVersion = 4;
 
 // Every field of the snapshot, keys in the documented order; unknown values
 // are null.

@@ -110,6 +110,22 @@ std::size_t BlockPool::largest_free_run() const {
     return best;
 }
 
+std::vector<std::size_t> BlockPool::free_runs() const {
+    std::vector<std::size_t> runs;
+    std::size_t run = 0;
+    for (const Meta& m : meta_) {
+        if (m.ref_count == 0) {
+            ++run;
+        } else if (run > 0) {
+            runs.push_back(run);
+            run = 0;
+        }
+    }
+    if (run > 0)
+        runs.push_back(run);
+    return runs;
+}
+
 void BlockPool::retain(BlockId block) {
     Meta& m = meta_[block];
     if (m.ref_count == 0) {

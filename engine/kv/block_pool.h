@@ -42,6 +42,8 @@ public:
     std::optional<BlockId> allocate_run(std::size_t count);
     // Largest run of consecutive free blocks.
     std::size_t largest_free_run() const;
+    // The lengths of the runs of consecutive free blocks, lowest first.
+    std::vector<std::size_t> free_runs() const;
 
     // Another holder for an allocated or cached-free block.
     void retain(BlockId block);

@@ -9,9 +9,12 @@ namespace kvscope {
 
 // Contiguous allocation's policy, in one place: a sequence that may grow
 // to `max_tokens` tokens (prompt + max_new_tokens) reserves them as whole
-// blocks the moment it is admitted. KvCacheManager allocates by it and
-// contiguous_counterfactual replays it.
-std::size_t contiguous_reservation_blocks(const KvLayout& layout, std::size_t max_tokens);
+// blocks, one run per KV cache group, the moment it is admitted; a
+// sliding-window group that frees reserves only its window and a chunk
+// (KvLayout::group_blocks), a ring its positions wrap around.
+// KvCacheManager allocates by it and contiguous_counterfactual replays it.
+std::size_t contiguous_reservation_blocks(const KvLayout& layout, std::size_t group, std::size_t max_tokens,
+                                          std::size_t chunk_tokens);
 
 // What a pre-vLLM allocator would waste holding the same sequences as a
 // pool: each reserves contiguous_reservation_blocks for its max_tokens and

@@ -32,6 +32,11 @@ struct KvCacheConfig {
     std::uint32_t swap_blocks = 0; // host swap pool size; 0 = no swapping
     double watermark = 0.0;       // fraction of blocks new sequences must leave free (vLLM: 0.01)
     MemoryPlace memory = MemoryPlace::Host; // the pool's bytes; the swap pool is always host memory
+    // The most tokens one sequence computes in a step (the scheduler's
+    // max_num_batched_tokens). Sliding-window groups hold the last W - 1
+    // computed tokens plus this: admission gives them the first chunk's
+    // blocks, and KvLayout::group_blocks caps a sequence by it.
+    std::uint32_t chunk_tokens = 512;
 };
 
 // Whether a request can be allocated: now, after others finish, or never.
@@ -67,6 +72,29 @@ struct SlotRef {
 // hashes, and swapping to a host pool. Single-threaded; snapshot() gives an
 // immutable copy for other threads.
 //
+// KV cache groups (layout().groups(), kv_groups.h): every sequence has one
+// block table per group, all over this pool. Full-attention groups hold
+// every token. A sliding-window group of W tokens (unless the groups keep
+// whole) holds only what attention can still read, as vLLM's
+// SlidingWindowManager does:
+//   - release_out_of_window(seq, computed), after each step: its blocks
+//     whose every position is below computed - W + 1 go back to the pool
+//     (full, hashed ones stay prefix-cached until evicted) and their table
+//     entries become kNoBlock;
+//   - prompts: allocate gives it the blocks of the prompt's first chunk
+//     (config().chunk_tokens) only; cover(seq, end) takes those of the
+//     next chunk, before it runs (can_cover says whether it can);
+//   - contiguous mode reserves group_blocks(max_tokens) for it, a ring the
+//     positions wrap around (entry i of its table is entry
+//     i mod reservation), instead of the whole context.
+// Prefix caching with windows (vLLM's hybrid coordinator): a hit is the
+// longest run of leading full blocks L that every full-attention group has
+// cached and for which every window group of W tokens has the last
+// ceil((W - 1) / block_size) of them cached (or all of them, when L is
+// shorter); a window group's entries before those are kNoBlock. L shrinks
+// until every group agrees. Each group's blocks are cached under the
+// block's chained hash combined with the group (group_block_key).
+//
 // With a KIVI dtype every live sequence also owns an f16 tail of
 // layout().tail_bytes() (its partial last block, see kv_layout.h): created
 // zeroed by allocate, copied by fork, kept through swap out and in, dropped
@@ -96,6 +124,18 @@ public:
     std::uint32_t allocate(SeqId seq, std::span<const TokenId> prompt, std::uint32_t max_new_tokens,
                            PrefixReuse reuse = PrefixReuse::Allowed);
 
+    // Prefill of a sequence whose window groups lag: can_cover says whether
+    // the blocks for positions below `end` (at most num_tokens) can be taken
+    // now; cover takes them (KvError when it cannot). Nothing to do, and
+    // true, for a sequence whose groups all hold its tokens.
+    bool can_cover(SeqId seq, std::uint32_t end) const;
+    void cover(SeqId seq, std::uint32_t end);
+    // Tokens every group of the sequence has a slot for.
+    std::uint32_t covered_tokens(SeqId seq) const;
+    // After a step computed tokens [0, computed): window groups let go of
+    // the blocks no later query can see. Returns how many it freed.
+    std::size_t release_out_of_window(SeqId seq, std::uint32_t computed);
+
     // Decode. can_append: one more token fits without preempting anyone.
     bool can_append(SeqId seq) const;
     // Takes the slot for the sequence's next token, copying a shared,
@@ -116,9 +156,12 @@ public:
     void swap_in(SeqId seq);
 
     bool contains(SeqId seq) const { return seqs_.contains(seq); }
-    std::span<const BlockId> block_table(SeqId seq) const;
+    // Group g's table: logical block i's pool block, kNoBlock where a
+    // window group holds none. Attention reads positions p through entry
+    // p / block_size.
+    std::span<const BlockId> block_table(SeqId seq, std::size_t group) const;
     std::uint32_t num_tokens(SeqId seq) const;
-    SlotRef slot_of(SeqId seq, std::uint32_t position) const;
+    SlotRef slot_of(SeqId seq, std::size_t group, std::uint32_t position) const;
     std::size_t num_sequences() const { return seqs_.size(); }
 
     // The sequence's KIVI tail (layout().tail_bytes()); null for other dtypes.
@@ -147,31 +190,58 @@ public:
     void check_invariants() const;
 
 private:
+    // One group's block table of one sequence.
+    struct Table {
+        std::vector<BlockId> blocks;  // logical block -> pool block, kNoBlock where none is held
+        std::vector<BlockId> swapped; // while swapped out: the swap pool copy of each held entry, in order
+        std::uint32_t capacity = 0;   // contiguous: the reserved run is blocks[0, capacity); later entries repeat it
+    };
     struct Sequence {
         std::vector<TokenId> tokens;
-        std::vector<BlockId> table;       // pool blocks (empty while swapped)
-        std::vector<BlockId> swap_table;  // swap pool blocks while swapped
+        std::vector<Table> tables;         // one per group
         std::vector<std::uint64_t> hashes; // chained hash of each full block, in order
-        std::uint32_t capacity_blocks = 0; // contiguous reservation size
+        std::uint32_t window_covered = 0;  // tokens with a slot in the window groups (<= tokens.size())
         std::uint32_t max_tokens = 0;      // prompt + max_new_tokens, as allocate was asked
         std::uint32_t cached_prefix_tokens = 0;
         bool swapped = false;
         std::vector<std::byte> tail; // KIVI: the partial last block in f16
     };
+    // What a prompt gets from the prefix cache: per group, the table's
+    // leading entries (kNoBlock before a window group's hits).
+    struct PrefixHit {
+        std::size_t blocks = 0;             // L: leading logical blocks served
+        std::vector<std::uint64_t> hashes;  // their chained hashes
+        std::vector<std::vector<BlockId>> tables;
+    };
 
     Sequence& sequence(SeqId seq);
     const Sequence& sequence(SeqId seq) const;
     bool caching() const; // prefix caching is on and the mode can share
+    bool contiguous() const { return config_.mode == AllocationMode::Contiguous; }
     std::uint32_t block_size() const;
+    std::size_t num_groups() const { return config_.layout.num_groups(); }
+    bool frees(std::size_t g) const { return config_.layout.groups().frees(g); }
+    bool lags() const; // some group covers a prompt chunk by chunk
+    std::uint32_t covered(const Sequence& s, std::size_t g) const;
     std::size_t watermark_blocks() const;
-    std::vector<BlockId> prefix_hits(std::span<const TokenId> prompt, PrefixReuse reuse = PrefixReuse::Allowed) const;
-    std::size_t blocks_needed(std::span<const TokenId> prompt, std::uint32_t max_new_tokens,
-                              std::span<const BlockId> hits) const;
-    std::vector<BlockId> take_blocks(std::size_t count);
-    std::vector<BlockId> take_run(std::size_t count, const std::string& purpose);
+    std::uint32_t first_cover(std::size_t prompt_tokens, std::size_t hit_blocks) const;
+    std::optional<BlockId> cached_block(std::uint64_t hash, std::size_t g) const;
+    std::size_t full_hit_blocks(std::span<const std::uint64_t> hashes, std::size_t limit) const;
+    std::size_t window_hit_blocks(std::span<const std::uint64_t> hashes, std::size_t limit, std::uint32_t window) const;
+    PrefixHit prefix_hits(std::span<const TokenId> prompt, PrefixReuse reuse = PrefixReuse::Allowed) const;
+    std::size_t blocks_needed(std::span<const TokenId> prompt, std::uint32_t max_new_tokens, const PrefixHit& hit) const;
+    std::size_t reservation(std::size_t g, std::size_t max_tokens) const;
+    bool runs_fit(std::span<const std::size_t> runs) const;
+    std::size_t blocks_to_cover(const Sequence& s, std::uint32_t end) const;
+    std::size_t blocks_to_append(const Sequence& s) const;
+    BlockId take_block(std::size_t g);
+    std::vector<BlockId> take_run(std::size_t g, std::size_t count, const std::string& purpose);
+    void extend(Sequence& s, std::size_t g, std::size_t logical_blocks);
+    void set_fills(const Sequence& s, std::size_t g, std::size_t from_token, std::size_t to_token);
     void seal_full_block(Sequence& s, std::size_t logical_block);
-    static void release_table(std::vector<BlockId>& table, BlockPool& pool, SeqId holder);
-    void copy_on_write_tail(Sequence& s, SeqId seq);
+    void release_held(Table& t, SeqId holder);
+    static std::vector<BlockId> held(const Table& t);
+    void copy_on_write_tail(Sequence& s, std::size_t g, SeqId seq);
     std::vector<BlockInfo> block_infos(std::vector<SeqId>* owners) const;
     SequenceInfo sequence_info(SeqId id, const Sequence& s) const;
 
@@ -179,6 +249,8 @@ private:
     BlockPool pool_;
     BlockPool swap_pool_;
     std::unordered_map<SeqId, Sequence> seqs_;
+    std::vector<std::uint16_t> group_of_block_; // the group whose table took each block last
+    std::vector<std::uint8_t> left_window_;     // 1: freed by its window, not taken since
     std::vector<float> fixed_scales_;
     std::size_t pending_request_blocks_ = 0;
     std::uint64_t prefix_hit_tokens_ = 0;

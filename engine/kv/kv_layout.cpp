@@ -33,7 +33,10 @@ std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 } // namespace
 
 KvLayout::KvLayout(KvGeometry geometry, KvDtype dtype, std::uint32_t block_size)
-    : geometry_(geometry), dtype_(dtype), block_size_(block_size) {
+    : KvLayout(geometry, dtype, block_size, KvGroups::full(std::max(geometry.n_layers, 1u))) {}
+
+KvLayout::KvLayout(KvGeometry geometry, KvDtype dtype, std::uint32_t block_size, KvGroups groups)
+    : geometry_(geometry), dtype_(dtype), block_size_(block_size), groups_(std::move(groups)) {
     if (geometry.n_layers == 0 || geometry.n_kv_heads == 0 || geometry.head_dim == 0)
         throw Error("KV geometry needs at least one layer, KV head and head dimension (got " +
                     std::to_string(geometry.n_layers) + " layers, " +
@@ -44,6 +47,9 @@ KvLayout::KvLayout(KvGeometry geometry, KvDtype dtype, std::uint32_t block_size)
                     std::to_string(geometry.head_dim));
     if (block_size == 0 || block_size > 1024)
         throw Error("block size must be 1..1024 tokens, got " + std::to_string(block_size));
+    if (groups_.n_layers() != geometry.n_layers)
+        throw Error("KV cache groups cover " + std::to_string(groups_.n_layers()) + " layers, the model has " +
+                    std::to_string(geometry.n_layers));
 }
 
 std::uint32_t KvLayout::group_size() const {
@@ -80,9 +86,11 @@ std::size_t KvLayout::k_head_scale_bytes() const {
 
 std::size_t KvLayout::v_head_scale_bytes() const { return std::size_t{block_size_} * v_row_scale_bytes(); }
 
-std::size_t KvLayout::bytes_per_token() const { return ceil_div(bytes_per_block(), block_size_); }
+std::size_t KvLayout::bytes_per_token() const { return ceil_div(num_groups() * bytes_per_block(), block_size_); }
 
-std::size_t KvLayout::scale_bytes_per_token() const { return ceil_div(scale_bytes_per_block(), block_size_); }
+std::size_t KvLayout::scale_bytes_per_token() const {
+    return ceil_div(num_groups() * scale_bytes_per_block(), block_size_);
+}
 
 std::size_t KvLayout::rows_per_layer_block() const {
     return std::size_t{geometry_.n_kv_heads} * block_size_;
@@ -93,10 +101,10 @@ std::size_t KvLayout::layer_bytes() const {
            std::size_t{geometry_.n_kv_heads} * (k_head_scale_bytes() + v_head_scale_bytes());
 }
 
-std::size_t KvLayout::bytes_per_block() const { return geometry_.n_layers * layer_bytes(); }
+std::size_t KvLayout::bytes_per_block() const { return layers_per_block() * layer_bytes(); }
 
 std::size_t KvLayout::scale_bytes_per_block() const {
-    return std::size_t{geometry_.n_layers} * geometry_.n_kv_heads * (k_head_scale_bytes() + v_head_scale_bytes());
+    return std::size_t{layers_per_block()} * geometry_.n_kv_heads * (k_head_scale_bytes() + v_head_scale_bytes());
 }
 
 std::size_t KvLayout::fixed_bytes() const {
@@ -112,24 +120,46 @@ std::size_t KvLayout::tail_bytes() const { return seals_blocks(dtype_) ? tail_la
 
 std::size_t KvLayout::blocks_for_tokens(std::size_t tokens) const { return ceil_div(tokens, block_size_); }
 
+std::size_t KvLayout::group_blocks(std::size_t g, std::size_t tokens, std::size_t chunk_tokens) const {
+    const std::size_t all = blocks_for_tokens(tokens);
+    if (!groups_.frees(g))
+        return all;
+    return std::min(all, blocks_for_tokens(groups_[g].window - 1 + chunk_tokens) + 1);
+}
+
+std::size_t KvLayout::sequence_blocks(std::size_t tokens, std::size_t chunk_tokens) const {
+    std::size_t blocks = 0;
+    for (std::size_t g = 0; g < num_groups(); ++g)
+        blocks += group_blocks(g, tokens, chunk_tokens);
+    return blocks;
+}
+
 std::size_t KvLayout::bytes_for_tokens(std::size_t tokens) const {
-    return tokens == 0 ? 0 : blocks_for_tokens(tokens) * bytes_per_block() + tail_bytes();
+    return tokens == 0 ? 0 : num_groups() * blocks_for_tokens(tokens) * bytes_per_block() + tail_bytes();
+}
+
+std::size_t KvLayout::bytes_for_sequence(std::size_t tokens, std::size_t chunk_tokens) const {
+    return tokens == 0 ? 0 : sequence_blocks(tokens, chunk_tokens) * bytes_per_block() + tail_bytes();
 }
 
 std::size_t KvLayout::row_index(std::uint32_t kv_head, std::uint32_t slot) const {
     return std::size_t{kv_head} * block_size_ + slot;
 }
 
+std::size_t KvLayout::layer_offset(std::uint32_t layer) const {
+    return std::size_t{groups_.index_in_block(layer)} * layer_bytes();
+}
+
 std::size_t KvLayout::k_offset(std::uint32_t layer, std::uint32_t kv_head, std::uint32_t slot) const {
-    return layer * layer_bytes() + row_index(kv_head, slot) * row_value_bytes();
+    return layer_offset(layer) + row_index(kv_head, slot) * row_value_bytes();
 }
 
 std::size_t KvLayout::v_offset(std::uint32_t layer, std::uint32_t kv_head, std::uint32_t slot) const {
-    return layer * layer_bytes() + (rows_per_layer_block() + row_index(kv_head, slot)) * row_value_bytes();
+    return layer_offset(layer) + (rows_per_layer_block() + row_index(kv_head, slot)) * row_value_bytes();
 }
 
 std::size_t KvLayout::scale_region_offset(std::uint32_t layer) const {
-    return layer * layer_bytes() + 2 * rows_per_layer_block() * row_value_bytes();
+    return layer_offset(layer) + 2 * rows_per_layer_block() * row_value_bytes();
 }
 
 std::size_t KvLayout::k_scale_offset(std::uint32_t layer, std::uint32_t kv_head, std::uint32_t slot) const {

@@ -21,7 +21,11 @@ struct SequenceInfo {
     std::uint32_t max_tokens = 0;           // prompt + max_new_tokens, as admitted (either mode)
     std::uint32_t cached_prefix_tokens = 0; // taken from the prefix cache at allocation
     bool swapped = false;                   // its blocks are in the host swap pool
-    std::vector<BlockId> blocks;            // block table (empty while swapped)
+    // The blocks it holds, group by group in table order (empty while
+    // swapped); group_blocks[g] of them are group g's.
+    std::vector<BlockId> blocks;
+    std::vector<std::uint32_t> group_blocks;
+    std::uint32_t left_window_blocks = 0;   // table entries its window groups have let go of
     std::size_t internal_waste_slots = 0;   // empty slots in its written blocks (0 while swapped)
     std::size_t reserved_waste_slots = 0;   // slots of held blocks not yet written (contiguous)
 
@@ -34,7 +38,8 @@ struct SequenceInfo {
 // one, and docs/snapshot.md gives its JSON form.
 struct PoolSnapshot {
     AllocationMode mode = AllocationMode::Paged;
-    KvLayout layout;                     // geometry, KV dtype, block size: every byte count derives from it
+    KvLayout layout;                     // geometry, groups, KV dtype, block size: every byte count derives from it
+    std::uint32_t chunk_tokens = 0;      // KvCacheConfig::chunk_tokens: a window group's per-sequence cap counts it
     std::vector<BlockInfo> blocks;       // indexed by BlockId
     std::vector<SeqId> owners;           // see BlockInfo::owner_begin
     std::vector<SequenceInfo> sequences; // one per sequence holding K/V, ascending id

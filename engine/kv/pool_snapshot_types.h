@@ -26,6 +26,11 @@ struct BlockInfo {
     // CachedFree: the sequence that held it last (it may have ended since;
     // EngineSnapshot::ended_seqs says whose it was). nullopt otherwise.
     std::optional<SeqId> last_holder = std::nullopt;
+    // The KV cache group whose table took it last (kv_groups.h; 0 in a
+    // dense model), and whether it went back to the pool because that
+    // group's sliding window left it behind (and was not taken since).
+    std::uint16_t group = 0;
+    bool left_window = false;
 
     bool operator==(const BlockInfo&) const = default;
 };

@@ -23,4 +23,8 @@ std::uint64_t block_hash(std::uint64_t parent_hash, std::span<const TokenId> tok
     return h == kNoParentHash ? 1 : h; // keep kNoParentHash meaning "no parent"
 }
 
+std::uint64_t group_block_key(std::uint64_t hash, std::size_t group) {
+    return group == 0 ? hash : mix(hash ^ mix(0x632be59bd9b4e019ull + group));
+}
+
 } // namespace kvscope

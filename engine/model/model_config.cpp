@@ -180,6 +180,13 @@ bool ModelConfig::has_windows() const {
     return false;
 }
 
+std::vector<std::uint32_t> ModelConfig::layer_windows() const {
+    std::vector<std::uint32_t> windows(n_layers, 0);
+    for (std::size_t l = 0; l < layers.size() && l < n_layers; ++l)
+        windows[l] = layers[l].window;
+    return windows;
+}
+
 std::string ModelConfig::layer_kinds() const {
     std::uint32_t windowed = 0, no_rope = 0;
     std::uint32_t window = 0;

@@ -94,6 +94,7 @@ struct ModelConfig {
     std::uint32_t q_dim() const { return n_heads * head_dim; }
     std::uint32_t kv_dim() const { return n_kv_heads * head_dim; }
     KvGeometry kv_geometry() const { return {n_layers, n_kv_heads, head_dim}; }
+    std::vector<std::uint32_t> layer_windows() const; // layers[l].window, every layer
     // True when some layer attends within a window.
     bool has_windows() const;
     // The layers by kind, for people: "26 layers: 22 sliding-window (512),

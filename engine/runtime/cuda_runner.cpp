@@ -67,6 +67,8 @@ std::string CudaRunner::unsupported(const ModelConfig& config, const KvLayout& l
         return "head dim " + std::to_string(config.head_dim) + " (the CUDA kernels need a multiple of 8, at most 256)";
     if (config.embedding_dim % 2 != 0 || config.q_dim() % 2 != 0 || config.ffn_dim % 2 != 0)
         return "odd matrix widths (the CUDA matrix product reads pairs)";
+    if (layout.num_groups() > 1)
+        return "a KV cache of " + std::to_string(layout.num_groups()) + " groups is not on CUDA yet";
     if (layout.tail_bytes() > 0)
         return "the " + std::string(to_string(layout.dtype())) +
                " KV cache keeps per-sequence tails the CUDA backend does not hold on the device yet";
@@ -102,14 +104,15 @@ CudaRunner::StepPlan CudaRunner::plan(std::span<const SeqChunk> batch, KvCacheMa
     StepPlan p;
     for (const SeqChunk& c : batch) {
         check_chunk(c, kv);
-        p.table_stride = std::max(p.table_stride, static_cast<std::uint32_t>(kv.block_table(c.seq).size()));
+        p.table_stride = std::max(p.table_stride, static_cast<std::uint32_t>(kv.block_table(c.seq, 0).size()));
     }
     const std::uint32_t bs = layout_.block_size();
     p.n_seqs = static_cast<std::uint32_t>(batch.size());
     p.tables.assign(batch.size() * p.table_stride, 0);
     for (std::uint32_t s = 0; s < batch.size(); ++s) {
         const SeqChunk& c = batch[s];
-        const std::span<const BlockId> table = kv.block_table(c.seq);
+        // One KV cache group: models with windows do not load here (beyond_llama).
+        const std::span<const BlockId> table = kv.block_table(c.seq, 0);
         std::copy(table.begin(), table.end(), p.tables.begin() + static_cast<std::ptrdiff_t>(s * p.table_stride));
         for (std::uint32_t i = 0; i < c.tokens.size(); ++i) {
             const TokenId t = c.tokens[i];
@@ -117,7 +120,7 @@ CudaRunner::StepPlan CudaRunner::plan(std::span<const SeqChunk> batch, KvCacheMa
                 throw Error("token id " + std::to_string(t) + " is outside the vocabulary of " +
                             std::to_string(weights_.token_embd.rows));
             const std::uint32_t pos = c.start + i;
-            const SlotRef slot = kv.slot_of(c.seq, pos);
+            const SlotRef slot = kv.slot_of(c.seq, 0, pos);
             p.tokens.push_back(static_cast<std::uint32_t>(t));
             p.positions.push_back(pos);
             p.slots.push_back(slot.block * bs + slot.slot);

@@ -180,6 +180,8 @@ void Runner::attention_block(const LayerWeights& w, std::uint32_t layer, std::sp
     // at once (tiled prompt kernel), the decode steps all in one batch call
     // after the loop: one hand-off to the threads per layer for decode
     // attention, not one per sequence.
+    // The layer's K/V live in its KV cache group's blocks (kv_groups.h).
+    const std::size_t group = kv.layout().groups().group_of(layer);
     decode_seqs_.clear();
     std::size_t row = 0;
     for (const SeqChunk& c : batch) {
@@ -187,13 +189,14 @@ void Runner::attention_block(const LayerWeights& w, std::uint32_t layer, std::sp
         const auto n_q = static_cast<std::uint32_t>(c.tokens.size());
         const auto ctx = static_cast<std::uint32_t>(c.start + n_q);
         for (std::size_t r = row; r < row + n_q; ++r) {
-            const SlotRef slot = kv.slot_of(c.seq, positions_[r]);
+            const SlotRef slot = kv.slot_of(c.seq, group, positions_[r]);
             cpu::write_kv(pkv, slot.block, slot.slot, k_.data() + r * kv_dim, v_.data() + r * kv_dim, tail);
         }
+        const std::span<const BlockId> table = kv.block_table(c.seq, group);
         if (n_q == 1)
-            decode_seqs_.push_back({kv.block_table(c.seq), ctx, q_.data() + row * q_dim, att_.data() + row * q_dim, tail});
+            decode_seqs_.push_back({table, ctx, q_.data() + row * q_dim, att_.data() + row * q_dim, tail});
         else
-            cpu::paged_attention(pkv, kv.block_table(c.seq), ctx, q_.data() + row * q_dim, n_q, config_.n_heads,
+            cpu::paged_attention(pkv, table, ctx, q_.data() + row * q_dim, n_q, config_.n_heads,
                                  att_.data() + row * q_dim, scratch_, threads_, tail, options);
         row += n_q;
     }

@@ -118,6 +118,19 @@ void Scheduler::preempt_for_waiting(Schedule& out) {
 
 Schedule Scheduler::schedule() {
     Schedule out;
+    plan(out);
+    // Nothing could run: every running sequence is a prefill whose window
+    // groups found no free block for its next chunk. The last in order
+    // makes room, as vLLM preempts when a running request's slots cannot
+    // be allocated.
+    while (out.chunks.empty() && !running_.empty()) {
+        preempt(seqs_.at(running_.back()), out);
+        plan(out);
+    }
+    return out;
+}
+
+void Scheduler::plan(Schedule& out) {
     std::uint32_t budget = config_.max_num_batched_tokens;
     preempt_for_waiting(out);
     // Decodes first: one token each, the cheapest way to keep everyone moving.
@@ -139,7 +152,6 @@ Schedule Scheduler::schedule() {
     if (out.preempted.empty())
         resume_swapped(budget, out);
     admit_waiting(budget, out);
-    return out;
 }
 
 // Returns false when `s` had to be preempted itself.
@@ -158,11 +170,17 @@ bool Scheduler::schedule_decode(SchedSeq& s, std::uint32_t& budget, Schedule& ou
     return true;
 }
 
+// A chunk as long as the budget allows and the window groups, which take
+// their blocks a chunk at a time, can cover.
 void Scheduler::schedule_prefill(SchedSeq& s, std::uint32_t& budget, Schedule& out) {
     const auto left = static_cast<std::uint32_t>(s.tokens.size()) - s.computed;
-    const std::uint32_t count = std::min(left, budget);
+    std::uint32_t count = std::min(left, budget);
+    const std::uint32_t block = kv_.layout().block_size();
+    while (count > 0 && !kv_.can_cover(s.id, s.computed + count))
+        count = count > block ? count - block : 0;
     if (count == 0)
         return;
+    kv_.cover(s.id, s.computed + count);
     out.chunks.push_back({s.id, s.computed, count, count == left, s.computed < s.all_logits_until});
     budget -= count;
 }
@@ -236,6 +254,7 @@ void Scheduler::admit_waiting(std::uint32_t& budget, Schedule& out) {
 void Scheduler::mark_computed(SeqId id, std::uint32_t computed) {
     SchedSeq& s = seqs_.at(id);
     s.computed = computed;
+    kv_.release_out_of_window(id, computed);
     if (computed >= s.all_logits_until)
         s.all_logits_until = 0; // every wanted row has been returned
 }

@@ -80,6 +80,9 @@ struct Schedule {
 //   3. swapped sequences come back, oldest first, when nothing was preempted
 //   4. waiting sequences are admitted, oldest first, while the KV cache can
 //      hold them (watermark), max_num_seqs allows and budget is left
+// A prefill chunk is cut short to what the KV cache's sliding-window groups
+// can cover (they take blocks a chunk at a time); when nothing at all can
+// run, the last running sequence is preempted until something can.
 // Priority orders every queue by (priority, arrival) instead, "first" and
 // "oldest" above meaning "first in that order", and the victim of 1. is
 // the running sequence last in it: the lowest priority, latest arrived.
@@ -98,7 +101,8 @@ public:
     // for all_logits_until past its tokens.
     void add(SchedSeq seq);
     Schedule schedule();
-    // After a chunk ran: its tokens' K/V are in the cache.
+    // After a chunk ran: its tokens' K/V are in the cache, and sliding-
+    // window groups let go of what their windows have left behind.
     void mark_computed(SeqId id, std::uint32_t computed);
     void append_token(SeqId id, TokenId token);
     // A parallel sample of `parent`: shares its blocks (or copies them in
@@ -122,6 +126,8 @@ private:
     bool ahead(const SchedSeq& a, const SchedSeq& b) const; // a goes before b in this policy's order
     bool waiting_head_first() const; // Priority: the waiting head is ahead of the swapped head
     void preempt_for_waiting(Schedule& out);
+    void plan(Schedule& out); // steps 1-4
+
     void enter_running(SeqId id);
     static std::uint32_t new_tokens(const SchedSeq& s); // what it may still generate
     static PrefixReuse prefix_reuse(const SchedSeq& s);

@@ -72,12 +72,17 @@ void check_args(const PagedKv& kv, std::uint32_t ctx_len, const float* q, std::u
     check_options(options);
 }
 
-void check_table(const PagedKv& kv, std::span<const std::uint32_t> block_table, std::uint32_t ctx_len) {
+// Entries before the first block the earliest query's window sees are
+// never read, so they may name no block (a window freed them).
+void check_table(const PagedKv& kv, std::span<const std::uint32_t> block_table, std::uint32_t ctx_len,
+                 std::uint32_t n_q, std::uint32_t window) {
     const std::size_t blocks = blocks_for(kv, ctx_len);
     if (block_table.size() < blocks)
         fail("a context of " + std::to_string(ctx_len) + " tokens needs " + std::to_string(blocks) +
              " blocks, the table has " + std::to_string(block_table.size()));
-    for (std::size_t b = 0; b < blocks; ++b)
+    const std::uint32_t first_query = ctx_len - n_q;
+    const std::uint32_t first_seen = window > 0 && first_query >= window ? first_query - window + 1 : 0;
+    for (std::size_t b = first_seen / kv.block_size; b < blocks; ++b)
         if (block_table[b] >= kv.n_blocks)
             fail("block table entry " + std::to_string(b) + " is block " +
                  std::to_string(block_table[b]) + " of a pool of " + std::to_string(kv.n_blocks));
@@ -401,7 +406,7 @@ void paged_attention(const PagedKv& kv, std::span<const std::uint32_t> block_tab
                      std::uint32_t n_heads, float* out, std::span<float> scratch, int threads,
                      const std::byte* tail, const AttentionOptions& options) {
     check_args(kv, ctx_len, q, n_q, n_heads, out, scratch, threads, tail, options);
-    check_table(kv, block_table, ctx_len);
+    check_table(kv, block_table, ctx_len, n_q, options.window);
     run(kv, TableBlocks{block_table.data()}, ctx_len, q, n_q, n_heads, out, scratch, threads, tail, options);
 }
 
@@ -415,7 +420,7 @@ void paged_attention_decode_batch(const PagedKv& kv, std::span<const DecodeSeq> 
     jobs.reserve(seqs.size());
     for (const DecodeSeq& s : seqs) {
         check_sequence(kv, s.ctx_len, s.q, 1, s.out, s.tail);
-        check_table(kv, s.block_table, s.ctx_len);
+        check_table(kv, s.block_table, s.ctx_len, 1, options.window);
         max_ctx = std::max(max_ctx, s.ctx_len);
         jobs.push_back(
             {make_source(kv, TableBlocks{s.block_table.data()}, s.ctx_len, s.tail, options), s.ctx_len, s.q, s.out});

@@ -72,7 +72,9 @@ struct AttentionOptions {
 // adds in another order), only as close to exact.
 // Throws std::invalid_argument for a bad description, n_heads not a
 // multiple of n_kv_heads, n_q > ctx_len, a block table shorter than
-// ctx_len needs or naming a block outside the pool, scratch smaller
+// ctx_len needs or naming a block outside the pool (entries wholly before
+// the earliest query's window are not read and not checked: a sliding
+// window's freed blocks), scratch smaller
 // than paged_attention_scratch_floats(ctx_len, head_dim, threads), a KIVI
 // context with a partial last block and no tail, or a scale or softcap
 // that is negative or not finite.

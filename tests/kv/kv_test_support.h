@@ -39,13 +39,13 @@ inline std::uint64_t read_token(const KvCacheManager& kv, SlotRef slot) {
 // Writes the prompt tokens from `from` on, as a prefill would.
 inline void write_prompt(KvCacheManager& kv, SeqId seq, const std::vector<TokenId>& prompt, std::uint32_t from) {
     for (std::uint32_t p = from; p < prompt.size(); ++p)
-        write_token(kv, kv.slot_of(seq, p), prompt[p], p);
+        write_token(kv, kv.slot_of(seq, 0, p), prompt[p], p);
 }
 
 // Index of the first position whose slot does not hold `tokens`' fingerprint, or -1.
 inline int first_wrong_slot(const KvCacheManager& kv, SeqId seq, const std::vector<TokenId>& tokens) {
     for (std::uint32_t p = 0; p < tokens.size(); ++p)
-        if (read_token(kv, kv.slot_of(seq, p)) != fingerprint(tokens[p], p))
+        if (read_token(kv, kv.slot_of(seq, 0, p)) != fingerprint(tokens[p], p))
             return static_cast<int>(p);
     return -1;
 }

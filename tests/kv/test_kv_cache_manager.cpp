@@ -66,7 +66,7 @@ void TestKvCacheManager::classic_fragmentation_paged_succeeds() {
     run_abc(kv, 4);
     QCOMPARE(kv.can_allocate(tokens(16, 300), 0), AllocStatus::Ok);
     kv.allocate(3, tokens(16, 300), 0);
-    QCOMPARE(kv.block_table(3).size(), std::size_t{4});
+    QCOMPARE(kv.block_table(3, 0).size(), std::size_t{4});
     QCOMPARE(kv.fragmentation().external_blocks, std::size_t{0});
     QCOMPARE(kv.fragmentation().free_blocks, std::size_t{1});
     kv.check_invariants();
@@ -76,7 +76,7 @@ void TestKvCacheManager::paged_allocates_on_demand() {
     KvCacheManager kv(config(8, 4, AllocationMode::Paged));
     const auto prompt = tokens(5, 1);
     kv.allocate(7, prompt, 20); // max_new_tokens reserves nothing when paged
-    QCOMPARE(kv.block_table(7).size(), std::size_t{2});
+    QCOMPARE(kv.block_table(7, 0).size(), std::size_t{2});
     write_prompt(kv, 7, prompt, 0);
     std::vector<TokenId> all = prompt;
     for (TokenId t = 50; t < 54; ++t) {
@@ -86,7 +86,7 @@ void TestKvCacheManager::paged_allocates_on_demand() {
         all.push_back(t);
     }
     QCOMPARE(kv.num_tokens(7), 9u);
-    QCOMPARE(kv.block_table(7).size(), std::size_t{3});
+    QCOMPARE(kv.block_table(7, 0).size(), std::size_t{3});
     QCOMPARE(first_wrong_slot(kv, 7, all), -1);
     const FragmentationStats f = kv.fragmentation();
     QCOMPARE(f.token_slots, std::size_t{9});
@@ -100,7 +100,7 @@ void TestKvCacheManager::paged_allocates_on_demand() {
 void TestKvCacheManager::contiguous_reserves_up_front() {
     KvCacheManager kv(config(8, 4, AllocationMode::Contiguous));
     kv.allocate(1, tokens(5, 1), 7); // 12 tokens -> 3 consecutive blocks
-    const auto table = kv.block_table(1);
+    const auto table = kv.block_table(1, 0);
     QCOMPARE(table.size(), std::size_t{3});
     QCOMPARE(table[1], table[0] + 1);
     QCOMPARE(table[2], table[0] + 2);
@@ -120,21 +120,21 @@ void TestKvCacheManager::fork_shares_blocks_and_copies_on_write() {
     kv.allocate(1, prompt, 0);
     write_prompt(kv, 1, prompt, 0);
     kv.fork(1, 2);
-    QCOMPARE(kv.block_table(2)[0], kv.block_table(1)[0]);
-    QCOMPARE(kv.block_table(2)[1], kv.block_table(1)[1]);
-    QCOMPARE(kv.pool().ref_count(kv.block_table(1)[1]), 2u);
+    QCOMPARE(kv.block_table(2, 0)[0], kv.block_table(1, 0)[0]);
+    QCOMPARE(kv.block_table(2, 0)[1], kv.block_table(1, 0)[1]);
+    QCOMPARE(kv.pool().ref_count(kv.block_table(1, 0)[1]), 2u);
     QCOMPARE(kv.fragmentation().used_blocks, std::size_t{2});
 
-    const BlockId shared_tail = kv.block_table(1)[1];
+    const BlockId shared_tail = kv.block_table(1, 0)[1];
     auto a = prompt, b = prompt;
     write_token(kv, kv.append(1, 77), 77, 6); // the parent writes first: it gets the copy
     a.push_back(77);
-    QVERIFY(kv.block_table(1)[1] != shared_tail);
-    QCOMPARE(kv.block_table(2)[1], shared_tail);
-    QCOMPARE(kv.block_table(2)[0], kv.block_table(1)[0]); // the full block stays shared
+    QVERIFY(kv.block_table(1, 0)[1] != shared_tail);
+    QCOMPARE(kv.block_table(2, 0)[1], shared_tail);
+    QCOMPARE(kv.block_table(2, 0)[0], kv.block_table(1, 0)[0]); // the full block stays shared
     write_token(kv, kv.append(2, 88), 88, 6); // now the child owns the old tail alone: no copy
     b.push_back(88);
-    QCOMPARE(kv.block_table(2)[1], shared_tail);
+    QCOMPARE(kv.block_table(2, 0)[1], shared_tail);
     QCOMPARE(first_wrong_slot(kv, 1, a), -1);
     QCOMPARE(first_wrong_slot(kv, 2, b), -1);
     QCOMPARE(kv.fragmentation().used_blocks, std::size_t{3});
@@ -147,8 +147,8 @@ void TestKvCacheManager::contiguous_fork_copies() {
     kv.allocate(1, prompt, 2);
     write_prompt(kv, 1, prompt, 0);
     kv.fork(1, 2);
-    QCOMPARE(kv.block_table(2).size(), std::size_t{2});
-    QVERIFY(kv.block_table(2)[0] != kv.block_table(1)[0]);
+    QCOMPARE(kv.block_table(2, 0).size(), std::size_t{2});
+    QVERIFY(kv.block_table(2, 0)[0] != kv.block_table(1, 0)[0]);
     QCOMPARE(first_wrong_slot(kv, 2, prompt), -1);
     QCOMPARE(kv.fragmentation().used_blocks, std::size_t{4});
     kv.check_invariants();
@@ -164,12 +164,12 @@ void TestKvCacheManager::prefix_cache_reuses_full_blocks() {
     write_prompt(kv, 1, p1, 0);
     QCOMPARE(kv.allocate(2, p2, 4), 8u); // both system blocks come from the cache
     write_prompt(kv, 2, p2, 8);          // the runner computes only the rest
-    QCOMPARE(kv.block_table(2)[0], kv.block_table(1)[0]);
-    QCOMPARE(kv.block_table(2)[1], kv.block_table(1)[1]);
-    QVERIFY(kv.block_table(2)[2] != kv.block_table(1)[2]);
+    QCOMPARE(kv.block_table(2, 0)[0], kv.block_table(1, 0)[0]);
+    QCOMPARE(kv.block_table(2, 0)[1], kv.block_table(1, 0)[1]);
+    QVERIFY(kv.block_table(2, 0)[2] != kv.block_table(1, 0)[2]);
     QCOMPARE(first_wrong_slot(kv, 2, p2), -1); // the shared K/V are really p2's
     const auto snap = kv.snapshot();
-    QCOMPARE(snap->blocks[kv.block_table(1)[0]].state, BlockState::Shared);
+    QCOMPARE(snap->blocks[kv.block_table(1, 0)[0]].state, BlockState::Shared);
     QCOMPARE(snap->prefix_hit_tokens, std::uint64_t{8});
     QCOMPARE(snap->prefix_query_tokens, std::uint64_t{p1.size() + p2.size()});
 
@@ -215,7 +215,7 @@ void TestKvCacheManager::cached_free_blocks_are_evicted_lru() {
 void TestKvCacheManager::cached_free_blocks_remember_their_last_holder() {
     KvCacheManager kv(config(4, 2, AllocationMode::Paged));
     kv.allocate(1, std::vector<TokenId>{1, 2, 9}, 0); // [1,2] full, [9] partial
-    const BlockId full = kv.block_table(1)[0], partial = kv.block_table(1)[1];
+    const BlockId full = kv.block_table(1, 0)[0], partial = kv.block_table(1, 0)[1];
     QCOMPARE(kv.snapshot()->blocks[full].last_holder, std::nullopt); // held: owners say who
     kv.free(1);
     auto snap = kv.snapshot();
@@ -319,13 +319,13 @@ void TestKvCacheManager::snapshot_describes_blocks() {
     kv.allocate(4, std::vector<TokenId>{7, 7, 7, 7, 7}, 0);
     kv.free(4); // its full block stays cached
     const auto snap = kv.snapshot();
-    const auto t1 = kv.block_table(1);
+    const auto t1 = kv.block_table(1, 0);
     QCOMPARE(snap->blocks[t1[0]].state, BlockState::Shared);
     QCOMPARE(snap->blocks[t1[1]].fill, std::uint16_t{2});
     QCOMPARE(snap->blocks[t1[1]].ref_count, 2u);
     QCOMPARE(std::vector<SeqId>(snap->owners_of(t1[1]).begin(), snap->owners_of(t1[1]).end()),
              (std::vector<SeqId>{1, 2}));
-    QCOMPARE(snap->blocks[kv.block_table(3)[0]].state, BlockState::Used);
+    QCOMPARE(snap->blocks[kv.block_table(3, 0)[0]].state, BlockState::Used);
     int cached = 0, free_blocks = 0;
     for (const BlockInfo& b : snap->blocks) {
         cached += b.state == BlockState::CachedFree;

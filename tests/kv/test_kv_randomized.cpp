@@ -43,7 +43,7 @@ public:
             QCOMPARE(kv_.num_tokens(id), static_cast<std::uint32_t>(toks.size()));
             if (swapped_.contains(id))
                 continue;
-            for (BlockId b : kv_.block_table(id))
+            for (BlockId b : kv_.block_table(id, 0))
                 ++holders[b];
             QCOMPARE(first_wrong_slot(kv_, id, toks), -1);
         }

@@ -100,7 +100,7 @@ private slots:
         QCOMPARE(q.internal_waste_slots, 5u);
         QCOMPARE(q.largest_free_run, 7u);
         QCOMPARE(q.external_blocks, 1u); // block 4, the hole B left
-        QCOMPARE(m.manager(PoolSide::Contiguous).block_table(c)[0], 5u);
+        QCOMPARE(m.manager(PoolSide::Contiguous).block_table(c, 0)[0], 5u);
     }
 
     void contiguousReservationRunsOut() {
@@ -134,7 +134,7 @@ private slots:
         QCOMPARE(q.external_blocks, 5u); // holes of 2 and 3, both too short for 4
 
         QVERIFY2(m.outcome(PoolSide::Paged).ok(), m.outcome(PoolSide::Paged).message.c_str());
-        QCOMPARE(m.manager(PoolSide::Paged).block_table(c).size(), 4u);
+        QCOMPARE(m.manager(PoolSide::Paged).block_table(c, 0).size(), 4u);
         const FragmentationStats& p = stats(m, PoolSide::Paged);
         QCOMPARE(p.used_blocks, 5u);
         QCOMPARE(p.external_blocks, 0u);

@@ -24,7 +24,7 @@ std::string plural(std::size_t n, const char* word) {
 // "A: 10 tokens in 3 blocks: 0–2"
 OpOutcome holding(const KvCacheManager& m, SeqId seq, std::string extra = {}) {
     return {OpOutcome::Kind::Done, sequence_name(seq) + ": " + plural(m.num_tokens(seq), "token") + " in " +
-                                       describe_blocks(m.block_table(seq)) + extra};
+                                       describe_blocks(m.block_table(seq, 0)) + extra};
 }
 
 // The engine names sequences by number ("sequence 2"); the playground shows
