@@ -46,6 +46,11 @@ template <class M>
 class Series {
 public:
     void add(M& metric) { metrics_.push_back(&metric); }
+    // Takes the series out of `families`, the ones it was made in (in order).
+    void remove_from(const std::vector<prometheus::Family<M>*>& families) const {
+        for (std::size_t i = 0; i < metrics_.size(); ++i)
+            families.at(i)->Remove(metrics_[i]);
+    }
     template <class F>
     void each(F&& f) const {
         for (M* m : metrics_)
@@ -146,6 +151,24 @@ void grow(const Series<Counter>& counter, std::uint64_t now, std::uint64_t befor
 
 std::size_t index_of(FinishReason reason) { return static_cast<std::size_t>(reason); }
 
+// kv_cache_group_usage_perc's `kind`: vLLM's kv_cache_spec_kind word (the
+// one its KV events carry), with a window group's window appended, so that
+// one label names a block map lane and sum by (kind) gives each lane.
+std::string kind_label(std::uint32_t window) {
+    return window == 0 ? "full_attention" : "sliding_window_" + std::to_string(window);
+}
+
+// Blocks each group's tables hold (a block is one group's; a shared one
+// counts once), indexed by group: their sum is FragmentationStats'
+// used_blocks.
+std::vector<std::size_t> held_blocks_by_group(const PoolSnapshot& pool) {
+    std::vector<std::size_t> held(pool.layout.num_groups(), 0);
+    for (const BlockInfo& b : pool.blocks)
+        if (b.ref_count > 0 && b.group < held.size())
+            ++held[b.group];
+    return held;
+}
+
 } // namespace
 
 struct MetricsRegistry::Impl {
@@ -154,6 +177,7 @@ struct MetricsRegistry::Impl {
     void set_pool_gauges(const PoolSnapshot& pool);
     void grow_counters(const Totals& now);
     void publish_cache_config(const PoolSnapshot& pool);
+    void set_group_gauges(const PoolSnapshot& pool);
 
     prometheus::Registry registry;
     SeriesFactory factory;
@@ -164,11 +188,13 @@ struct MetricsRegistry::Impl {
     Series<Counter> preemptions, prefix_queries, prefix_hits, prompt_tokens, generation_tokens;
     std::array<Series<Counter>, kFinishReasons.size()> success; // indexed by FinishReason
     Series<Histogram> ttft, itl, e2e;
-    std::vector<prometheus::Family<Gauge>*> cache_config;
+    std::vector<prometheus::Family<Gauge>*> cache_config, group_usage_families;
 
     std::mutex mutex; // guards what follows: on_snapshot's own state
     Totals last;
     bool cache_config_published = false;
+    std::vector<std::uint32_t> usage_windows; // each group's window, as group_usage was made for
+    std::vector<Series<Gauge>> group_usage;   // indexed by group
 };
 
 MetricsRegistry::Impl::Impl(const MetricsOptions& options) : factory(registry, options), engine(options.engine) {
@@ -209,6 +235,11 @@ MetricsRegistry::Impl::Impl(const MetricsOptions& options) : factory(registry, o
     e2e = factory.histogram("e2e_request_latency_seconds", "Request latency, from submission to its end.",
                             kE2eBuckets);
     cache_config = factory.families<Gauge>("cache_config_info", "The KV cache's configuration (value 1).", Vllm);
+    group_usage_families = factory.families<Gauge>(
+        "kv_cache_group_usage_perc",
+        "KV blocks held by one KV cache group's block tables / all blocks, 0..1; the groups sum to "
+        "kv_cache_usage_perc.",
+        KvscopeOnly);
 }
 
 // Every figure from the pool's FragmentationStats (engine/kv/fragmentation.h
@@ -261,6 +292,30 @@ void MetricsRegistry::Impl::publish_cache_config(const PoolSnapshot& pool) {
     cache_config_published = true;
 }
 
+// One series per KV cache group (engine/kv/kv_groups.h), labelled with its
+// index (vLLM's group_idx) and kind; made with the first pool, and again
+// should the groups change. A dense model has one: group="0",
+// kind="full_attention", equal to kv_cache_usage_perc.
+void MetricsRegistry::Impl::set_group_gauges(const PoolSnapshot& pool) {
+    const KvGroups& groups = pool.layout.groups();
+    std::vector<std::uint32_t> windows;
+    for (std::size_t g = 0; g < groups.size(); ++g)
+        windows.push_back(groups[g].window);
+    if (windows != usage_windows) {
+        for (const Series<Gauge>& series : group_usage)
+            series.remove_from(group_usage_families);
+        group_usage.clear();
+        for (std::size_t g = 0; g < windows.size(); ++g)
+            group_usage.push_back(SeriesFactory::add(
+                group_usage_families, {{"group", std::to_string(g)}, {"kind", kind_label(windows[g])}}));
+        usage_windows = std::move(windows);
+    }
+    const std::vector<std::size_t> held = held_blocks_by_group(pool);
+    const double total = static_cast<double>(pool.blocks.size());
+    for (std::size_t g = 0; g < held.size(); ++g)
+        set(group_usage[g], total > 0 ? static_cast<double>(held[g]) / total : 0.0);
+}
+
 MetricsRegistry::MetricsRegistry(const MetricsOptions& options) : impl_(std::make_unique<Impl>(options)) {}
 
 MetricsRegistry::~MetricsRegistry() = default;
@@ -288,6 +343,8 @@ void MetricsRegistry::on_snapshot(const std::shared_ptr<const EngineSnapshot>& p
     impl_->grow_counters(totals_of(snapshot, impl_->last));
     if (snapshot.pool && !impl_->cache_config_published)
         impl_->publish_cache_config(*snapshot.pool);
+    if (snapshot.pool)
+        impl_->set_group_gauges(*snapshot.pool);
 }
 
 std::string MetricsRegistry::serialize() const {

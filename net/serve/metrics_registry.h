@@ -18,7 +18,10 @@
 // and kvscope's own: kv_cache_token_usage_perc (token slots holding a token /
 // all slots), kv_internal_waste_perc (empty slots of blocks holding a token
 // / all slots: in paged mode exactly block usage minus token usage),
-// kv_free_blocks, kv_cached_blocks, kv_available_tokens, kv_bytes_per_token.
+// kv_free_blocks, kv_cached_blocks, kv_available_tokens, kv_bytes_per_token,
+// and kv_cache_group_usage_perc{group, kind} (blocks one KV cache group's
+// tables hold / all blocks, one series per group, summing to
+// kv_cache_usage_perc; kind "full_attention" or "sliding_window_W").
 // Every series carries a model_name label (and engine="0", as vLLM's).
 // cache_config_info appears with the first snapshot that has a pool.
 #pragma once

@@ -30,6 +30,13 @@ void compare_layouts(const KvLayout& a, const KvLayout& b) {
     QCOMPARE(a.geometry().head_dim, b.geometry().head_dim);
     QCOMPARE(a.dtype(), b.dtype());
     QCOMPARE(a.block_size(), b.block_size());
+    const KvGroups &ga = a.groups(), &gb = b.groups();
+    QCOMPARE(ga.size(), gb.size());
+    for (std::size_t g = 0; g < ga.size(); ++g) {
+        QCOMPARE(ga[g].window, gb[g].window);
+        QVERIFY(ga[g].layers == gb[g].layers);
+    }
+    QCOMPARE(ga.keeps_whole(), gb.keeps_whole());
 }
 
 void compare_fragmentation(const FragmentationStats& a, const FragmentationStats& b) {
@@ -49,6 +56,7 @@ void compare_fragmentation(const FragmentationStats& a, const FragmentationStats
 void compare_pools(const PoolSnapshot& a, const PoolSnapshot& b) {
     QCOMPARE(a.mode, b.mode);
     compare_layouts(a.layout, b.layout);
+    QCOMPARE(a.chunk_tokens, b.chunk_tokens);
     QVERIFY(a.blocks == b.blocks);
     QVERIFY(a.owners == b.owners);
     QVERIFY(a.sequences == b.sequences);
@@ -121,6 +129,31 @@ std::shared_ptr<const PoolSnapshot> small_pool() {
     kv.fork(1, 2);
     kv.allocate(3, std::vector<TokenId>{1, 2, 3, 4}, 4);
     kv.free(3); // its full block stays cached
+    return kv.snapshot();
+}
+
+// A hybrid pool (one full-attention layer, one with a 4-token window: two
+// KV cache groups, block size 4): sequence 1's 12-token prompt, computed
+// chunk by chunk, leaves its first window blocks behind; sequence 2 ends
+// and leaves its full blocks cached. keep_whole: the window group keeps
+// every block instead (--swa-full).
+std::shared_ptr<const PoolSnapshot> hybrid_pool(bool keep_whole) {
+    const std::vector<std::uint32_t> windows{4, 0};
+    KvCacheConfig config{KvLayout({2, 2, 8}, KvDtype::F16, 4, KvGroups::from_windows(windows, keep_whole)), 16,
+                         AllocationMode::Paged, true, 8, 0.0};
+    config.chunk_tokens = 4;
+    KvCacheManager kv(config);
+    std::vector<TokenId> prompt(12);
+    for (std::size_t i = 0; i < prompt.size(); ++i)
+        prompt[i] = static_cast<TokenId>(100 + i);
+    kv.allocate(1, prompt, 4);
+    for (std::uint32_t end = 4; end <= 12; end += 4) {
+        kv.cover(1, end);
+        kv.release_out_of_window(1, end);
+    }
+    kv.allocate(2, std::vector<TokenId>{1, 2, 3, 4, 5}, 4);
+    kv.cover(2, 5);
+    kv.free(2);
     return kv.snapshot();
 }
 
@@ -198,6 +231,8 @@ private slots:
     void a_running_engine_round_trips_data();
     void a_running_engine_round_trips();
     void keys_are_exactly_the_documented_ones();
+    void a_hybrid_pool_round_trips_data();
+    void a_hybrid_pool_round_trips();
     void unknown_values_are_null();
     void bad_input_is_refused_data();
     void bad_input_is_refused();
@@ -277,6 +312,34 @@ void TestSnapshotJson::keys_are_exactly_the_documented_ones() {
     QCOMPARE(checked.size(), documented.size()); // every documented object was seen
     QCOMPARE(j["schema_version"].get<int>(), kSnapshotSchemaVersion);
     compare_snapshots(hand_made_snapshot(), through_text(hand_made_snapshot()));
+}
+
+void TestSnapshotJson::a_hybrid_pool_round_trips_data() {
+    QTest::addColumn<bool>("keep_whole");
+    QTest::newRow("freeing") << false;
+    QTest::newRow("keep whole") << true;
+}
+
+// The KV cache groups (the layout's windows, each block's group and
+// left_window, each row's group_blocks) come back from the JSON text.
+void TestSnapshotJson::a_hybrid_pool_round_trips() {
+    QFETCH(bool, keep_whole);
+    EngineSnapshot s;
+    s.pool = hybrid_pool(keep_whole);
+    const PoolSnapshot& pool = *s.pool;
+    QCOMPARE(pool.layout.num_groups(), std::size_t{2});
+    const SequenceInfo& row = pool.sequences.front();
+    QCOMPARE(row.group_blocks.size(), std::size_t{2});
+    const bool left = std::ranges::any_of(pool.blocks, [](const BlockInfo& b) { return b.left_window; });
+    QCOMPARE(left, !keep_whole);
+    QCOMPARE(row.left_window_blocks > 0, !keep_whole);
+    QCOMPARE(row.group_blocks[0] != row.group_blocks[1], !keep_whole);
+    QVERIFY(std::ranges::any_of(pool.blocks, [](const BlockInfo& b) { return b.group == 1; }));
+
+    const Json j = to_json(s);
+    QCOMPARE(j["pool"]["layout"]["layer_windows"].dump(), std::string("[4,0]"));
+    QCOMPARE(j["pool"]["layout"]["keep_whole"].get<bool>(), keep_whole);
+    compare_snapshots(s, through_text(s));
 }
 
 void TestSnapshotJson::unknown_values_are_null() {

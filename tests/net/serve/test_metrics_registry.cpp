@@ -52,6 +52,32 @@ std::shared_ptr<const PoolSnapshot> small_pool(std::uint64_t prefix_queries, std
     return pool;
 }
 
+BlockInfo group_block(BlockState state, std::uint32_t refs, std::uint16_t group) {
+    BlockInfo b = block(state, kBlockSize, refs);
+    b.group = group;
+    return b;
+}
+
+// A hybrid model's pool: 6 layers, 2 full-attention and 4 with an 8-token
+// window, in 3 KV cache groups of 2 layers (kv_groups.h): group 0 the full
+// layers, groups 1 and 2 the window layers. Of 8 blocks, group 0 holds two
+// (one shared), groups 1 and 2 one each; a block group 1's window left
+// behind is prefix-cached and free.
+std::shared_ptr<const PoolSnapshot> hybrid_pool() {
+    const std::vector<std::uint32_t> windows{8, 8, 0, 8, 8, 0};
+    auto pool = std::make_shared<PoolSnapshot>(
+        PoolSnapshot{.mode = AllocationMode::Paged,
+                     .layout = KvLayout({.n_layers = 6, .n_kv_heads = 2, .head_dim = 8}, KvDtype::F16, kBlockSize,
+                                        KvGroups::from_windows(windows))});
+    pool->blocks = {group_block(BlockState::Used, 1, 1), group_block(BlockState::Used, 1, 2),
+                    group_block(BlockState::Shared, 2, 0), group_block(BlockState::CachedFree, 0, 1),
+                    group_block(BlockState::Used, 1, 0)};
+    pool->blocks[3].left_window = true;
+    pool->blocks.resize(8, block(BlockState::Free, 0, 0));
+    pool->fragmentation = compute_fragmentation(pool->blocks, kBlockSize, AllocationMode::Paged, 0);
+    return pool;
+}
+
 struct Totals {
     std::uint64_t preemptions, prompt, generated, prefix_queries, prefix_hits;
 };
@@ -107,6 +133,7 @@ private slots:
     void histograms_use_vllm_buckets();
     void requests_count_by_finished_reason();
     void cache_config_info_describes_the_pool();
+    void group_usage_splits_the_usage_by_group();
     void vllm_names_mirror_the_vllm_series_only();
     void scrapes_run_beside_the_engine_thread();
     void parser_reads_the_format();
@@ -132,6 +159,9 @@ void TestMetricsRegistry::gauges_read_the_pool_with_cached_blocks_free() {
     QCOMPARE(value(t, "kvscope:kv_bytes_per_token"), 128.0);
     QCOMPARE(value(t, "kvscope:kv_bytes_per_token"), static_cast<double>(small_layout().bytes_per_token()));
     QCOMPARE(t.types.at("kvscope:kv_cache_usage_perc"), std::string("gauge"));
+    // One KV cache group: its usage is the whole.
+    QCOMPARE(t.find("kvscope:kv_cache_group_usage_perc").size(), std::size_t{1});
+    QCOMPARE(value(t, "kvscope:kv_cache_group_usage_perc", {{"group", "0"}, {"kind", "full_attention"}}), 3.0 / 8);
 }
 
 void TestMetricsRegistry::every_sample_carries_model_name_and_engine() {
@@ -244,6 +274,33 @@ void TestMetricsRegistry::cache_config_info_describes_the_pool() {
     QCOMPARE(l.at("enable_prefix_caching"), std::string("False"));
 }
 
+void TestMetricsRegistry::group_usage_splits_the_usage_by_group() {
+    MetricsRegistry metrics(options(true));
+    EngineSnapshot s;
+    s.pool = hybrid_pool();
+    metrics.on_snapshot(std::make_shared<const EngineSnapshot>(s));
+    const PromText t = scrape(metrics);
+    QCOMPARE(value(t, "kvscope:kv_cache_usage_perc"), 4.0 / 8); // the total, as before
+    const auto usage = [&](const char* group, const char* kind) {
+        return value(t, "kvscope:kv_cache_group_usage_perc", {{"group", group}, {"kind", kind}});
+    };
+    QCOMPARE(usage("0", "full_attention"), 2.0 / 8);
+    QCOMPARE(usage("1", "sliding_window_8"), 1.0 / 8); // its left-behind cached block is free
+    QCOMPARE(usage("2", "sliding_window_8"), 1.0 / 8);
+    QCOMPARE(t.find("kvscope:kv_cache_group_usage_perc").size(), std::size_t{3});
+    QCOMPARE(usage("0", "full_attention") + usage("1", "sliding_window_8") + usage("2", "sliding_window_8"),
+             value(t, "kvscope:kv_cache_usage_perc"));
+    QCOMPARE(t.types.at("kvscope:kv_cache_group_usage_perc"), std::string("gauge"));
+    QVERIFY(!t.has("vllm:kv_cache_group_usage_perc")); // vLLM has no such series
+
+    // Another layout (a new engine): the old groups' series go.
+    metrics.on_snapshot(std::make_shared<const EngineSnapshot>(snapshot({0, 0, 0, 0, 0})));
+    const PromText dense = scrape(metrics);
+    QCOMPARE(dense.find("kvscope:kv_cache_group_usage_perc").size(), std::size_t{1});
+    QCOMPARE(value(dense, "kvscope:kv_cache_group_usage_perc", {{"group", "0"}, {"kind", "full_attention"}}),
+             3.0 / 8);
+}
+
 void TestMetricsRegistry::vllm_names_mirror_the_vllm_series_only() {
     const std::vector<std::string> vllm_series{
         "num_requests_running",       "num_requests_waiting",    "kv_cache_usage_perc",
@@ -251,7 +308,8 @@ void TestMetricsRegistry::vllm_names_mirror_the_vllm_series_only() {
         "prompt_tokens_total",        "generation_tokens_total", "time_to_first_token_seconds_count",
         "inter_token_latency_seconds_count", "e2e_request_latency_seconds_count", "cache_config_info"};
     const std::vector<std::string> own_series{"kv_cache_token_usage_perc", "kv_internal_waste_perc", "kv_free_blocks",
-                                              "kv_cached_blocks", "kv_available_tokens", "kv_bytes_per_token"};
+                                              "kv_cached_blocks", "kv_available_tokens", "kv_bytes_per_token",
+                                              "kv_cache_group_usage_perc"};
     for (bool vllm_names : {false, true}) {
         MetricsRegistry metrics(options(vllm_names));
         metrics.on_snapshot(std::make_shared<const EngineSnapshot>(snapshot({1, 10, 5, 8, 4})));
