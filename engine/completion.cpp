@@ -17,12 +17,13 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
 
 } // namespace
 
-EngineConfig config_for_one_request(EngineConfig config, std::size_t tokens) {
-    const std::size_t block = std::max<std::uint32_t>(config.block_size, 1); // 0: the engine says why
-    const std::size_t blocks = (std::max<std::size_t>(tokens, 1) + block - 1) / block;
-    config.num_blocks = static_cast<std::uint32_t>(blocks);
+EngineConfig config_for_one_request(EngineConfig config, const ModelConfig& model, std::size_t tokens) {
     config.max_num_seqs = 1;
     config.max_num_batched_tokens = std::max(config.max_num_batched_tokens, static_cast<std::uint32_t>(tokens));
+    config.block_size = std::max<std::uint32_t>(config.block_size, 1); // 0: the engine says why
+    const KvLayout layout = engine_kv_layout(config, model);
+    config.num_blocks = static_cast<std::uint32_t>(
+        layout.sequence_blocks(std::max<std::size_t>(tokens, 1), config.max_num_batched_tokens));
     config.watermark = 0;
     config.preemption = PreemptionMode::Recompute;
     return config;

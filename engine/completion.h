@@ -25,7 +25,7 @@ struct Completion {
 // (prompt + max_new_tokens) at a time: a KV pool of exactly the blocks they
 // need, the whole prompt in one prefill chunk, no admission watermark and
 // no swap pool (one request is never preempted).
-EngineConfig config_for_one_request(EngineConfig config, std::size_t tokens);
+EngineConfig config_for_one_request(EngineConfig config, const ModelConfig& model, std::size_t tokens);
 
 // Adds the request (one sample: params.n = 1), steps the engine until it ends and returns
 // what it produced; `on_output` sees each of its outputs as they stream.

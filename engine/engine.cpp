@@ -9,13 +9,8 @@
 namespace kvscope {
 namespace {
 
-KvLayout kv_layout(const EngineConfig& c, const Model& model) {
-    const ModelConfig& m = model.config();
-    return KvLayout(m.kv_geometry(), c.kv_dtype, c.block_size, KvGroups::from_windows(m.layer_windows(), c.swa_full));
-}
-
 KvCacheConfig kv_config(const EngineConfig& c, const Model& model, Backend backend) {
-    const KvLayout layout = kv_layout(c, model);
+    const KvLayout layout = engine_kv_layout(c, model.config());
     const std::uint32_t blocks = kv_pool_blocks(c, layout, model.config().context_length);
     // Four KV pools' worth (vLLM gives 4 GiB whatever the KV cache): a pool
     // only as large as the KV cache fills up under a preemption storm, and
@@ -51,7 +46,7 @@ Engine::Engine(const EngineConfig& config, std::shared_ptr<const Model> model, c
     : config_(config),
       model_(checked(std::move(model))),
       tokenizer_(std::make_unique<Tokenizer>(read_vocabulary(model_->file()))),
-      backend_(choose_backend(config.backend, model_->config(), kv_layout(config, *model_))),
+      backend_(choose_backend(config.backend, model_->config(), engine_kv_layout(config, model_->config()))),
       threads_(kernels::cpu::resolve_threads(config.threads)),
       kv_(kv_config(config, *model_, backend_)),
       scheduler_(scheduler_config(config), kv_),

@@ -22,6 +22,10 @@ double outside_blocks(const EngineConfig& c, const KvLayout& layout) {
 
 } // namespace
 
+KvLayout engine_kv_layout(const EngineConfig& c, const ModelConfig& m) {
+    return KvLayout(m.kv_geometry(), c.kv_dtype, c.block_size, KvGroups::from_windows(m.layer_windows(), c.swa_full));
+}
+
 double suggested_kv_budget_mib(const EngineConfig& c, const KvLayout& layout, std::uint32_t context) {
     const double block = static_cast<double>(layout.bytes_per_block());
     const double outside = outside_blocks(c, layout);

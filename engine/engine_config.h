@@ -9,6 +9,7 @@
 #include "engine/kv/allocation_mode.h"
 #include "engine/kv/kv_dtype.h"
 #include "engine/kv/kv_layout.h"
+#include "engine/model/model_config.h"
 #include "engine/sched/scheduler.h"
 
 namespace kvscope {
@@ -51,6 +52,11 @@ struct EngineConfig {
     // RequestParams::priority first (the app: chat turns ahead of workloads).
     SchedulingPolicy scheduling_policy = SchedulingPolicy::Fcfs;
 };
+
+// The KV layout an engine with this config gives this model: its geometry,
+// KV cache groups by the layers' windows (kept whole with swa_full), the
+// config's dtype and block size.
+KvLayout engine_kv_layout(const EngineConfig& config, const ModelConfig& model);
 
 // The KV budget offered when nobody chose one: room for max_num_seqs
 // sequences at the model's full context, at most kDefaultKvBudgetMib but

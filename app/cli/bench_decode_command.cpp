@@ -86,7 +86,7 @@ int run_bench_decode(Args& args) {
 
     const auto model = std::make_shared<const Model>(path);
     const auto prompt = bench_prompt(*model);
-    Engine engine(config_for_one_request(config, kPromptTokens + kDecodeTokens), model);
+    Engine engine(config_for_one_request(config, model->config(), kPromptTokens + kDecodeTokens), model);
     RequestParams params;
     params.max_new_tokens = kDecodeTokens;
     params.ignore_eos = true; // always kDecodeTokens decode steps

@@ -115,13 +115,13 @@ nlohmann::ordered_json dtype_comparison(const std::vector<ServeRunResult>& runs,
         const ServeRunResult& f16 = *std::find_if(runs.begin(), runs.end(), [&](const ServeRunResult& x) {
             return x.config.kv_dtype == KvDtype::F16 && x.config.allocation == r.config.allocation;
         });
-        const KvLayout layout(m.kv_geometry(), r.config.kv_dtype, r.config.block_size);
+        const KvLayout layout = engine_kv_layout(r.config, m);
         rows.push_back({{"kv_dtype", std::string(to_string(r.config.kv_dtype))},
                         {"mode", std::string(to_string(r.config.allocation))},
                         {"bytes_per_block", layout.bytes_per_block()},
                         {"kv_blocks", r.kv_blocks},
                         {"blocks_vs_f16", ratio(r.kv_blocks, f16.kv_blocks)},
-                        {"sequences_fit", r.kv_blocks / layout.blocks_for_tokens(spec.max_total)},
+                        {"sequences_fit", r.kv_blocks / layout.sequence_blocks(spec.max_total, r.config.max_num_batched_tokens)},
                         {"mean_running_seqs", r.mean_running},
                         {"concurrency_vs_f16", ratio(r.mean_running, f16.mean_running)},
                         {"generation_tokens_per_second", r.generation_tokens_per_s()},

@@ -60,7 +60,7 @@ int run_chat(Args& args) {
     const std::size_t context = model->config().context_length;
     // One engine (on CUDA: one weight upload) for the whole chat, its pool
     // as large as the context (host pages cost memory only once used).
-    const EngineConfig config = context > 0 ? config_for_one_request(g.engine, context) : g.engine;
+    const EngineConfig config = context > 0 ? config_for_one_request(g.engine, model->config(), context) : g.engine;
     Engine engine(config, model);
     const Tokenizer& tokenizer = engine.tokenizer();
     const ChatTemplate chat = ChatTemplate::for_model(model->file(), tokenizer);

@@ -33,7 +33,7 @@ int run_generate(Args& args) {
     const Tokenizer tokenizer(read_vocabulary(model->file()));
     const std::vector<TokenId> prompt = prompt_text ? tokenizer.encode(*prompt_text) : parse_token_ids(*prompt_ids_text);
     const std::size_t tokens = prompt.size() + g.request.max_new_tokens;
-    Engine engine(config_for_one_request(g.engine, tokens), model);
+    Engine engine(config_for_one_request(g.engine, model->config(), tokens), model);
     const Completion r = run_to_completion(engine, prompt, g.request, [&](const RequestOutput& out) {
         if (!json) {
             std::fputs(out.text.c_str(), stdout);

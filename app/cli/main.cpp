@@ -13,11 +13,13 @@ constexpr const char* kUsage = R"(usage: kvscope-cli [--log-level LEVEL] COMMAND
 
 commands:
   calc         KV cache memory calculator: bytes per token, per sequence, total,
-               and how many sequences fit on a GPU, for every KV dtype
-               --preset NAME | --layers L --kv-heads H --head-dim D
-               [--tokens N] [--seqs N] [--kv-dtype D] [--block-size B]
-               [--gpu NAME | --gpu-mem-gib G] [--weights TYPE] [--gpu-util F] [--json]
-               calc --list  shows the model and GPU presets
+               and how many sequences fit on a GPU, for every KV dtype; window layers
+               hold W - 1 + a chunk of tokens (vLLM's cap), per kind of layer
+               --preset NAME | --model FILE | --layers L --kv-heads H --head-dim D
+               [--tokens N] [--seqs N] [--kv-dtype D] [--block-size B] [--chunk N]
+               [--swa-full] [--gpu NAME | --gpu-mem-gib G] [--weights TYPE] [--gpu-util F] [--json]
+               calc --list  shows the model and GPU presets (and calculator-only models:
+               gpt-oss, DeepSeek-V3, Kimi-K2, ...) and their KV at 32k tokens
   chat         a terminal chat through the model's chat template (Llama 2/3, ChatML,
                Mistral, Zephyr, Gemma); each line on stdin is a user message, the
                reply streams out; without a known template: plain completion

@@ -34,11 +34,6 @@ std::string row_name(const BatchedBenchShape& s) {
     return "PP " + std::to_string(s.pp) + ", TG " + std::to_string(s.tg) + ", B " + std::to_string(s.batch);
 }
 
-KvLayout model_kv_layout(const EngineConfig& config, const Model& model) {
-    const ModelConfig& m = model.config();
-    return KvLayout(m.kv_geometry(), config.kv_dtype, config.block_size);
-}
-
 } // namespace
 
 std::vector<BatchedBenchShape> batched_bench_shapes(const std::vector<std::uint32_t>& pp,
@@ -60,7 +55,7 @@ EngineConfig batched_bench_config(EngineConfig config, const std::vector<Batched
     std::uint32_t most_seqs = 0, most_prompt_tokens = 0;
     std::size_t most_blocks = 0;
     const BatchedBenchShape* largest = &shapes.front();
-    const KvLayout layout = model_kv_layout(config, model);
+    const KvLayout layout = engine_kv_layout(config, model.config());
     for (const BatchedBenchShape& s : shapes) {
         if (context > 0 && s.pp + s.tg + 1 > context)
             throw Error(row_name(s) + ": PP + TG = " + std::to_string(s.pp + s.tg) +
@@ -70,8 +65,9 @@ EngineConfig batched_bench_config(EngineConfig config, const std::vector<Batched
         most_prompt_tokens = std::max(most_prompt_tokens, s.batch * s.pp);
         // The engine admits a request only with room for its prompt and
         // every token it may sample (TG + 1), though the last is never
-        // written: size the pool as it counts.
-        const std::size_t blocks = s.batch * layout.blocks_for_tokens(s.pp + s.tg + 1);
+        // written: size the pool as it counts (window groups capped by a
+        // chunk of at most the row's whole prefill).
+        const std::size_t blocks = s.batch * layout.sequence_blocks(s.pp + s.tg + 1, std::size_t{s.batch} * s.pp);
         if (blocks > most_blocks) {
             most_blocks = blocks;
             largest = &s;

@@ -1,5 +1,6 @@
 #include "engine/presets/kv_calculator.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 
@@ -17,15 +18,24 @@ constexpr std::array kWeightFormats{GgmlType::F32,  GgmlType::F16,  GgmlType::BF
 } // namespace
 
 CalcModel calc_model(const ModelGeometry& preset) {
-    return {preset.name, preset.kv(), preset.parameters(), std::nullopt, preset.context};
+    CalcModel m{.name = preset.name, .kv = preset.kv(), .parameters = preset.parameters(),
+                .context = preset.context, .n_heads = preset.n_heads};
+    std::vector<std::uint32_t> windows(preset.n_layers, 0);
+    for (std::uint32_t l = 0; l < preset.n_layers; ++l)
+        windows[l] = preset.is_window_layer(l) ? preset.sliding_window : 0;
+    if (std::any_of(windows.begin(), windows.end(), [](std::uint32_t w) { return w > 0; }))
+        m.layer_windows = std::move(windows);
+    return m;
 }
 
 CalcModel calc_model(const ModelConfig& config, const TensorStats& stats, const std::string& fallback_name) {
-    return {config.name.empty() ? fallback_name : config.name,
-            config.kv_geometry(),
-            stats.parameters,
-            stats.bytes,
-            config.context_length};
+    return {.name = config.name.empty() ? fallback_name : config.name,
+            .kv = config.kv_geometry(),
+            .parameters = stats.parameters,
+            .file_weight_bytes = stats.bytes,
+            .context = config.context_length,
+            .layer_windows = config.has_windows() ? config.layer_windows() : std::vector<std::uint32_t>{},
+            .n_heads = config.n_heads};
 }
 
 CalcModel calc_model_from_file(const std::string& gguf_path) {
@@ -61,6 +71,10 @@ std::uint64_t weight_bytes(std::uint64_t parameters, std::string_view format) {
 CalcResult run_kv_calculator(const CalcInputs& in) {
     CalcResult r;
     r.question.geometry = in.model.kv;
+    r.question.layer_windows = in.model.layer_windows;
+    r.question.latent = in.model.latent;
+    r.question.keep_whole = in.keep_whole;
+    r.question.chunk_tokens = in.chunk_tokens;
     r.question.block_size = in.block_size;
     r.question.tokens_per_sequence = in.tokens_per_sequence;
     r.question.sequences = in.sequences;

@@ -21,16 +21,21 @@ namespace kvscope {
 struct ModelConfig;
 struct TensorStats;
 
-// What the calculator needs of a model: its KV shape and, for a device, the
-// bytes of its weights.
+// What the calculator needs of a model: its KV shape (per layer: full
+// attention or a window; or a latent cache) and, for a device, the bytes of
+// its weights.
 struct CalcModel {
     std::string name;
-    KvGeometry kv;
+    KvGeometry kv{};                                // MLA: n_layers only (the latent says the rest)
     std::uint64_t parameters = 0;                   // 0: unknown (bare dimensions)
-    std::optional<std::uint64_t> file_weight_bytes; // a GGUF's real tensor bytes
+    std::optional<std::uint64_t> file_weight_bytes{}; // a GGUF's real tensor bytes
     std::uint64_t context = 4096;                   // the default tokens per sequence
+    std::vector<std::uint32_t> layer_windows{};     // each layer's window, 0 full; empty: all full
+    std::optional<KvLatent> latent{};               // MLA: replaces kv's heads and the windows
+    std::uint32_t n_heads = 0;                      // query heads; 0: unknown
 };
 
+// Windows as the preset's layers run them (ModelGeometry::is_window_layer).
 CalcModel calc_model(const ModelGeometry& preset);
 // `fallback_name` names the model when its metadata has no general.name.
 CalcModel calc_model(const ModelConfig& config, const TensorStats& stats, const std::string& fallback_name);
@@ -56,20 +61,21 @@ struct CalcInputs {
     std::uint64_t tokens_per_sequence = 0;
     std::uint64_t sequences = 1;
     std::uint32_t block_size = 16;
-    std::optional<CalcDevice> device;
+    std::uint64_t chunk_tokens = 512; // tokens computed a step (max_num_batched_tokens)
+    bool keep_whole = false;          // --swa-full: window layers keep every token
+    std::optional<CalcDevice> device{};
     // The weights' format next to the cache on the device; none: the file's
     // own bytes when the model came from a file, else f16.
-    std::optional<std::string> weights;
+    std::optional<std::string> weights{};
     double memory_fraction = 0.9;
 };
 
 struct CalcResult {
     KvMemoryQuestion question;
     std::string weights = "-"; // "-" (no device), "as in the file", or the format
-    std::vector<KvMemoryAnswer> answers; // one per KV dtype, all_kv_dtypes() order
+    std::vector<KvMemoryAnswer> answers; // one per KV dtype of kv_dtypes_for(question), all_kv_dtypes() order
 };
 
 // Throws kvscope::Error when a device is given for a model of unknown size.
 CalcResult run_kv_calculator(const CalcInputs& inputs);
-
 } // namespace kvscope

@@ -264,7 +264,7 @@ std::vector<TokenId> TestEngineService::prompt(const std::string& text) const {
 
 // What the request gives alone on an engine of its own.
 Completion TestEngineService::reference(const std::vector<TokenId>& p, std::uint32_t tokens) const {
-    Engine engine(config_for_one_request(service_config(), p.size() + tokens), model_);
+    Engine engine(config_for_one_request(service_config(), model_->config(), p.size() + tokens), model_);
     return run_to_completion(engine, p, greedy(tokens));
 }
 

@@ -77,7 +77,7 @@ void TestSyntheticModel::writes_a_loadable_model_of_the_preset_shape() {
     const std::vector<TokenId> prompt = tok.encode("hello");
     EngineConfig config;
     config.backend = Backend::Cpu;
-    Engine engine(config_for_one_request(config, prompt.size() + 3), model);
+    Engine engine(config_for_one_request(config, model->config(), prompt.size() + 3), model);
     RequestParams params;
     params.max_new_tokens = 3;
     params.ignore_eos = true;

@@ -53,7 +53,7 @@ inline std::vector<TokenId> generate_alone(const std::shared_ptr<const Model>& m
     config.kv_dtype = setup.kv_dtype;
     config.block_size = setup.block_size;
     config.backend = setup.backend;
-    Engine engine(config_for_one_request(config, prompt.size() + new_tokens), model);
+    Engine engine(config_for_one_request(config, model->config(), prompt.size() + new_tokens), model);
     RequestParams params;
     params.max_new_tokens = new_tokens;
     params.ignore_eos = true;

@@ -227,7 +227,7 @@ void TestLlamaCppMatch::greedy_generation_matches() {
     params.max_new_tokens = kGreedyTokens;
     params.ignore_eos = true; // llgen does not stop at EOS
 
-    Engine alone(config_for_one_request(cpu_config(), prompt_.size() + kGreedyTokens), model);
+    Engine alone(config_for_one_request(cpu_config(), model->config(), prompt_.size() + kGreedyTokens), model);
     check_greedy(file, *reference, run_to_completion(alone, prompt_, params).tokens);
 
     // The same request added fourth among eight, all decoded together.
