@@ -175,6 +175,8 @@ BlockStored decode_stored(const Fields& f) {
     e.medium = f.optional_str("medium");
     e.lora_name = f.optional_str("lora_name");
     e.group_idx = f.optional_int("group_idx");
+    e.kv_cache_spec_kind = f.optional_str("kv_cache_spec_kind");
+    e.kv_cache_spec_sliding_window = f.optional_int("kv_cache_spec_sliding_window");
     return e;
 }
 

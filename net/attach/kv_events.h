@@ -50,7 +50,17 @@ struct BlockStored {
     std::uint32_t block_size = 0;         // tokens per block
     std::optional<std::string> medium;    // "GPU", "CPU" (offload); none: GPU
     std::optional<std::string> lora_name;
-    std::optional<std::int64_t> group_idx;// KV cache group (hybrid models)
+    // The KV cache group that cached them (hybrid models: each group has
+    // its own blocks, and the same hashes come once per group), and what
+    // kind of layers it holds: vLLM's kv_cache_spec_kind ("full_attention",
+    // "sliding_window", "mla_attention", ...) and window in tokens. Set by
+    // vLLM's KVCacheManager from each group's spec (vllm/v1/core/
+    // kv_cache_manager.py, kv_cache_event_metadata; the words are
+    // KVCacheSpecKind's in vllm/v1/kv_cache_interface.py); older vLLMs send
+    // none, or group_idx alone.
+    std::optional<std::int64_t> group_idx;
+    std::optional<std::string> kv_cache_spec_kind;
+    std::optional<std::int64_t> kv_cache_spec_sliding_window;
 
     bool operator==(const BlockStored&) const = default;
 };
@@ -59,7 +69,7 @@ struct BlockStored {
 struct BlockRemoved {
     std::vector<BlockHash> hashes;
     std::optional<std::string> medium;
-    std::optional<std::int64_t> group_idx;
+    std::optional<std::int64_t> group_idx; // the group whose blocks they were
 
     bool operator==(const BlockRemoved&) const = default;
 };

@@ -32,8 +32,8 @@ void PrefixCacheMap::forget_all() {
     chains_.reset();
 }
 
-std::optional<BlockHash> PrefixCacheMap::parent_of(BlockHash hash) const {
-    const auto it = blocks_.find(hash);
+std::optional<BlockHash> PrefixCacheMap::parent_of(BlockHash hash, std::int64_t group) const {
+    const auto it = blocks_.find({group, hash});
     return it != blocks_.end() ? it->second.parent : std::nullopt;
 }
 
@@ -43,9 +43,13 @@ void PrefixCacheMap::store(const BlockStored& event) {
         other_medium_ += event.hashes.size();
         return;
     }
+    const std::int64_t group = event.group_idx.value_or(0);
+    GroupSpec& spec = groups_[group];
+    if (event.kv_cache_spec_kind)
+        spec = {event.kv_cache_spec_kind, event.kv_cache_spec_sliding_window};
     std::optional<BlockHash> parent = event.parent;
     for (const BlockHash hash : event.hashes) {
-        put(hash, parent);
+        put({group, hash}, parent);
         parent = hash;
     }
     stored_ += event.hashes.size();
@@ -56,8 +60,10 @@ void PrefixCacheMap::remove(const BlockRemoved& event) {
         other_medium_ += event.hashes.size();
         return;
     }
+    const std::int64_t group = event.group_idx.value_or(0);
+    groups_.try_emplace(group);
     for (const BlockHash hash : event.hashes) {
-        const auto it = blocks_.find(hash);
+        const auto it = blocks_.find({group, hash});
         if (it == blocks_.end()) {
             ++unknown_removals_;
             continue;
@@ -75,9 +81,9 @@ void PrefixCacheMap::clear() {
 }
 
 // A block stored again (vLLM re-caches an evicted hash) counts as newest.
-void PrefixCacheMap::put(BlockHash hash, std::optional<BlockHash> parent) {
+void PrefixCacheMap::put(const Key& key, std::optional<BlockHash> parent) {
     chains_.reset();
-    if (const auto it = blocks_.find(hash); it != blocks_.end()) {
+    if (const auto it = blocks_.find(key); it != blocks_.end()) {
         it->second.parent = parent;
         oldest_first_.splice(oldest_first_.end(), oldest_first_, it->second.age);
         return;
@@ -87,8 +93,8 @@ void PrefixCacheMap::put(BlockHash hash, std::optional<BlockHash> parent) {
         oldest_first_.pop_front();
         ++evicted_;
     }
-    oldest_first_.push_back(hash);
-    blocks_.emplace(hash, Node{parent, std::prev(oldest_first_.end())});
+    oldest_first_.push_back(key);
+    blocks_.emplace(key, Node{parent, std::prev(oldest_first_.end())});
 }
 
 // Each block's depth below its root, found by walking up parents once per
@@ -97,16 +103,16 @@ void PrefixCacheMap::put(BlockHash hash, std::optional<BlockHash> parent) {
 PrefixCacheMap::ChainFigures PrefixCacheMap::compute_chains() const {
     struct Walk {
         std::uint32_t depth = 0; // 0: on the walk now
-        BlockHash root = 0;
+        Key root;
     };
-    std::unordered_map<BlockHash, Walk> walks;
+    std::unordered_map<Key, Walk, KeyHash> walks;
     walks.reserve(blocks_.size());
-    std::unordered_map<BlockHash, std::uint32_t> deepest; // by root
-    std::vector<BlockHash> path;
+    std::unordered_map<Key, std::uint32_t, KeyHash> deepest; // by root
+    std::vector<Key> path;
     for (const auto& [start, unused] : blocks_) {
         path.clear();
         std::optional<Walk> base; // a block already placed, where the walk ends
-        for (BlockHash at = start;;) {
+        for (Key at = start;;) {
             if (const auto it = walks.find(at); it != walks.end()) {
                 if (it->second.depth > 0)
                     base = it->second;
@@ -115,9 +121,9 @@ PrefixCacheMap::ChainFigures PrefixCacheMap::compute_chains() const {
             walks.emplace(at, Walk{});
             path.push_back(at);
             const std::optional<BlockHash>& parent = blocks_.at(at).parent;
-            if (!parent || !blocks_.contains(*parent))
+            if (!parent || !blocks_.contains({at.group, *parent}))
                 break;
-            at = *parent;
+            at = {at.group, *parent};
         }
         Walk w = base.value_or(Walk{0, path.empty() ? start : path.back()});
         for (auto it = path.rbegin(); it != path.rend(); ++it) {
@@ -129,8 +135,14 @@ PrefixCacheMap::ChainFigures PrefixCacheMap::compute_chains() const {
     }
     ChainFigures f;
     f.chains = deepest.size();
-    for (const auto& [root, depth] : deepest)
+    for (const auto& [root, depth] : deepest) {
         f.lengths.push_back(depth);
+        GroupFigures& g = f.groups[root.group];
+        ++g.chains;
+        g.longest = std::max(g.longest, depth);
+    }
+    for (const auto& [key, node] : blocks_)
+        ++f.groups[key.group].blocks;
     const std::size_t keep = std::min(f.lengths.size(), kMaxChainLengths);
     std::partial_sort(f.lengths.begin(), f.lengths.begin() + static_cast<std::ptrdiff_t>(keep), f.lengths.end(), std::greater<>());
     f.lengths.resize(keep);
@@ -146,6 +158,14 @@ PrefixCacheSample PrefixCacheMap::sample() const {
     s.chains = chains_->chains;
     s.longest_chain = chains_->longest;
     s.chain_lengths = chains_->lengths;
+    std::map<std::int64_t, GroupSpec> named = groups_;
+    if (named.empty())
+        named.try_emplace(0);
+    for (const auto& [group, spec] : named) {
+        const auto it = chains_->groups.find(group);
+        const GroupFigures g = it != chains_->groups.end() ? it->second : GroupFigures{};
+        s.groups.push_back({group, spec.kind, spec.sliding_window, g.blocks, g.chains, g.longest});
+    }
     s.stored = stored_;
     s.removed = removed_;
     s.cleared = cleared_;

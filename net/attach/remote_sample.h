@@ -70,9 +70,24 @@ struct SlotSample {
     bool operator==(const SlotSample&) const = default;
 };
 
+// One KV cache group of a hybrid model's prefix cache (vLLM's group_idx:
+// each group caches its own blocks under the same hashes), as its events
+// describe it.
+struct PrefixCacheGroupSample {
+    std::int64_t group = 0;              // group_idx; events without one: 0
+    std::optional<std::string> kind;     // kv_cache_spec_kind, as the last BlockStored said
+    std::optional<std::int64_t> sliding_window; // kv_cache_spec_sliding_window, likewise
+    std::uint64_t blocks = 0;            // cached blocks of this group now
+    std::uint64_t chains = 0;
+    std::uint32_t longest_chain = 0;
+
+    bool operator==(const PrefixCacheGroupSample&) const = default;
+};
+
 // vLLM: the prefix cache of one rank as its KV events describe it. Events
 // carry block hashes, never physical block ids: this is a set of cached
-// blocks chained by parent hash, not a block map.
+// blocks chained by parent hash, not a block map. Figures count every
+// group; `groups` splits them.
 struct PrefixCacheSample {
     std::uint64_t blocks = 0;       // cached blocks now (stored and not removed)
     std::uint64_t chains = 0;       // roots: blocks whose parent is not cached (or none)
@@ -88,6 +103,9 @@ struct PrefixCacheSample {
     // The blocks of each cached prefix chain, longest first, at most 64:
     // how many blocks deep each chain is (for the view's drawing).
     std::vector<std::uint32_t> chain_lengths;
+    // Every group an event has named (or group 0 alone, for a model with
+    // one), ascending group.
+    std::vector<PrefixCacheGroupSample> groups;
 
     bool operator==(const PrefixCacheSample&) const = default;
 };

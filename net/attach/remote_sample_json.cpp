@@ -22,6 +22,15 @@ Json to_json(const SlotSample& slot) {
             {"reserved_free", slot.reserved_free()}};
 }
 
+Json to_json(const PrefixCacheGroupSample& g) {
+    return {{"group", g.group},
+            {"kind", or_null(g.kind)},
+            {"sliding_window", or_null(g.sliding_window)},
+            {"blocks", g.blocks},
+            {"chains", g.chains},
+            {"longest_chain", g.longest_chain}};
+}
+
 Json to_json(const RankSample& rank) {
     return {{"rank", rank.rank},
             {"figures", to_json(rank.figures)},
@@ -70,7 +79,8 @@ Json to_json(const PrefixCacheSample& p) {
             {"lost", p.lost},
             {"last_seq", or_null(p.last_seq)},
             {"age_s", or_null(p.age_s)},
-            {"chain_lengths", p.chain_lengths}};
+            {"chain_lengths", p.chain_lengths},
+            {"groups", array_of(p.groups)}};
 }
 
 Json to_json(const RemoteSample& s) {

@@ -110,8 +110,8 @@ void pack_stored(Packer& p, const BlockStored& e, const Encoding& enc) {
         {"lora_name", false, optional_writer(e.lora_name)},
         {"extra_keys", true, {}},
         {"group_idx", true, optional_writer(e.group_idx)},
-        {"kv_cache_spec_kind", true, e.group_idx ? Write([](Packer& q) { pack_str(q, "full_attention"); }) : Write{}},
-        {"kv_cache_spec_sliding_window", true, {}},
+        {"kv_cache_spec_kind", true, optional_writer(e.kv_cache_spec_kind)},
+        {"kv_cache_spec_sliding_window", true, optional_writer(e.kv_cache_spec_sliding_window)},
     };
     pack_event(p, "BlockStored", fields, enc.events);
 }

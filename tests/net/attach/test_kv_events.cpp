@@ -50,7 +50,8 @@ KvEventBatch sample_batch() {
     b.ts = 1765432109.25;
     b.data_parallel_rank = 1;
     b.events.emplace_back(BlockStored{{11, 12, kHigh}, std::nullopt, 48, 16, "GPU", std::nullopt, std::nullopt});
-    b.events.emplace_back(BlockStored{{13}, kHigh, 16, 16, std::nullopt, "adapter-a", 0});
+    b.events.emplace_back(BlockStored{{13}, kHigh, 16, 16, std::nullopt, "adapter-a", 0, "full_attention"});
+    b.events.emplace_back(BlockStored{{13}, kHigh, 16, 16, std::nullopt, "adapter-a", 1, "sliding_window", 512});
     b.events.emplace_back(BlockRemoved{{11, ~BlockHash{0}}, "GPU", std::nullopt});
     b.events.emplace_back(AllBlocksCleared{});
     b.events.emplace_back(BlockRemoved{{12}, std::nullopt, 2});
@@ -116,6 +117,8 @@ private slots:
         QCOMPARE(stored(b, 0).block_size, 16u);
         QCOMPARE(stored(b, 0).medium, std::optional<std::string>("GPU"));
         QCOMPARE(stored(b, 0).group_idx, std::optional<std::int64_t>(0));
+        QCOMPARE(stored(b, 0).kv_cache_spec_kind, std::optional<std::string>("full_attention"));
+        QVERIFY(!stored(b, 0).kv_cache_spec_sliding_window);
     }
 
     // The first release (#16750): five fields, no medium, no rank.

@@ -61,6 +61,38 @@ class TestPrefixCacheMap : public QObject {
     Q_OBJECT
 
 private slots:
+    // A hybrid model: each KV cache group caches the same hashes as blocks
+    // of its own; a window group's eviction takes only its own.
+    void groupsKeepTheirOwnBlocks() {
+        PrefixCacheMap map;
+        BlockStored full = stored({1, 2, 3});
+        full.group_idx = 0;
+        full.kv_cache_spec_kind = "full_attention";
+        BlockStored window = full;
+        window.group_idx = 1;
+        window.kv_cache_spec_kind = "sliding_window";
+        window.kv_cache_spec_sliding_window = 512;
+        apply(map, full);
+        apply(map, window);
+        apply(map, BlockRemoved{{1}, std::nullopt, 1}); // left the window, then evicted
+        QVERIFY(map.contains(1, 0) && !map.contains(1, 1) && map.contains(2, 1));
+        QCOMPARE(map.parent_of(2, 1), std::optional<BlockHash>(1)); // its parent is gone: a root now
+        const PrefixCacheSample s = map.sample();
+        QCOMPARE(forest(s), QString("5 blocks, 2 chains: 3 2"));
+        QCOMPARE(s.groups.size(), std::size_t{2});
+        QCOMPARE(s.groups[0], (PrefixCacheGroupSample{0, "full_attention", std::nullopt, 3, 1, 3}));
+        QCOMPARE(s.groups[1], (PrefixCacheGroupSample{1, "sliding_window", 512, 2, 1, 2}));
+    }
+
+    // Events without a group (older vLLMs, one-group models) are group 0's.
+    void ungroupedEventsAreGroupZero() {
+        PrefixCacheMap map;
+        QCOMPARE(map.sample().groups, (std::vector<PrefixCacheGroupSample>{{0, std::nullopt, std::nullopt, 0, 0, 0}}));
+        apply(map, stored({1, 2}));
+        QVERIFY(map.contains(2, 0));
+        QCOMPARE(map.sample().groups, (std::vector<PrefixCacheGroupSample>{{0, std::nullopt, std::nullopt, 2, 1, 2}}));
+    }
+
     void blocksChainByParent() {
         PrefixCacheMap map;
         apply(map, stored({1, 2, 3}));
