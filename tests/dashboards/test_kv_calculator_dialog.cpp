@@ -3,6 +3,7 @@
 // same bytes, ratios and sequence counts for every KV dtype.
 #include <QtTest>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFile>
@@ -21,6 +22,7 @@
 using namespace kvscope;
 using namespace kvscope::ui;
 using Column = KvCalculatorDialog::Column;
+using KindColumn = KvCalculatorDialog::KindColumn;
 
 namespace {
 
@@ -38,23 +40,38 @@ void setSpin(KvCalculatorDialog& d, const char* name, int value) {
     box->setValue(value);
 }
 
-// Every dtype row of the dialog against the CLI's "by_dtype" object.
+// The kinds table of the dialog against the CLI's "kinds" of one dtype.
+void compareKinds(const KvCalculatorDialog& dialog, const QJsonObject& expected) {
+    const QJsonArray kinds = expected["kinds"].toArray();
+    QCOMPARE(dialog.kindRows(), static_cast<int>(kinds.size()));
+    for (int k = 0; k < dialog.kindRows(); ++k) {
+        const QJsonObject kind = kinds[k].toObject();
+        QCOMPARE(dialog.kindText(k, KindColumn::kKind), kind["kind"].toString());
+        QCOMPARE(*dialog.kindValue(k, KindColumn::kKindPerToken), kind["bytes_per_token"].toDouble());
+        QCOMPARE(*dialog.kindValue(k, KindColumn::kKindBlocks), kind["blocks_per_sequence"].toDouble());
+        QCOMPARE(*dialog.kindValue(k, KindColumn::kKindPerSequence), kind["bytes_per_sequence"].toDouble());
+    }
+}
+
+// Every dtype row of the dialog against the CLI's "by_dtype" object; the
+// kinds table against the highlighted dtype's kinds where it is shown.
 void compareWithCli(const KvCalculatorDialog& dialog, const QStringList& args) {
     const test::CliResult cli = test::run_cli(QStringList{QStringLiteral("calc")} + args + QStringList{"--json"});
     QVERIFY2(cli.exit_code == 0, cli.err.constData());
     const QJsonObject json = cli.json();
     const QJsonObject byDtype = json["by_dtype"].toObject();
-    const auto dtypes = all_kv_dtypes();
-    QCOMPARE(byDtype.size(), static_cast<qsizetype>(dtypes.size()));
+    const auto& answers = dialog.result().answers;
+    QCOMPARE(byDtype.size(), static_cast<qsizetype>(answers.size()));
     QVERIFY(dialog.errorText().isEmpty());
-    for (std::size_t i = 0; i < dtypes.size(); ++i) {
+    for (std::size_t i = 0; i < answers.size(); ++i) {
         const int row = static_cast<int>(i);
-        const std::string_view name = to_string(dtypes[i]);
+        const std::string_view name = to_string(answers[i].dtype);
         const QJsonObject expected = byDtype[QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size()))].toObject();
         QVERIFY(!expected.isEmpty());
         QCOMPARE(*dialog.cellValue(row, Column::kPerToken), expected["bytes_per_token"].toDouble());
         QCOMPARE(*dialog.cellValue(row, Column::kPerSequence), expected["bytes_per_sequence"].toDouble());
         QCOMPARE(*dialog.cellValue(row, Column::kTotal), expected["total_bytes"].toDouble());
+        QCOMPARE(*dialog.cellValue(row, Column::kWhole), expected["whole_bytes_per_sequence"].toDouble());
         if (expected.contains("sequences_that_fit"))
             QCOMPARE(*dialog.cellValue(row, Column::kFit), expected["sequences_that_fit"].toDouble());
         else
@@ -63,6 +80,8 @@ void compareWithCli(const KvCalculatorDialog& dialog, const QStringList& args) {
     }
     if (json.contains("gpu"))
         QCOMPARE(static_cast<double>(dialog.result().question.weight_bytes), json["gpu"]["weight_bytes"].toDouble());
+    if (dialog.kindRows() > 0)
+        compareKinds(dialog, json); // the CLI's top level is its --kv-dtype, the dialog's highlighted one
 }
 
 } // namespace
@@ -78,6 +97,9 @@ private slots:
     void opens_on_the_engines_dtype_and_block_size();
     void gpu_memory_field_follows_the_gpu();
     void calc_and_perplexity_agree_on_bytes_per_token();
+    void window_groups_by_kind_as_the_cli_counts_them();
+    void swa_full_and_chunk_as_the_cli_options();
+    void latent_models_answer_in_float_dtypes();
 };
 
 void TestKvCalculatorDialog::preset_without_a_gpu() {
@@ -143,7 +165,7 @@ void TestKvCalculatorDialog::loaded_model_counts_its_file_weights() {
 
 void TestKvCalculatorDialog::a_gpu_without_model_size_is_an_error_not_a_crash() {
     KvCalculatorDialog dialog;
-    CalcModel custom{"custom", {4, 2, 64}, 0, std::nullopt, 1024};
+    CalcModel custom{.name = "custom", .kv = {4, 2, 64}, .context = 1024};
     dialog.setLoadedModel(custom);
     setCombo(dialog, "gpu", QStringLiteral("a100-40gb"));
     QVERIFY(!dialog.errorText().isEmpty());
@@ -200,6 +222,53 @@ void TestKvCalculatorDialog::calc_and_perplexity_agree_on_bytes_per_token() {
         QCOMPARE(row["bytes_per_token"].toDouble(), byDtype[dtype]["bytes_per_token"].toDouble());
     }
     QCOMPARE(byDtype["int4-kivi"]["bytes_per_token"].toDouble(), 280.0);
+}
+
+// gemma3-27b, a calculator-only preset: its full and window kinds, and the
+// sequence kept whole, as `calc --preset gemma3-27b` gives them.
+void TestKvCalculatorDialog::window_groups_by_kind_as_the_cli_counts_them() {
+    KvCalculatorDialog dialog;
+    QVERIFY(dialog.selectPreset(QStringLiteral("gemma3-27b")));
+    QVERIFY(dialog.findChild<QComboBox*>(QStringLiteral("model"))->currentText().contains(QStringLiteral("calculator only")));
+    setSpin(dialog, "tokens", 131072);
+    setCombo(dialog, "gpu", QStringLiteral("h200-141gb"));
+    compareWithCli(dialog, {"--preset", "gemma3-27b", "--tokens", "131072", "--gpu", "h200-141gb"});
+    QCOMPARE(dialog.kindRows(), 2);
+    QCOMPARE(dialog.kindText(1, KindColumn::kKind), QStringLiteral("sliding window 1024, 52 layers"));
+    QCOMPARE(*dialog.cellValue(1, Column::kPerSequence), 11436687360.0); // test_cli_calc's hand computation
+    QVERIFY(*dialog.cellValue(1, Column::kSaved) > 6.0);
+    // A model without windows shows no kinds.
+    QVERIFY(dialog.selectPreset(QStringLiteral("llama-3-8b")));
+    QCOMPARE(dialog.kindRows(), 0);
+}
+
+void TestKvCalculatorDialog::swa_full_and_chunk_as_the_cli_options() {
+    KvCalculatorDialog dialog;
+    QVERIFY(dialog.selectPreset(QStringLiteral("gpt-oss-20b")));
+    setSpin(dialog, "tokens", 65536);
+    setSpin(dialog, "chunk", 2048);
+    compareWithCli(dialog, {"--preset", "gpt-oss-20b", "--tokens", "65536", "--chunk", "2048"});
+    auto* swaFull = dialog.findChild<QCheckBox*>(QStringLiteral("swaFull"));
+    QVERIFY(swaFull && swaFull->isEnabled());
+    swaFull->setChecked(true);
+    compareWithCli(dialog, {"--preset", "gpt-oss-20b", "--tokens", "65536", "--chunk", "2048", "--swa-full"});
+    QCOMPARE(*dialog.cellValue(1, Column::kPerSequence), *dialog.cellValue(1, Column::kWhole));
+    QVERIFY(dialog.selectPreset(QStringLiteral("llama-2-7b")));
+    QVERIFY(!swaFull->isEnabled()); // nothing to keep whole
+}
+
+void TestKvCalculatorDialog::latent_models_answer_in_float_dtypes() {
+    KvCalculatorDialog dialog;
+    QVERIFY(dialog.selectPreset(QStringLiteral("deepseek-v3")));
+    setSpin(dialog, "tokens", 32768);
+    QCOMPARE(dialog.result().answers.size(), std::size_t{3});
+    compareWithCli(dialog, {"--preset", "deepseek-v3", "--tokens", "32768"});
+    QCOMPARE(dialog.kindText(0, KindColumn::kKind), QStringLiteral("latent 512 + 64, 61 layers"));
+    QCOMPARE(*dialog.cellValue(1, Column::kPerToken), 61.0 * (512 + 64) * 2);
+    // int8 highlighted: a latent cache has none, the kinds show f16.
+    setCombo(dialog, "dtype", QStringLiteral("int8"));
+    QVERIFY(dialog.errorText().isEmpty());
+    QCOMPARE(*dialog.kindValue(0, KindColumn::kKindPerToken), 61.0 * (512 + 64) * 2);
 }
 
 QTEST_MAIN(TestKvCalculatorDialog)
