@@ -47,6 +47,10 @@ std::vector<std::string> server_cannot_tell(const RemoteSample& sample) {
                                  "so its layers and heads are unknown.");
         if (!sample.total.preemptions)
             unknown.emplace_back("No preemptions: llama.cpp does not preempt or count them.");
+        if (!sample.llama_kv_caches.empty())
+            unknown.emplace_back("No size of the sliding-window cache: llama.cpp sizes it by -ub and "
+                                 "--swa-full, which it does not report (nor the window: that comes from "
+                                 "the model file).");
         break;
     case ServerKind::Vllm:
         unknown.emplace_back("No block map: vLLM reports block usage as a fraction, and its KV events "

@@ -84,6 +84,21 @@ struct PrefixCacheGroupSample {
     bool operator==(const PrefixCacheGroupSample&) const = default;
 };
 
+// llama.cpp: one of the KV caches llama-server keeps. A model with
+// sliding-window layers gets two (src/llama-kv-cache-iswa.cpp): one for the
+// full-attention layers, as long as the context, and one for the window
+// layers of min(n_ctx, n_swa * (unified ? sequences : 1) + n_ubatch) cells
+// padded to 256, or the whole context with --swa-full. The server reports
+// neither cache (nor n_swa, -ub or --swa-full): the layers and the window
+// come from the model file /props names, when it is readable here.
+struct LlamaKvCache {
+    std::uint32_t window = 0;   // 0: the full-attention cache; else n_swa, tokens
+    std::uint32_t n_layers = 0;
+    std::optional<std::uint64_t> bytes_per_token; // its layers' K and V, in the given cache type
+
+    bool operator==(const LlamaKvCache&) const = default;
+};
+
 // vLLM: the prefix cache of one rank as its KV events describe it. Events
 // carry block hashes, never physical block ids: this is a set of cached
 // blocks chained by parent hash, not a block map. Figures count every
@@ -142,6 +157,9 @@ struct RemoteSample {
 
     ServerFigures total;              // the whole server (vLLM: summed over ranks)
     std::vector<SlotSample> slot_samples; // llama.cpp only ("slots" is a Qt macro)
+    // llama.cpp with a model file readable here that has window layers: its
+    // two caches, full attention first; empty otherwise.
+    std::vector<LlamaKvCache> llama_kv_caches;
     std::vector<RankSample> ranks;    // vLLM only, ascending rank
     // kvscope only: the server's own engine snapshot (/kv/stream), so every
     // dashboard works as for a local engine. Null for the other kinds.

@@ -31,6 +31,10 @@ Json to_json(const PrefixCacheGroupSample& g) {
             {"longest_chain", g.longest_chain}};
 }
 
+Json to_json(const LlamaKvCache& c) {
+    return {{"window", c.window}, {"n_layers", c.n_layers}, {"bytes_per_token", or_null(c.bytes_per_token)}};
+}
+
 Json to_json(const RankSample& rank) {
     return {{"rank", rank.rank},
             {"figures", to_json(rank.figures)},
@@ -96,6 +100,7 @@ Json to_json(const RemoteSample& s) {
             {"faults", s.faults},
             {"total", to_json(s.total)},
             {"slots", array_of(s.slot_samples)},
+            {"llama_kv_caches", array_of(s.llama_kv_caches)},
             {"ranks", array_of(s.ranks)},
             {"engine_step", s.engine ? Json(s.engine->step) : Json(nullptr)},
             {"cannot_tell", server_cannot_tell(s)}};

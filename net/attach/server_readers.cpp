@@ -15,6 +15,7 @@
 #include "engine/core/error.h"
 #include "engine/model/ggml_type.h"
 #include "engine/model/gguf_file.h"
+#include "engine/model/model_config.h"
 #include "engine/snapshot_json.h"
 
 namespace kvscope::attach {
@@ -254,6 +255,32 @@ std::optional<std::uint64_t> gguf_kv_bytes_per_token(const std::string& path, Gg
     }
 }
 
+// A model with window layers as llama-server caches it: the full-attention
+// layers in one cache, the window layers in another (one window per model:
+// llama.cpp's n_swa), each layer costing the file's bytes per token / its
+// layers. Empty for a model without windows, or of an architecture kvscope
+// does not read (its window layers are not known: llama.cpp sets the
+// pattern per architecture in src/llama-model.cpp).
+std::vector<LlamaKvCache> gguf_kv_caches(const std::string& path, std::optional<std::uint64_t> bytes_per_token) {
+    try {
+        const ModelConfig c = read_model_config(GgufFile(path));
+        if (!c.has_windows())
+            return {};
+        LlamaKvCache full{0, 0, std::nullopt}, window{0, 0, std::nullopt};
+        for (const std::uint32_t w : c.layer_windows()) {
+            LlamaKvCache& cache = w == 0 ? full : window;
+            ++cache.n_layers;
+            cache.window = w;
+        }
+        for (LlamaKvCache* cache : {&full, &window})
+            if (bytes_per_token && c.n_layers > 0)
+                cache->bytes_per_token = *bytes_per_token / c.n_layers * cache->n_layers;
+        return {full, window};
+    } catch (const Error&) {
+        return {};
+    }
+}
+
 // The tokens a slot's KV holds. Newer servers (ggml-org/llama.cpp
 // tools/server/server-context.cpp, server_slot::to_json) send
 // n_prompt_tokens = prompt.tokens.size(), the slot's cached tokens, which
@@ -310,6 +337,7 @@ struct LlamaCppReader::Impl {
     std::optional<std::string> model_path;
     std::optional<std::uint32_t> n_ctx_train;       // /v1/models meta, or the GGUF
     std::optional<std::uint64_t> bytes_per_token;
+    std::vector<LlamaKvCache> kv_caches;
     std::vector<SlotSample> slots;
     std::optional<double> processing, deferred;      // /metrics
     CounterWindow prompt_tokens, predicted_tokens;
@@ -321,11 +349,13 @@ struct LlamaCppReader::Impl {
 void LlamaCppReader::Impl::read_model_file(const std::string& path) {
     model_path = path;
     bytes_per_token.reset();
+    kv_caches.clear();
     std::error_code ec;
     if (path.empty() || !std::filesystem::is_regular_file(path, ec))
         return; // the server runs elsewhere: bytes stay unknown
     if (const auto type = llamacpp_cache_type(kv_dtype))
         bytes_per_token = gguf_kv_bytes_per_token(path, *type);
+    kv_caches = gguf_kv_caches(path, bytes_per_token);
 }
 
 // The server does not report whether its KV is unified. From its source
@@ -437,6 +467,7 @@ void LlamaCppReader::fill(RemoteSample& sample) const {
     const Impl& i = *impl_;
     sample.model = i.model;
     sample.slot_samples = i.slots;
+    sample.llama_kv_caches = i.kv_caches;
     ServerFigures& f = sample.total;
     f.kv_dtype = i.kv_dtype;
     f.kv_bytes_per_token = i.bytes_per_token;

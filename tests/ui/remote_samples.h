@@ -64,6 +64,8 @@ inline attach::RemoteSample vllmSample() {
     cache.lost = 1;
     cache.age_s = 0.3;
     cache.chain_lengths = {5, 3, 1};
+    // A hybrid model: the full-attention group and a 512-token window group.
+    cache.groups = {{0, "full_attention", std::nullopt, 5, 1, 5}, {1, "sliding_window", 512, 4, 2, 3}};
     s.ranks = {{0, rank, cache, "tcp://10.0.0.1:5557"}, {1, rank, std::nullopt, std::nullopt}};
     return s;
 }

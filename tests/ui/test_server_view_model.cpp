@@ -54,6 +54,21 @@ private slots:
                              "(90.2% reserved waste)"));
     }
 
+    // A model with window layers: llama.cpp's two caches, the full one at
+    // the slots' capacity (1,024 tokens), the window one by what it keeps
+    // (its size is not reported).
+    void llamaCppWindowModelShowsBothCaches() {
+        attach::RemoteSample s = test::llamaCppSample();
+        s.llama_kv_caches = {{0, 4, 8192}, {512, 22, 45056}};
+        const ServerView view = server_view(s);
+        QCOMPARE(value(view.figures, "Full-attention cache"),
+                 QStringLiteral("4 layers · 8.0 KiB per token · 8.0 MiB at 1,024 tokens"));
+        QCOMPARE(value(view.figures, "Sliding-window cache (512 tokens)"),
+                 QStringLiteral("22 layers · 44.0 KiB per token · keeps each sequence's last 512 tokens and one "
+                                "ubatch (-ub); size not reported"));
+        QVERIFY(!figure(server_view(test::llamaCppSample()).figures, "Full-attention cache")); // no windows
+    }
+
     void llamaCppFiguresInTokensAndBytes() {
         const ServerView view = server_view(test::llamaCppSample());
         QCOMPARE(value(view.figures, "KV tokens"), QStringLiteral("100 of 1,024"));
@@ -97,6 +112,10 @@ private slots:
         QCOMPARE(cache.chain_lengths, (std::vector<std::uint32_t>{5, 3, 1}));
         QCOMPARE(value(cache.figures, "Prefix chains"), QStringLiteral("3 (longest 5 blocks)"));
         QCOMPARE(value(cache.figures, "Batches"), QStringLiteral("7 received · 2 replayed · 1 lost"));
+        QCOMPARE(value(cache.figures, "Group 0 · full attention"),
+                 QStringLiteral("5 cached blocks · 1 chains (longest 5 blocks)"));
+        QCOMPARE(value(cache.figures, "Group 1 · sliding window 512"),
+                 QStringLiteral("4 cached blocks · 2 chains (longest 3 blocks)"));
         QCOMPARE(view.ranks[1].title, std::string("Rank 1"));
         QVERIFY(!view.ranks[1].prefix_cache);
         QVERIFY(view.ranks[1].note.find("no KV-events endpoint") != std::string::npos);

@@ -1,5 +1,6 @@
 #include "ui/server/server_view_model.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -188,6 +189,46 @@ std::string slot_summary(const std::vector<attach::SlotSample>& slots) {
                        percent(reserved ? static_cast<double>(unused) / static_cast<double>(reserved) : 0.0));
 }
 
+// llama.cpp's two caches of a model with window layers (remote_sample.h):
+// the full-attention one at the slots' capacity; the window one by what it
+// keeps, since its size depends on -ub and --swa-full, which the server
+// does not report.
+void add_llama_cache_rows(std::vector<FigureText>& rows, const attach::RemoteSample& s) {
+    const auto layers = [](std::uint32_t n) { return fmt::format("{} layer{}", n, n == 1 ? "" : "s"); };
+    const auto per_token = [](const std::optional<std::uint64_t>& bytes) {
+        return bytes ? fmt::format(" · {} per token", bytes_text(static_cast<double>(*bytes))) : std::string();
+    };
+    const auto capacity = tokens_capacity(s.total);
+    for (const attach::LlamaKvCache& c : s.llama_kv_caches) {
+        if (c.window == 0) {
+            std::string text = layers(c.n_layers) + per_token(c.bytes_per_token);
+            if (c.bytes_per_token && capacity)
+                text += fmt::format(" · {} at {} tokens", bytes_text(static_cast<double>(*capacity * *c.bytes_per_token)),
+                                    count(*capacity));
+            add(rows, "Full-attention cache", text);
+        } else {
+            add(rows, fmt::format("Sliding-window cache ({} tokens)", count(c.window)),
+                layers(c.n_layers) + per_token(c.bytes_per_token) +
+                    fmt::format(" · keeps each sequence's last {} tokens and one ubatch (-ub); size not reported",
+                                count(c.window)));
+        }
+    }
+}
+
+// "Group 1 · sliding window 512": a hybrid model's KV cache group, in the
+// words its events use (vLLM's kv_cache_spec_kind, underscores as spaces).
+std::string group_title(const attach::PrefixCacheGroupSample& g) {
+    std::string title = fmt::format("Group {}", g.group);
+    if (g.kind) {
+        std::string kind = *g.kind;
+        std::ranges::replace(kind, '_', ' ');
+        title += " · " + kind;
+        if (g.sliding_window)
+            title += fmt::format(" {}", *g.sliding_window);
+    }
+    return title;
+}
+
 PrefixCacheView prefix_cache_view(const attach::PrefixCacheSample& p) {
     PrefixCacheView view{p.chain_lengths, {}};
     add(view.figures, "Cached blocks", count(p.blocks));
@@ -200,6 +241,11 @@ PrefixCacheView prefix_cache_view(const attach::PrefixCacheSample& p) {
         add(view.figures, "Last batch", fmt::format("{:.1f} s ago", *p.age_s));
     else
         add(view.figures, "Last batch", "none yet");
+    if (p.groups.size() > 1)
+        for (const attach::PrefixCacheGroupSample& g : p.groups)
+            add(view.figures, group_title(g),
+                fmt::format("{} cached blocks · {} chains (longest {} blocks)", count(g.blocks), count(g.chains),
+                            g.longest_chain));
     return view;
 }
 
@@ -238,8 +284,10 @@ ServerView server_view(const RemoteSample& s) {
     view.figures = figure_rows(s.total, s.kind);
     for (const attach::SlotSample& slot : s.slot_samples)
         view.slot_rows.push_back(slot_row(slot));
-    if (s.kind == ServerKind::LlamaCpp)
+    if (s.kind == ServerKind::LlamaCpp) {
         view.slot_summary = slot_summary(s.slot_samples);
+        add_llama_cache_rows(view.figures, s);
+    }
     for (const attach::RankSample& rank : s.ranks)
         view.ranks.push_back(rank_view(rank));
     view.cannot_tell = attach::server_cannot_tell(s);

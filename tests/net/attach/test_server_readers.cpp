@@ -5,6 +5,7 @@
 // ranks, cache_config_info and histograms. Counter resets, malformed lines
 // and JSON; the last minute fed as explicit times.
 #include <QtTest>
+#include <QTemporaryDir>
 
 #include <algorithm>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "engine/kv/kv_cache_manager.h"
 #include "engine/model/gguf_file.h"
 #include "engine/model/model_config.h"
+#include "engine/model/synthetic_model.h"
 #include "engine/snapshot_json.h"
 #include "support/test_models.h"
 
@@ -395,6 +397,41 @@ private slots:
             QVERIFY(!sample.total.kv_bytes_per_token); // rows not made of whole q8_0 blocks
         QVERIFY(is_llama_cache_type("iq4_nl"));
         QVERIFY(!is_llama_cache_type("fp8"));
+    }
+
+    // A Gemma 3 shape cut to 6 layers (5 with a 64-token window, then a
+    // global one, llama.cpp's pattern): llama-server keeps two caches, and
+    // the reader finds them in the model file, each layer's bytes alike.
+    void llama_window_model_has_two_caches() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        ModelGeometry g = find_model_preset("gemma3-1b");
+        g.dim = 256;
+        g.n_layers = 6;
+        g.n_heads = 1;
+        g.n_kv_heads = 1;
+        g.ffn_dim = 64;
+        g.vocab = 512;
+        g.context = 1024;
+        g.sliding_window = 64;
+        const std::string path = dir.filePath("g3.gguf").toStdString();
+        write_synthetic_model(g, GgmlType::F16, 1, path);
+        LlamaCppReader reader("f16");
+        reader.read_props(llama_props(path));
+        RemoteSample sample;
+        sample.kind = ServerKind::LlamaCpp;
+        reader.fill(sample);
+        const std::uint64_t per_layer = 2ull * 256 * 2; // K and V rows of one 256-wide head, f16
+        QCOMPARE(sample.total.kv_bytes_per_token, std::optional<std::uint64_t>(6 * per_layer));
+        QCOMPARE(sample.llama_kv_caches,
+                 (std::vector<LlamaKvCache>{{0, 1, per_layer}, {64, 5, 5 * per_layer}}));
+        QVERIFY(has_fault(server_cannot_tell(sample), "sliding-window cache"));
+
+        LlamaCppReader elsewhere("f16"); // the file is not here: nothing is known of the caches
+        elsewhere.read_props(llama_props("/nonexistent/model.gguf"));
+        RemoteSample none;
+        elsewhere.fill(none);
+        QVERIFY(none.llama_kv_caches.empty());
     }
 
     // Bits per value from the one cache-type table, block scales included.
