@@ -1,13 +1,18 @@
 // 1,000 requests with random lengths, random aborts and some that can never
 // fit, through a pool small enough to preempt constantly, in both
 // preemption modes: every request ends with a finish reason, nothing
-// escapes step(), and afterwards every block is free.
+// escapes step(), and afterwards every block is free. On a dense model
+// (stories260K) and on a hybrid one (window and global layers: its window
+// groups free blocks as they leave the window).
 #include <QtTest>
+
+#include <QTemporaryDir>
 
 #include <random>
 #include <set>
 
 #include "engine_test_support.h"
+#include "support/tiny_hybrid_model.h"
 
 using namespace kvscope;
 using namespace kvscope::test;
@@ -21,15 +26,24 @@ private slots:
 
 void TestEngineSoak::thousand_requests_data() {
     QTest::addColumn<int>("preemption");
-    QTest::newRow("recompute") << int(PreemptionMode::Recompute);
-    QTest::newRow("swap") << int(PreemptionMode::Swap);
+    QTest::addColumn<bool>("hybrid");
+    QTest::newRow("recompute") << int(PreemptionMode::Recompute) << false;
+    QTest::newRow("swap") << int(PreemptionMode::Swap) << false;
+    QTest::newRow("hybrid, recompute") << int(PreemptionMode::Recompute) << true;
+    QTest::newRow("hybrid, swap") << int(PreemptionMode::Swap) << true;
 }
 
 void TestEngineSoak::thousand_requests() {
     QFETCH(int, preemption);
+    QFETCH(bool, hybrid);
     KVSCOPE_REQUIRE_MODEL(path, "stories260K-f32.gguf");
-    const auto model = std::make_shared<const Model>(path.toStdString());
-    EngineConfig c = small_config(24, 8); // 192 slots
+    QTemporaryDir dir;
+    const auto model = std::make_shared<const Model>(
+        hybrid ? write_tiny_hybrid_model(dir.filePath("hybrid.gguf").toStdString()) : path.toStdString());
+    // 192 slots; the hybrid model's six groups (one full, five of a
+    // 16-token window) get three times the blocks: a 60-token prompt with
+    // 40 new tokens needs 13 + 5 x 11 of them, a 180-token one never fits.
+    EngineConfig c = small_config(hybrid ? 72 : 24, 8);
     c.preemption = static_cast<PreemptionMode>(preemption);
     c.swap_blocks = 12;
     c.max_num_seqs = 16;
@@ -59,7 +73,7 @@ void TestEngineSoak::thousand_requests() {
             const bool never_fits = pick(0, 24) == 0; // more than the whole pool
             std::vector<TokenId> prompt(static_cast<std::size_t>(never_fits ? 180 : pick(1, 60)), 0);
             for (TokenId& t : prompt)
-                t = pick(3, 511);
+                t = pick(3, hybrid ? 299 : 511);
             if (never_fits)
                 p.max_new_tokens = 40;
             const Admission admitted = engine.add_request(prompt, p);
@@ -74,6 +88,8 @@ void TestEngineSoak::thousand_requests() {
         if (!live.empty() && pick(0, 29) == 0)
             engine.abort(live[static_cast<std::size_t>(pick(0, static_cast<int>(live.size()) - 1))]);
         engine.step(); // must not throw
+        if (round % 97 == 0)
+            engine.kv().check_invariants();
         QVERIFY(round < 200000);
     }
     QVERIFY(refused > 0);
