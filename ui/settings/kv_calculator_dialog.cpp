@@ -128,7 +128,7 @@ KvCalculatorDialog::KvCalculatorDialog(QWidget* parent)
     kinds_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     kinds_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
     kinds_->horizontalHeader()->setSectionResizeMode(kKind, QHeaderView::ResizeToContents);
-    kinds_->setMaximumHeight(110);
+    kinds_->setMaximumHeight(96);
 
     auto* form = new QFormLayout;
     form->addRow(tr("Model"), model_);
@@ -151,7 +151,7 @@ KvCalculatorDialog::KvCalculatorDialog(QWidget* parent)
     layout->addWidget(kinds_);
     layout->addWidget(table_, 1);
     layout->addWidget(close);
-    resize(820, 680);
+    resize(900, 800);
 
     connect(model_, &QComboBox::currentIndexChanged, this, &KvCalculatorDialog::modelChanged);
     for (QSpinBox* box : {tokens_, sequences_, blockSize_, chunk_})
