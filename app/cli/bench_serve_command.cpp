@@ -69,6 +69,7 @@ nlohmann::ordered_json decode_steps_json(const ServeRunResult& r) {
 
 nlohmann::ordered_json run_json(const ServeRunResult& r) {
     return {{"mode", std::string(to_string(r.config.allocation))},
+            {"swa_full", r.config.swa_full},
             {"kv_dtype", std::string(to_string(r.config.kv_dtype))},
             {"block_size", r.config.block_size},
             {"kv_blocks", r.kv_blocks},
@@ -156,6 +157,8 @@ void print_table(const std::vector<ServeRunResult>& runs) {
         return std::string(text);
     };
     row("", [](const ServeRunResult& r) { return std::string(to_string(r.config.allocation)); });
+    if (runs.front().config.swa_full != runs.back().config.swa_full)
+        row("window layers", [](const ServeRunResult& r) { return std::string(r.config.swa_full ? "whole" : "free"); });
     if (runs.front().config.kv_dtype != runs.back().config.kv_dtype)
         row("KV dtype", [](const ServeRunResult& r) { return std::string(to_string(r.config.kv_dtype)); });
     row("KV blocks", [&](const ServeRunResult& r) { return num(r.kv_blocks, "%.0f"); });
@@ -215,6 +218,7 @@ int run_bench_serve(Args& args) {
     const std::vector<KvDtype> dtypes = read_kv_dtypes(args);
     base.kv_dtype = dtypes.front();
     const std::string mode = args.value_or("--mode", "both");
+    const std::string swa = args.value_or("--swa", base.swa_full ? "full" : "window");
     const bool json = args.flag("--json");
     args.finish();
     std::vector<AllocationMode> modes;
@@ -224,16 +228,25 @@ int run_bench_serve(Args& args) {
         modes.push_back(AllocationMode::Contiguous);
     if (modes.empty())
         throw Error("--mode must be paged, contiguous or both");
+    std::vector<bool> swa_full;
+    if (swa == "window" || swa == "both")
+        swa_full.push_back(false);
+    if (swa == "full" || swa == "both")
+        swa_full.push_back(true);
+    if (swa_full.empty())
+        throw Error("--swa must be window, full or both");
 
     const std::vector<WorkloadRequest> workload = make_workload(spec);
     std::vector<ServeRunResult> runs;
     for (KvDtype d : dtypes)
-        for (AllocationMode m : modes) {
-            EngineConfig c = base;
-            c.kv_dtype = d;
-            c.allocation = m;
-            runs.push_back(run_workload(c, model, workload, spec.n));
-        }
+        for (AllocationMode m : modes)
+            for (bool whole : swa_full) {
+                EngineConfig c = base;
+                c.kv_dtype = d;
+                c.allocation = m;
+                c.swa_full = whole;
+                runs.push_back(run_workload(c, model, workload, spec.n));
+            }
     if (!temp.empty())
         std::filesystem::remove(temp);
 
@@ -248,11 +261,19 @@ int run_bench_serve(Args& args) {
                              {"runs", nlohmann::ordered_json::array()}};
     for (const ServeRunResult& r : runs)
         j["runs"].push_back(run_json(r));
-    if (modes.size() == 2) { // paged / contiguous, of the first (reference) dtype
-        const double throughput = ratio(runs[0].generation_tokens_per_s(), runs[1].generation_tokens_per_s());
-        const double concurrency = ratio(runs[0].mean_running, runs[1].mean_running);
+    if (modes.size() == 2) { // paged / contiguous, of the first (reference) dtype and window setting
+        const ServeRunResult& paged = runs[0];
+        const ServeRunResult& contiguous = runs[swa_full.size()];
+        const double throughput = ratio(paged.generation_tokens_per_s(), contiguous.generation_tokens_per_s());
+        const double concurrency = ratio(paged.mean_running, contiguous.mean_running);
         j["ratios"] = {{"throughput", throughput}, {"concurrency", concurrency}};
     }
+    if (swa_full.size() == 2) // freeing window blocks / keeping them (--swa-full), the first run of each
+        j["swa_ratios"] = {{"throughput", ratio(runs[0].generation_tokens_per_s(), runs[1].generation_tokens_per_s())},
+                           {"concurrency", ratio(runs[0].mean_running, runs[1].mean_running)},
+                           {"peak_running", ratio(static_cast<double>(runs[0].peak_running),
+                                                  static_cast<double>(runs[1].peak_running))},
+                           {"outputs_identical", runs[0].outputs_digest == runs[1].outputs_digest}};
     if (dtypes.size() > 1)
         j["kv_dtypes"] = dtype_comparison(runs, *model, spec);
     if (json) {
@@ -273,6 +294,11 @@ int run_bench_serve(Args& args) {
         std::printf("  paged / contiguous%s: throughput %.2fx, concurrency %.2fx\n",
                     dtypes.size() > 1 ? " (f16)" : "", j["ratios"]["throughput"].get<double>(),
                     j["ratios"]["concurrency"].get<double>());
+    if (j.contains("swa_ratios"))
+        std::printf("  window freeing / --swa-full: concurrency %.2fx (peak %.2fx), throughput %.2fx; outputs %s\n",
+                    j["swa_ratios"]["concurrency"].get<double>(), j["swa_ratios"]["peak_running"].get<double>(),
+                    j["swa_ratios"]["throughput"].get<double>(),
+                    j["swa_ratios"]["outputs_identical"].get<bool>() ? "identical" : "DIFFERENT");
     print_step_times(runs);
     if (j.contains("kv_dtypes"))
         print_dtype_comparison(j["kv_dtypes"], spec.max_total);

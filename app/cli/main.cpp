@@ -25,11 +25,12 @@ commands:
                reply streams out; without a known template: plain completion
                --model FILE [--system TEXT] [-n N] [--temp T] [--top-k K] [--top-p P]
                [--min-p P] [--repeat-penalty R] [--seed S] [--kv-dtype D]
-               [--block-size B] [--threads N] [--backend B]
+               [--block-size B] [--swa-full] [--threads N] [--backend B]
   generate     stream a completion of a prompt, through the paged KV cache
                --model FILE (--prompt TEXT | --prompt-ids 1,2,3) [-n N] [--temp T]
                [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S]
-               [--kv-dtype D] [--block-size B] [--threads N] [--backend B] [--ignore-eos] [--json]
+               [--kv-dtype D] [--block-size B] [--swa-full] [--threads N] [--backend B]
+               [--ignore-eos] [--json]
   info         a GGUF model's architecture, shape, tensor types and KV bytes
                FILE.gguf [--json]
   make-model   a GGUF with random weights of a real model's shape (meaningless text)
@@ -51,7 +52,7 @@ commands:
                [--max-waiting N] [--drain-seconds S] [--metrics-names kvscope|vllm]
                [--http-threads N] [--kv-dtype D] [--block-size B] [--kv-budget-mib M]
                [--max-seqs N] [--max-batched-tokens N] [--preemption swap|recompute]
-               [--threads N] [--backend B]
+               [--swa-full] [--threads N] [--backend B]
   top          a running server's KV cache and load, live: kvscope-cli serve, llama.cpp's
                llama-server or vLLM (docs/attaching.md); redrawn
                in place on a terminal, one block (or JSON line) per interval otherwise
@@ -72,7 +73,9 @@ commands:
                [--block-size B] [--lengths sharegpt|uniform|fixed] [--prompt-len N]
                [--output-len N] [--max-total N] [--oracle-lengths] [--rate R]
                [--shared-prefix K] [--n N] [--seed S] [--max-seqs N] [--max-batched-tokens N]
-               [--preemption swap|recompute] [--threads N] [--backend B] [--json]
+               [--preemption swap|recompute] [--swa window|full|both] [--threads N] [--backend B] [--json]
+               (--swa both: sliding-window layers freeing their old blocks, then kept whole as
+               llama.cpp's --swa-full, side by side, with whether the outputs are identical)
   bench attention  the attention kernel alone per KV dtype and context, paged
                (shuffled blocks, block table) and contiguous (same data, no table)
                [--context N[,N...]] [--kv-dtype D[,D...]] [--heads H] [--kv-heads K]
@@ -101,6 +104,8 @@ commands:
 
 LEVEL: trace, debug, info, warn, error, critical, off (default info)
 B (backend): auto (CUDA when built with it and a GPU answers, else CPU), cpu, cuda
+--swa-full: sliding-window layers (Gemma 2/3) keep the whole context instead of freeing
+  the blocks their window has left (llama.cpp's --swa-full); outputs are the same either way
 D (KV dtype): f32, f16, bf16, fp8-e4m3, int8, int4, int4-kivi, int2-kivi (every command
   that runs the model runs all of them)
 )";

@@ -35,6 +35,7 @@ GenerateSettings read_generate_settings(Args& args, std::uint32_t default_new_to
     s.request.sampling = read_sampling(args);
     s.engine.kv_dtype = parse_kv_dtype(args.value_or("--kv-dtype", "f16"));
     s.engine.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
+    s.engine.swa_full = args.flag("--swa-full");
     s.engine.backend = read_backend(args);
     s.engine.threads = read_threads(args);
     return s;
@@ -43,6 +44,7 @@ GenerateSettings read_generate_settings(Args& args, std::uint32_t default_new_to
 void read_serving_options(Args& args, EngineConfig& config, double default_budget_mib) {
     config.kv_budget_mib = args.number_or("--kv-budget-mib", default_budget_mib, 0.001, 1 << 20);
     config.block_size = static_cast<std::uint32_t>(args.int_or("--block-size", 16, 1, 1024));
+    config.swa_full = args.flag("--swa-full");
     config.threads = read_threads(args);
     config.backend = read_backend(args);
     config.max_num_seqs = static_cast<std::uint32_t>(args.int_or("--max-seqs", 256, 1, 1 << 20));

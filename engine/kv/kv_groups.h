@@ -29,6 +29,8 @@ namespace kvscope {
 struct KvGroup {
     std::uint32_t window = 0;           // 0: full attention; else keys less than `window` positions back
     std::vector<std::uint32_t> layers;  // model layers, ascending, at most layers_per_block()
+
+    bool operator==(const KvGroup&) const = default;
 };
 
 // One kind of layer and the groups that hold it: what a block map draws as

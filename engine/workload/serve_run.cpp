@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <utility>
 
 #include "engine/workload/workload_feeder.h"
 
@@ -38,6 +40,22 @@ void add_step_time(ServeRunResult& r, const StepBatch& batch, double seconds) {
     t->seconds += seconds;
 }
 
+// FNV-1a over (request, sample, tokens) in request order.
+std::uint64_t digest(const std::map<std::pair<RequestId, std::uint32_t>, std::vector<TokenId>>& outputs) {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    auto mix = [&](std::uint64_t v) {
+        for (int i = 0; i < 8; ++i, v >>= 8)
+            h = (h ^ (v & 0xff)) * 0x100000001b3ull;
+    };
+    for (const auto& [key, tokens] : outputs) {
+        mix(key.first);
+        mix(key.second);
+        for (TokenId t : tokens)
+            mix(static_cast<std::uint32_t>(t));
+    }
+    return h;
+}
+
 } // namespace
 
 ServeRunResult run_workload(const EngineConfig& config, std::shared_ptr<const Model> model,
@@ -48,7 +66,12 @@ ServeRunResult run_workload(const EngineConfig& config, std::shared_ptr<const Mo
     r.requests = static_cast<std::uint32_t>(workload.size());
     r.kv_blocks = engine.kv().config().num_blocks;
     WorkloadFeeder feeder(engine, workload, n);
-    engine.set_output_callback([&](const RequestOutput& o) { feeder.on_output(o); });
+    std::map<std::pair<RequestId, std::uint32_t>, std::vector<TokenId>> outputs;
+    engine.set_output_callback([&](const RequestOutput& o) {
+        auto& tokens = outputs[{o.request, o.index}];
+        tokens.insert(tokens.end(), o.tokens.begin(), o.tokens.end());
+        feeder.on_output(o);
+    });
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
@@ -76,6 +99,7 @@ ServeRunResult run_workload(const EngineConfig& config, std::shared_ptr<const Mo
     r.internal_waste = avg.mean(avg.internal);
     r.reserved_waste = avg.mean(avg.reserved);
     r.external_fragmentation = avg.mean(avg.external);
+    r.outputs_digest = digest(outputs);
     return r;
 }
 

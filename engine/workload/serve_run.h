@@ -40,6 +40,9 @@ struct ServeRunResult {
     // recomputed) tokens. Together they are the run's stepping time.
     std::vector<StepTime> decode_steps;
     StepTime prefill_steps;
+    // A hash of every sample's tokens, by request and sample: equal for two
+    // runs that generated the same text for the same workload.
+    std::uint64_t outputs_digest = 0;
 
     double generation_tokens_per_s() const { return seconds > 0 ? static_cast<double>(generated_tokens) / seconds : 0; }
     double total_tokens_per_s() const {
