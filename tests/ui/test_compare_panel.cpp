@@ -6,6 +6,7 @@
 #include <QStandardPaths>
 
 #include "ui/compare/compare_panel.h"
+#include "ui/settings/engine_settings_panel.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;
@@ -13,6 +14,27 @@ using namespace kvscope::ui;
 namespace {
 
 const QString kNoData = QStringLiteral("\u2014");
+
+// Gemma-like layers (two full attention, four of a window of 8, two per
+// block: groups 0 full, 1 and 2 the window's), their blocks in use.
+std::shared_ptr<const EngineSnapshot> hybridSnapshot(bool keepWhole, std::uint16_t windowBlocks) {
+    const std::uint32_t windows[] = {0, 8, 8, 0, 8, 8};
+    auto pool = std::make_shared<PoolSnapshot>(
+        PoolSnapshot{.layout = KvLayout({6, 1, 8}, KvDtype::F16, 4, KvGroups::from_windows(windows, keepWhole)),
+                     .blocks = {},
+                     .owners = {},
+                     .sequences = {},
+                     .fragmentation = {}});
+    pool->blocks.push_back({.state = BlockState::Used, .fill = 4, .ref_count = 1, .group = 0});
+    for (std::uint16_t b = 0; b < windowBlocks; ++b)
+        pool->blocks.push_back(
+            {.state = BlockState::Used, .fill = 4, .ref_count = 1, .group = static_cast<std::uint16_t>(1 + b % 2)});
+    pool->blocks.push_back({});
+    pool->fragmentation = compute_fragmentation(pool->blocks, 4, AllocationMode::Paged, 0);
+    auto s = std::make_shared<EngineSnapshot>();
+    s->pool = pool;
+    return s;
+}
 
 } // namespace
 
@@ -39,6 +61,39 @@ private slots:
         QCOMPARE(panel.cell(ComparePanel::Running, 1), kNoData); // no B
         QCOMPARE(panel.cell(ComparePanel::Running, 2), kNoData);
         QCOMPARE(panel.settingCell(ComparePanel::BlockSize, 0), QStringLiteral("16"));
+        QCOMPARE(panel.cell(ComparePanel::BlocksHeld, 0), QStringLiteral("0"));
+        // One group: no per-kind rows, no window setting, and B starts as the classic contiguous comparison.
+        QVERIFY(panel.kindRows().isEmpty());
+        QCOMPARE(panel.settingCell(ComparePanel::WindowLayers, 0), kNoData);
+        auto* formB = panel.findChild<EngineSettingsPanel*>(QStringLiteral("compareSettings"));
+        QCOMPARE(formB->config().allocation, AllocationMode::Contiguous);
+        QVERIFY(!formB->config().swa_full);
+    }
+
+    void windowModelsCompareBlocksPerKind() {
+        ComparePanel panel;
+        panel.show();
+        panel.showSnapshotA(hybridSnapshot(false, 4), {});
+        QCOMPARE(panel.kindRows(),
+                 (QStringList{QStringLiteral("full attention, 2 layers"), QStringLiteral("sliding window 8, 4 layers")}));
+        QCOMPARE(panel.kindCell(0, 0), QStringLiteral("1"));
+        QCOMPARE(panel.kindCell(1, 0), QStringLiteral("4"));
+        QCOMPARE(panel.kindCell(1, 1), kNoData); // no B yet
+        QCOMPARE(panel.cell(ComparePanel::BlocksHeld, 0), QStringLiteral("5"));
+        QCOMPARE(panel.settingCell(ComparePanel::WindowLayers, 0), QStringLiteral("free"));
+        // B's untouched form becomes A's settings with the window layers kept whole.
+        auto* formB = panel.findChild<EngineSettingsPanel*>(QStringLiteral("compareSettings"));
+        QVERIFY(formB->config().swa_full);
+        QCOMPARE(formB->config().allocation, AllocationMode::Paged);
+        // A form the user changed stays as they left it.
+        EngineConfig mine = formB->config();
+        mine.swa_full = false;
+        mine.block_size = 32;
+        formB->setConfig(mine);
+        panel.showSnapshotA(hybridSnapshot(false, 6), {});
+        QCOMPARE(formB->config().block_size, std::uint32_t{32});
+        QVERIFY(!formB->config().swa_full);
+        QCOMPARE(panel.kindCell(1, 0), QStringLiteral("6"));
     }
 };
 

@@ -3,6 +3,7 @@
 // in words, Apply saying what it rebuilt, settings kept between runs.
 #include <QtTest>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
@@ -25,6 +26,8 @@ namespace {
 
 const ModelShape kStories{QStringLiteral("stories260K"), {5, 4, 8}, 512};
 const ModelShape kLlama7b{QStringLiteral("llama-2-7b"), {32, 32, 128}, 4096};
+// Two full-attention layers and four of a window of 8: a block holds two layers.
+const ModelShape kWindowed{QStringLiteral("windowed"), {6, 1, 8}, 512, {0, 8, 8, 0, 8, 8}};
 
 } // namespace
 
@@ -74,7 +77,40 @@ private slots:
             QVERIFY2(!label->text().contains(QLatin1Char('_')), qPrintable(label->text()));
             QVERIFY2(!label->toolTip().isEmpty(), qPrintable(label->text()));
         }
-        QCOMPARE(labelled, 11);
+        QCOMPARE(labelled, 12);
+    }
+
+    void swa_full_is_a_checkbox_round_trip() {
+        EngineSettingsPanel panel;
+        EngineConfig c = EngineController::defaultConfig();
+        QVERIFY(!c.swa_full);
+        panel.setConfig(c);
+        auto* box = panel.findChild<QCheckBox*>(QStringLiteral("swaFull"));
+        QVERIFY(box);
+        QVERIFY(!box->isChecked());
+        QVERIFY(box->toolTip().contains(QStringLiteral("swa_full in config files")));
+        box->setChecked(true);
+        QVERIFY(panel.config().swa_full);
+        c.swa_full = true;
+        panel.setConfig(c);
+        QVERIFY(box->isChecked());
+        const QStringList changes = configChanges(EngineController::defaultConfig(), c);
+        QCOMPARE(changes, QStringList{QStringLiteral("Keep whole context in window layers (--swa-full) off \u2192 on")});
+    }
+
+    // A block holds one KV cache group's layers: 2 of the 6 here, so a MiB
+    // holds 1 MiB / (2 layers x K,V x 8 values x 2 bytes x 16 tokens) = 1,024
+    // blocks, not the 341 blocks of all six layers.
+    void windowed_models_blocks_hold_one_groups_layers() {
+        EngineConfig c = EngineController::defaultConfig();
+        c.kv_budget_mib = 1;
+        c.block_size = 16;
+        c.kv_dtype = KvDtype::F16;
+        QCOMPARE(planPool(c, kWindowed).blocks, 1024u);
+        const ModelShape dense{QStringLiteral("dense"), {6, 1, 8}, 512};
+        QCOMPARE(planPool(c, dense).blocks, 341u);
+        c.swa_full = true; // the same blocks, kept longer
+        QCOMPARE(planPool(c, kWindowed).blocks, 1024u);
     }
 
     void apply_says_what_it_rebuilt() {

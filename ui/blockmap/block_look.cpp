@@ -43,6 +43,20 @@ void CellPainter::paint(const QRect& cell, const CellLook& look) {
     case BlockState::Reserved: paint_reserved(clipped, shades(look.owner)); break;
     case BlockState::CachedFree: paint_cached_free(clipped, look.owner); break;
     }
+    if (look.window_mark > 0.0)
+        blend(clipped, block_colors::kLeftWindow, std::min(look.window_mark, 1.0));
+}
+
+// Over the look already painted, so the state (the cached dot) still shows
+// through a fading mark.
+void CellPainter::blend(const QRect& rect, QRgb toward, double strength) {
+    constexpr double kStrongest = 80; // percent: the state underneath still shows
+    const int percent = static_cast<int>(strength * kStrongest + 0.5);
+    for (int y = rect.top(); y <= rect.bottom(); ++y) {
+        QRgb* line = row(y);
+        for (int x = rect.left(); x <= rect.right(); ++x)
+            line[x] = mix(line[x], toward, percent);
+    }
 }
 
 // Used and Shared: owner colour below the fill line, tint above; Shared adds

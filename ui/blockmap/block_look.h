@@ -19,6 +19,10 @@ namespace kvscope::ui {
 //   CachedFree  mid grey with a white dot (content kept until evicted); a
 //               block a chat left in the prefix cache is a muted version of
 //               the chat's colour, with the same dot
+//   freed by the window (a Free or CachedFree block a sliding window just
+//               let go of): its look blended toward a bright sky blue, no
+//               sequence's colour, up to 80% by the mark's strength (1 just
+//               freed, fading to 0; window_fade.h)
 // Cells under 4-5 px drop the outline and the dot but keep distinct colours.
 // These are data colours, the same on light and dark palettes; what lies
 // around the cells (background, text, hover outline) follows the palette.
@@ -26,6 +30,7 @@ namespace block_colors {
 inline constexpr QRgb kFree = 0xFFE3E6EB;
 inline constexpr QRgb kCachedFree = 0xFF8E959E;
 inline constexpr QRgb kCachedMark = 0xFFFFFFFF;
+inline constexpr QRgb kLeftWindow = 0xFF12C8FF;
 
 QRgb empty_slots(QRgb owner);   // Used/Shared above the fill line
 QRgb shared_hatch(QRgb owner);  // Shared's diagonal lines
@@ -39,6 +44,7 @@ struct CellLook {
     // left it in the cache (0: plain cached grey). Unused for Free.
     QRgb owner = 0;
     double fill = 0.0; // filled slots / block size, 0..1
+    double window_mark = 0.0; // freed by the window: 0 none .. 1 just freed
 };
 
 // Paints cells by writing a 32-bit image's pixels directly: one QPainter
@@ -59,6 +65,7 @@ private:
     void paint_reserved(const QRect& cell, const Shades& s);
     void paint_cached_free(const QRect& cell, QRgb from);
     void fill_rect(const QRect& rect, QRgb color);
+    void blend(const QRect& rect, QRgb toward, double strength);
     QRgb* row(int y) { return pixels_ + y * stride_; }
 
     QRgb* pixels_;

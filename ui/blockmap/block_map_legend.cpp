@@ -15,6 +15,7 @@ constexpr int kTextGap = 4;   // swatch to its name
 constexpr int kEntryGap = 16; // between entries on a row
 constexpr int kRowGap = 4;
 constexpr QRgb kSampleOwner = 0xFF4E79A7; // the first sequence colour, Chat 1's
+constexpr double kSampleMark = 0.8;        // a window mark a moment after the block was freed
 
 QImage swatch(const CellLook& look, QColor background) {
     QImage image(kSwatch, kSwatch, QImage::Format_RGB32);
@@ -44,6 +45,22 @@ BlockMapLegend::BlockMapLegend(QWidget* parent)
     QSizePolicy policy(QSizePolicy::Preferred, QSizePolicy::Preferred);
     policy.setHeightForWidth(true);
     setSizePolicy(policy);
+}
+
+void BlockMapLegend::setShowsWindow(bool shows) {
+    if (shows == showsWindow_)
+        return;
+    showsWindow_ = shows;
+    if (shows)
+        entries_.push_back({{BlockState::CachedFree, 0, 1.0, kSampleMark}, tr("Freed by the window"),
+                            tr("A sliding-window group let it go: every token in it is further back than the "
+                               "window. Marked for a moment after it was freed; a full block stays in the prefix "
+                               "cache. Hover a block to see its group and window")});
+    else
+        entries_.pop_back();
+    updateGeometry();
+    setMinimumHeight(heightForWidth(width()));
+    update();
 }
 
 int BlockMapLegend::entryWidth(const Entry& entry) const {

@@ -18,6 +18,9 @@ class BlockMapLegend : public QWidget {
 public:
     explicit BlockMapLegend(QWidget* parent = nullptr);
 
+    // The "freed by the window" entry, for a pool whose sliding-window
+    // groups free what leaves the window; off (the default) for the rest.
+    void setShowsWindow(bool shows);
     int entryCount() const { return static_cast<int>(entries_.size()); }
     QString entryText(int index) const { return entries_.at(index).text; }
     // Where the entry (swatch and name) sits at the legend's current width.
@@ -44,6 +47,7 @@ private:
     std::vector<QRect> layoutAt(int width) const;
 
     std::vector<Entry> entries_;
+    bool showsWindow_ = false;
 };
 
 } // namespace kvscope::ui

@@ -18,6 +18,8 @@ namespace {
 
 constexpr int kHintPitch = 28;
 constexpr int kHintColumns = 16;
+constexpr int kFadeFrameMs = 40; // 25 repaints a second while a window mark fades
+constexpr int kTitlePadding = 4;  // a lane title's line: the text and this much below it
 
 QString stateLine(BlockState state) {
     switch (state) {
@@ -27,6 +29,10 @@ QString stateLine(BlockState state) {
     case BlockState::Shared: return QStringLiteral("Shared: held by more than one sequence");
     default: return block_state_name(state);
     }
+}
+
+QString counted(std::size_t n, const char* one, const char* many) {
+    return QStringLiteral("%1 %2").arg(n).arg(QString::fromLatin1(n == 1 ? one : many));
 }
 
 // The colour of each block's CellLook: its first owner's, or for a cached
@@ -74,6 +80,8 @@ BlockMapWidget::BlockMapWidget(QWidget* parent) : QWidget(parent) {
     setMouseTracking(true);
     setAttribute(Qt::WA_OpaquePaintEvent); // the cell image covers every pixel
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
+    fadeTimer_.setInterval(kFadeFrameMs);
+    connect(&fadeTimer_, &QTimer::timeout, this, &BlockMapWidget::fadeTick);
 }
 
 void BlockMapWidget::setSnapshot(std::shared_ptr<const PoolSnapshot> snapshot) {
@@ -81,6 +89,15 @@ void BlockMapWidget::setSnapshot(std::shared_ptr<const PoolSnapshot> snapshot) {
     snapshot_ = std::move(snapshot);
     if (hovered_ && *hovered_ >= blockCount())
         hovered_.reset();
+    lanes_ = snapshot_ ? blockLanes(*snapshot_) : std::vector<BlockLane>();
+    order_.clear();
+    slots_.assign(lanes_.empty() ? 0 : blockCount(), 0);
+    for (const BlockLane& lane : lanes_)
+        for (BlockId b : lane.blocks) {
+            slots_[b] = order_.size();
+            order_.push_back(b);
+        }
+    cellsSize_ = QSize(); // the lanes' sizes may have changed
     invalidate();
     // The size hint follows the pool size; asking for a new layout at every
     // snapshot would lay out the whole window ~30 times a second.
@@ -93,22 +110,93 @@ void BlockMapWidget::setSequencePalette(SequencePalette palette) {
     invalidate();
 }
 
+void BlockMapWidget::setWindowFade(WindowFade fade, double atS, bool advancing) {
+    fade_ = std::move(fade);
+    fadeAtS_ = atS;
+    fadeAdvancing_ = advancing;
+    fadeClock_.start();
+    if (advancing && fade_.fading(atS))
+        fadeTimer_.start();
+    else
+        fadeTimer_.stop();
+    invalidate();
+}
+
+double BlockMapWidget::fadeNow() const {
+    return fadeAtS_ + (fadeAdvancing_ ? static_cast<double>(fadeClock_.elapsed()) / 1000.0 : 0.0);
+}
+
+void BlockMapWidget::fadeTick() {
+    if (!fade_.fading(fadeNow()))
+        fadeTimer_.stop(); // this last repaint clears the marks
+    invalidate();
+}
+
+double BlockMapWidget::windowMark(BlockId block) const { return fade_.strength(block, fadeNow()); }
+
 const BlockMapLayout& BlockMapWidget::cells() const {
     if (cellsSize_ != size() || cells_.blocks != blockCount()) {
-        cells_ = BlockMapLayout::fit(size(), blockCount());
+        if (lanes_.empty()) {
+            cells_ = BlockMapLayout::fit(size(), blockCount());
+        } else {
+            std::vector<std::size_t> sizes;
+            for (const BlockLane& lane : lanes_)
+                sizes.push_back(lane.blocks.size());
+            cells_ = BlockMapLayout::fit(size(), sizes, fontMetrics().height() + kTitlePadding);
+        }
         cellsSize_ = size();
     }
     return cells_;
 }
 
 std::optional<BlockId> BlockMapWidget::blockAt(QPoint point) const {
-    const auto block = cells().blockAt(point);
-    if (!block)
+    const auto slot = cells().blockAt(point);
+    if (!slot)
         return std::nullopt;
-    return static_cast<BlockId>(*block);
+    return lanes_.empty() ? static_cast<BlockId>(*slot) : order_[*slot];
 }
 
-QRect BlockMapWidget::blockRect(BlockId block) const { return cells().cellRect(block); }
+QRect BlockMapWidget::blockRect(BlockId block) const {
+    if (block >= blockCount())
+        return {};
+    return cells().cellRect(lanes_.empty() ? block : slots_[block]);
+}
+
+QString BlockMapWidget::laneTitle(std::size_t lane) const {
+    if (lane >= lanes_.size())
+        return {};
+    const BlockLane& l = lanes_[lane];
+    if (l.free_pool)
+        return tr("Free pool, shared by every group \u00b7 %1").arg(counted(l.blocks.size(), "block", "blocks"));
+    QString title = QString::fromStdString(l.kind.title());
+    if (l.kind.window > 0 && snapshot_->layout.groups().keeps_whole())
+        title += tr(" (kept whole: --swa-full)");
+    title += QStringLiteral(" \u00b7 ") + counted(l.kind.groups.size(), "group", "groups");
+    title += tr(" \u00b7 %1 used, %2 cached").arg(l.figures.used_blocks).arg(l.figures.cached_free_blocks);
+    if (l.left_window > 0)
+        title += tr(" \u00b7 %1 freed by the window").arg(l.left_window);
+    return title;
+}
+
+// "Group 3 of 13 · sliding window 512 · freed by the window": which table
+// took the block last, for a pool with lanes.
+QString BlockMapWidget::groupLine(const BlockInfo& info) const {
+    const KvGroups& groups = snapshot_->layout.groups();
+    if (info.state == BlockState::Free && !info.left_window)
+        return tr("Free pool: any group may take it");
+    if (info.group >= groups.size())
+        return {};
+    const std::uint32_t window = groups[info.group].window;
+    QString line = tr("Group %1 of %2 \u00b7 %3")
+                       .arg(info.group + 1)
+                       .arg(groups.size())
+                       .arg(window == 0 ? tr("full attention") : tr("sliding window %1").arg(window));
+    if (window > 0 && groups.keeps_whole())
+        line += tr(" (kept whole)");
+    if (info.left_window)
+        line += tr(" \u00b7 freed by the window");
+    return line;
+}
 
 QString BlockMapWidget::toolTipFor(BlockId block) const {
     if (block >= blockCount())
@@ -127,6 +215,9 @@ QString BlockMapWidget::toolTipFor(BlockId block) const {
     if (!owners.isEmpty())
         lines << (owners.size() == 1 ? QStringLiteral("Owner: ") : QStringLiteral("Owners: ")) +
                      owners.join(QStringLiteral(", "));
+    if (!lanes_.empty())
+        if (const QString group = groupLine(info); !group.isEmpty())
+            lines << group;
     lines << QStringLiteral("Ref count: %1").arg(info.ref_count);
     lines << QStringLiteral("Fill: %1 / %2 slots").arg(info.fill).arg(snapshot_->layout.block_size());
     lines << QStringLiteral("KV dtype: %1 · %2 bytes per block")
@@ -161,6 +252,7 @@ void BlockMapWidget::paintEvent(QPaintEvent*) {
         renderCells();
     QPainter painter(this);
     painter.drawImage(0, 0, image_);
+    paintLaneTitles(painter);
     if (hovered_) {
         painter.setPen(QPen(palette().color(QPalette::Text), 1));
         painter.drawRect(blockRect(*hovered_).adjusted(-1, -1, 0, 0));
@@ -195,10 +287,27 @@ void BlockMapWidget::renderCells() {
     const double blockSize = snapshot_->layout.block_size();
     CellColors colors(*snapshot_, palette_);
     CellPainter cellPainter(image_);
-    cells().forEachCell([&](std::size_t b, const QRect& rect) {
+    const double now = fadeNow();
+    cells().forEachCell([&](std::size_t slot, const QRect& rect) {
+        const BlockId b = lanes_.empty() ? static_cast<BlockId>(slot) : order_[slot];
         const BlockInfo& info = snapshot_->blocks[b];
-        cellPainter.paint(rect, {info.state, colors.of(info), info.fill / blockSize});
+        cellPainter.paint(rect, {info.state, colors.of(info), info.fill / blockSize,
+                                 info.left_window ? fade_.strength(b, now) : 0.0});
     });
+}
+
+void BlockMapWidget::paintLaneTitles(QPainter& painter) {
+    if (lanes_.empty())
+        return;
+    painter.setPen(palette().color(QPalette::Text));
+    const BlockMapLayout& grid = cells();
+    for (std::size_t i = 0; i < lanes_.size(); ++i) {
+        const QRect title = grid.titleRect(i).adjusted(0, 0, 0, -kTitlePadding);
+        if (title.top() < height())
+            painter.drawText(title.adjusted(0, 0, std::max(0, width() - title.right()), 0),
+                             Qt::AlignLeft | Qt::AlignVCenter | Qt::TextSingleLine,
+                             fontMetrics().elidedText(laneTitle(i), Qt::ElideRight, width() - title.left()));
+    }
 }
 
 void BlockMapWidget::setHovered(std::optional<BlockId> block) {

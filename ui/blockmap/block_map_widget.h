@@ -3,13 +3,17 @@
 #include <memory>
 #include <optional>
 
+#include <QElapsedTimer>
 #include <QImage>
+#include <QTimer>
 #include <QWidget>
 
 #include "engine/kv/kv_ids.h"
 #include "engine/kv/pool_snapshot.h"
+#include "ui/blockmap/block_lanes.h"
 #include "ui/blockmap/block_map_layout.h"
 #include "ui/blockmap/sequence_palette.h"
+#include "ui/blockmap/window_fade.h"
 
 namespace kvscope::ui {
 
@@ -17,8 +21,15 @@ namespace kvscope::ui {
 // look of each state) and explains a block in a tooltip on hover. It shows
 // only what it was given: no engine access, no state beyond the snapshot.
 //
+// A pool with KV cache groups (a model with sliding-window layers) is drawn
+// in lanes (block_lanes.h): one per kind of attention layer, titled with
+// the kind and its figures, then the free pool. Blocks a sliding window let
+// go of are marked (block_look.h) for WindowFade::kSeconds after they were
+// freed. A pool of one group is the plain grid, as it always was.
+//
 // Cells are rendered into an image by writing pixels, once per snapshot or
-// size change, so even 65,536 blocks repaint in a few milliseconds.
+// size change (and while a window mark fades), so even 65,536 blocks
+// repaint in a few milliseconds.
 class BlockMapWidget : public QWidget {
     Q_OBJECT
 public:
@@ -26,7 +37,17 @@ public:
 
     void setSnapshot(std::shared_ptr<const PoolSnapshot> snapshot);
     void setSequencePalette(SequencePalette palette);
+    // Which blocks the window freed when, seen at `atS` on the snapshots'
+    // clock. advancing: the picture is live, so the marks keep fading as
+    // wall time passes after `atS` (until a newer fade comes); else it
+    // stays as at `atS` (a replayed step).
+    void setWindowFade(WindowFade fade, double atS, bool advancing);
     const std::shared_ptr<const PoolSnapshot>& snapshot() const { return snapshot_; }
+    const std::vector<BlockLane>& lanes() const { return lanes_; } // empty: the plain grid
+    QString laneTitle(std::size_t lane) const;
+    QRect laneTitleRect(std::size_t lane) const { return cells().titleRect(lane); }
+    // How strongly block's window mark shows now (0..1).
+    double windowMark(BlockId block) const;
 
     std::optional<BlockId> blockAt(QPoint point) const;
     QRect blockRect(BlockId block) const;
@@ -49,9 +70,21 @@ private:
     void renderCells();
     void setHovered(std::optional<BlockId> block);
     void paintNotes(QPainter& painter);
+    void paintLaneTitles(QPainter& painter);
+    double fadeNow() const;
+    void fadeTick();
+    QString groupLine(const BlockInfo& info) const;
 
     std::shared_ptr<const PoolSnapshot> snapshot_;
     SequencePalette palette_;
+    std::vector<BlockLane> lanes_;
+    std::vector<BlockId> order_;     // slot -> block: the lanes' blocks one lane after another
+    std::vector<std::size_t> slots_; // block -> slot
+    WindowFade fade_;
+    double fadeAtS_ = 0;
+    bool fadeAdvancing_ = false;
+    QElapsedTimer fadeClock_; // wall time since fadeAtS_, while advancing
+    QTimer fadeTimer_;        // repaints while a mark fades, live
     mutable BlockMapLayout cells_; // for cellsSize_, recomputed on demand: hit tests may come before any paint
     mutable QSize cellsSize_;
     QImage image_;     // the rendered cells, valid while !dirty_

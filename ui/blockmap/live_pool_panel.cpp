@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <QLabel>
+#include <QStringList>
 #include <QVBoxLayout>
 
 #include "ui/blockmap/block_map_legend.h"
@@ -14,6 +15,32 @@ namespace kvscope::ui {
 namespace {
 
 QString percent(double fraction) { return QStringLiteral("%1%").arg(fraction * 100, 0, 'f', 1); }
+
+QString counted(std::size_t n, const char* one, const char* many) {
+    return QStringLiteral("%1 %2").arg(n).arg(QString::fromLatin1(n == 1 ? one : many));
+}
+
+// One line per kind of layer: its blocks, the waste in them, its cached
+// blocks and those its window freed (the engine's definitions over the
+// lane's blocks: block_lanes.h).
+QString describeLanes(const std::vector<BlockLane>& lanes) {
+    QStringList lines;
+    for (const BlockLane& lane : lanes) {
+        if (lane.free_pool)
+            continue;
+        const FragmentationStats& f = lane.figures;
+        const double laneSlots = static_cast<double>(std::max<std::size_t>(f.used_blocks * f.block_size, 1));
+        QString line = QObject::tr("%1: %2 used (internal waste %3 of their slots, reserved %4) \u00b7 %5 cached")
+                           .arg(QString::fromStdString(lane.kind.title()), counted(f.used_blocks, "block", "blocks"),
+                                percent(static_cast<double>(f.internal_waste_slots) / laneSlots),
+                                percent(static_cast<double>(f.reserved_waste_slots) / laneSlots))
+                           .arg(f.cached_free_blocks);
+        if (lane.kind.window > 0)
+            line += QObject::tr(" \u00b7 %1 freed by the window, not taken since").arg(lane.left_window);
+        lines << line;
+    }
+    return lines.join(QLatin1Char('\n'));
+}
 
 QString describe(const EngineSnapshot& s) {
     const FragmentationStats& f = s.pool->fragmentation;
@@ -58,6 +85,7 @@ void LivePoolPanel::setSnapshot(std::shared_ptr<const EngineSnapshot> snapshot, 
     if (!hasPool(snapshot))
         return;
     livePalette_ = std::move(palette);
+    liveFade_.observe(*snapshot->pool, snapshot->time_s);
     replay_.add(std::move(snapshot));
     if (replay_.live())
         showShown();
@@ -67,13 +95,16 @@ void LivePoolPanel::setSnapshot(std::shared_ptr<const EngineSnapshot> snapshot, 
 
 void LivePoolPanel::addSteps(const SnapshotBatch& steps) {
     for (const auto& step : steps)
-        if (hasPool(step))
+        if (hasPool(step)) {
             replay_.add(step);
+            liveFade_.observe(*step->pool, step->time_s);
+        }
     replayBar_->display(replay_); // the live picture comes with the next setSnapshot
 }
 
 void LivePoolPanel::clear() {
     replay_.clear();
+    liveFade_.clear();
     livePalette_ = SequencePalette();
     map_->setSnapshot(nullptr);
     figures_->setText(tr("Waiting for a snapshot"));
@@ -95,9 +126,16 @@ void LivePoolPanel::showShown() {
     const auto shown = replay_.shown();
     if (!shown)
         return;
-    figures_->setText(describe(*shown));
     map_->setSequencePalette(!replay_.live() && paletteMaker_ ? paletteMaker_(*shown) : livePalette_);
     map_->setSnapshot(shown->pool);
+    if (replay_.live())
+        map_->setWindowFade(liveFade_, shown->time_s, true);
+    else
+        map_->setWindowFade(fadeAt(replay_, replay_.position()), shown->time_s, false);
+    const KvGroups& groups = shown->pool->layout.groups();
+    legend_->setShowsWindow(groups.has_windows() && !groups.keeps_whole());
+    const QString lanes = describeLanes(map_->lanes());
+    figures_->setText(lanes.isEmpty() ? describe(*shown) : describe(*shown) + QLatin1Char('\n') + lanes);
 }
 
 QString LivePoolPanel::figures() const { return figures_->text(); }

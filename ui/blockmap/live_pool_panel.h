@@ -8,6 +8,7 @@
 #include "engine/engine_snapshot.h"
 #include "ui/blockmap/sequence_palette.h"
 #include "ui/blockmap/snapshot_replay.h"
+#include "ui/blockmap/window_fade.h"
 
 class QLabel;
 
@@ -20,7 +21,10 @@ class SnapshotReplayBar;
 // The engine's KV pool: the block map (each chat in its tab's colour), its
 // legend, a replay slider over the recent snapshots and a line of figures
 // ending with where the pool lives (Compare A/B's engines may differ there).
-// Live, it shows the latest snapshot; scrubbed back, the picked one.
+// Live, it shows the latest snapshot; scrubbed back, the picked one. With
+// KV cache groups the figures go on per lane (kind of attention layer),
+// and blocks freed by a sliding window stay marked for a moment, live (the
+// mark fading as time passes) and in the replay (as it stood at that step).
 class LivePoolPanel : public QWidget {
     Q_OBJECT
 public:
@@ -58,6 +62,7 @@ private:
     QLabel* figures_;
     SnapshotReplay replay_;
     SequencePalette livePalette_;
+    WindowFade liveFade_; // every snapshot added, in order
     PaletteMaker paletteMaker_;
 };
 

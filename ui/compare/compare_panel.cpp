@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 #include <QFontMetrics>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -16,6 +18,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include "ui/blockmap/block_lanes.h"
 #include "ui/bridge/engine_controller.h"
 #include "ui/settings/engine_settings_panel.h"
 #include "ui/blockmap/live_pool_panel.h"
@@ -58,6 +61,8 @@ const RowSpec kRowSpecs[ComparePanel::kRows] = {
     {"Preemptions", "", 0, [](const EngineSnapshot& s) { return std::optional(static_cast<double>(s.preemptions)); }},
     {"Blocks in use", "%", 1,
      [](const EngineSnapshot& s) { return std::optional(fragmentation(s, &FragmentationStats::block_occupancy)); }},
+    {"Blocks used", "blocks", 0,
+     [](const EngineSnapshot& s) { return std::optional(static_cast<double>(s.pool->fragmentation.used_blocks)); }},
     {"Slots holding tokens", "%", 1,
      [](const EngineSnapshot& s) { return std::optional(fragmentation(s, &FragmentationStats::token_occupancy)); }},
     {"Internal waste", "%", 1,
@@ -74,8 +79,36 @@ const char* const kSettingLabels[ComparePanel::kSettingRows] = {
     QT_TRANSLATE_NOOP("ComparePanel", "KV cache format"),     QT_TRANSLATE_NOOP("ComparePanel", "Tokens per block"),
     QT_TRANSLATE_NOOP("ComparePanel", "Pool (blocks)"),       QT_TRANSLATE_NOOP("ComparePanel", "Pool (MiB)"),
     QT_TRANSLATE_NOOP("ComparePanel", "Allocation"),          QT_TRANSLATE_NOOP("ComparePanel", "When blocks run out"),
-    QT_TRANSLATE_NOOP("ComparePanel", "Prefix cache"),
+    QT_TRANSLATE_NOOP("ComparePanel", "Prefix cache"),        QT_TRANSLATE_NOOP("ComparePanel", "Window layers"),
 };
+
+// Blocks the kind of layer titled `title` holds (used, not cached), from
+// the pool's lanes; none when the pool has no such kind.
+std::optional<double> kindBlocks(const EngineSnapshot& s, const QString& title) {
+    if (!s.pool)
+        return std::nullopt;
+    for (const BlockLane& lane : blockLanes(*s.pool))
+        if (!lane.free_pool && QString::fromStdString(lane.kind.title()) == title)
+            return static_cast<double>(lane.figures.used_blocks);
+    return std::nullopt;
+}
+
+QStringList kindTitles(const PoolSnapshot& pool) {
+    QStringList titles;
+    if (pool.layout.num_groups() > 1)
+        for (const KvKind& kind : pool.layout.groups().kinds())
+            titles << QString::fromStdString(kind.title());
+    return titles;
+}
+
+// What a pool's window layers do: free what leaves the window, or keep it
+// (--swa-full); empty for a model without windows.
+QString windowLayers(const PoolSnapshot& pool) {
+    const KvGroups& groups = pool.layout.groups();
+    if (!groups.has_windows())
+        return {};
+    return groups.keeps_whole() ? QObject::tr("kept whole") : QObject::tr("free");
+}
 
 QString word(std::string_view text) { return QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size())); }
 
@@ -138,9 +171,9 @@ ComparePanel::ComparePanel(QWidget* parent)
       replyB_(replyView("replyB")),
       sideTabs_(new QTabWidget) {
     settings_->setObjectName(QStringLiteral("compareSettings"));
-    EngineConfig b = EngineController::defaultConfig();
-    b.allocation = AllocationMode::Contiguous; // the classic comparison
-    settings_->setConfig(b);
+    suggestedB_ = EngineController::defaultConfig();
+    suggestedB_.allocation = AllocationMode::Contiguous; // the classic comparison
+    settings_->setConfig(suggestedB_);
     start_->setObjectName(QStringLiteral("startCompare"));
     stop_->setObjectName(QStringLiteral("stopCompare"));
     stop_->setEnabled(false);
@@ -252,6 +285,22 @@ void ComparePanel::setModelShape(const ModelShape& shape) { settings_->setModelS
 void ComparePanel::setConfigA(const EngineConfig& config) {
     configA_ = config;
     fillSettings(kA, configA_, lastA_);
+    suggestB();
+}
+
+// A model with sliding windows: B's untouched form becomes A's settings
+// with the window layers kept whole.
+void ComparePanel::suggestB() {
+    if (isRunning() || !lastA_ || !lastA_->pool || !lastA_->pool->layout.groups().has_windows())
+        return;
+    if (to_json(settings_->config()) != to_json(suggestedB_))
+        return; // the user's choice
+    EngineConfig b = configA_ ? *configA_ : EngineController::defaultConfig();
+    b.swa_full = true;
+    if (to_json(b) == to_json(suggestedB_))
+        return;
+    suggestedB_ = b;
+    settings_->setConfig(b);
 }
 
 void ComparePanel::start() {
@@ -360,8 +409,11 @@ void ComparePanel::showSnapshotA(std::shared_ptr<const EngineSnapshot> snapshot,
     mapA_->setSnapshot(snapshot, palette);
     const bool newPool = !lastA_ || !snapshot || lastA_->pool != snapshot->pool;
     lastA_ = std::move(snapshot);
-    if (newPool)
+    if (newPool) {
         fillSettings(kA, configA_, lastA_);
+        suggestB();
+    }
+    followKinds(lastA_);
     if (isVisible())
         fillTable();
 }
@@ -372,6 +424,7 @@ void ComparePanel::showSnapshotB(std::shared_ptr<const EngineSnapshot> snapshot)
     mapB_->setSnapshot(snapshot, chatPalette(*snapshot));
     lastB_ = snapshot;
     fillSettings(kB, configB_, lastB_);
+    followKinds(lastB_);
     fillTable();
     emit snapshotBShown(std::move(snapshot));
 }
@@ -389,6 +442,49 @@ void ComparePanel::fillSettings(int column, const std::optional<EngineConfig>& c
     set(Allocation, pool ? word(to_string(snapshot->pool->mode)) : QString());
     set(Preemption, config ? word(to_string(config->preemption)) : QString());
     set(PrefixCache, config ? (config->prefix_caching ? tr("on") : tr("off")) : QString());
+    set(WindowLayers, pool ? windowLayers(*snapshot->pool) : QString());
+}
+
+// The per-kind rows follow the model's kinds of layer (both engines run
+// the same model, so A's or B's pool says which).
+void ComparePanel::followKinds(const std::shared_ptr<const EngineSnapshot>& snapshot) {
+    if (!snapshot || !snapshot->pool)
+        return;
+    const QStringList titles = kindTitles(*snapshot->pool);
+    if (titles == kinds_)
+        return;
+    kinds_ = titles;
+    const int first = int{kSettingRows} + int{kRows};
+    table_->setRowCount(first + static_cast<int>(kinds_.size()));
+    for (int k = 0; k < kinds_.size(); ++k) {
+        table_->setVerticalHeaderItem(first + k, new QTableWidgetItem(tr("Blocks used: %1").arg(kinds_[k])));
+        for (int c = 0; c < kColumns; ++c) {
+            auto* item = new QTableWidgetItem;
+            item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            table_->setItem(first + k, c, item);
+        }
+    }
+    table_->setMinimumHeight(table_->horizontalHeader()->sizeHint().height() + table_->verticalHeader()->length() +
+                             2 * table_->frameWidth());
+}
+
+void ComparePanel::fillKindRows() {
+    const int first = int{kSettingRows} + int{kRows};
+    for (int k = 0; k < kinds_.size(); ++k) {
+        const auto value = [&](const std::shared_ptr<const EngineSnapshot>& s) {
+            return s ? kindBlocks(*s, kinds_[k]) : std::nullopt;
+        };
+        const auto a = value(lastA_);
+        const auto b = value(lastB_);
+        const auto text = [](std::optional<double> v) { return v ? QString::number(*v, 'f', 0) : kNoData; };
+        table_->item(first + k, kA)->setText(text(a));
+        table_->item(first + k, kB)->setText(text(b));
+        table_->item(first + k, kDifference)->setText(text(a && b ? std::optional(*b - *a) : std::nullopt));
+    }
+}
+
+QString ComparePanel::kindCell(int kind, int column) const {
+    return table_->item(int{kSettingRows} + int{kRows} + kind, column)->text();
 }
 
 void ComparePanel::fillTable() {
@@ -405,6 +501,7 @@ void ComparePanel::fillTable() {
         table_->item(kSettingRows + r, kB)->setText(text(b));
         table_->item(kSettingRows + r, kDifference)->setText(text(a && b ? std::optional(*b - *a) : std::nullopt));
     }
+    fillKindRows();
 }
 
 QString ComparePanel::cell(Row row, int column) const { return table_->item(int{kSettingRows} + row, column)->text(); }

@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 
+#include <QStringList>
 #include <QWidget>
 
 #include "engine/engine_snapshot.h"
@@ -38,15 +39,22 @@ std::optional<double> compareFigure(int row, const EngineSnapshot& snapshot);
 // replies to the latest turn side by side. Both engines share this
 // machine's cores, and the panel says so.
 //
+// A model with sliding-window layers adds a row of used blocks per kind of
+// layer (below the figures), and B's form, while untouched, starts as A's
+// settings with the window layers kept whole (--swa-full): freeing what
+// leaves the window against keeping it, the comparison such a model is
+// about. For other models B starts contiguous, the classic comparison.
+//
 // Object names for tests: compareSettings, startCompare, stopCompare,
 // compareTable, compareNote, replyA, replyB, mapBBox.
 class ComparePanel : public QWidget {
     Q_OBJECT
 public:
     // What each engine runs: the table's first rows.
-    enum SettingRow { KvFormat, BlockSize, PoolBlocks, PoolMib, Allocation, Preemption, PrefixCache, kSettingRows };
-    // The measured figures, below them.
-    enum Row { GenerationTps, PromptTps, Running, Waiting, Preemptions, BlocksUsed, TokenOccupancy,
+    enum SettingRow { KvFormat, BlockSize, PoolBlocks, PoolMib, Allocation, Preemption, PrefixCache, WindowLayers,
+                      kSettingRows };
+    // The measured figures, below them; then one row per kind of layer.
+    enum Row { GenerationTps, PromptTps, Running, Waiting, Preemptions, BlocksUsed, BlocksHeld, TokenOccupancy,
                InternalWaste, ReservedWaste, ExternalFragmentation, TtftP50, TtftP95, kRows };
 
     explicit ComparePanel(QWidget* parent = nullptr);
@@ -59,6 +67,10 @@ public:
     // Columns: 0 A, 1 B, 2 B − A (settings: A and B only).
     QString cell(Row row, int column) const;
     QString settingCell(SettingRow row, int column) const;
+    // The rows of blocks used per kind of layer (none for one group): each
+    // kind's title ("sliding window 512, 22 layers") and its cells.
+    QStringList kindRows() const { return kinds_; }
+    QString kindCell(int kind, int column) const;
     QString replyText(int side) const; // 0: A, 1: B
 
     // What A runs: B loads the same model, through `models` when A opens
@@ -99,6 +111,9 @@ private:
     void resetB();
     LivePoolPanel* newMapB();
     void fillTable();
+    void followKinds(const std::shared_ptr<const EngineSnapshot>& snapshot);
+    void fillKindRows();
+    void suggestB();
     void fillSettings(int column, const std::optional<EngineConfig>& config,
                       const std::shared_ptr<const EngineSnapshot>& snapshot);
 
@@ -110,6 +125,10 @@ private:
     std::optional<EngineConfig> configA_, configB_;
     std::shared_ptr<const EngineSnapshot> lastA_, lastB_;
     int latestChat_ = -1; // the chat whose latest turn the replies show
+    QStringList kinds_;   // the kinds of layer the per-kind rows show
+    // What the panel last put in B's form itself; while the form still
+    // holds it, the panel may suggest another (suggestB).
+    EngineConfig suggestedB_;
     EngineSettingsPanel* settings_;
     QPushButton* start_;
     QPushButton* stop_;

@@ -1,6 +1,7 @@
 #include "ui/dashboards/block_fill_columns.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace kvscope::ui {
 namespace {
@@ -9,8 +10,14 @@ bool holdsTokens(BlockState state) { return state != BlockState::Free && state !
 
 } // namespace
 
-BlockFillColumns::BlockFillColumns(std::size_t max_rows, std::size_t capacity)
-    : max_rows_(std::max<std::size_t>(max_rows, 1)), capacity_(std::max<std::size_t>(capacity, 1)) {}
+BlockFillColumns::BlockFillColumns(std::size_t max_rows, std::size_t capacity, std::vector<std::uint32_t> groups)
+    : groups_(std::move(groups)), max_rows_(std::max<std::size_t>(max_rows, 1)),
+      capacity_(std::max<std::size_t>(capacity, 1)) {}
+
+bool BlockFillColumns::counts(const BlockInfo& block) const {
+    return holdsTokens(block.state) &&
+           (groups_.empty() || std::find(groups_.begin(), groups_.end(), block.group) != groups_.end());
+}
 
 void BlockFillColumns::reshape(std::size_t blocks) {
     columns_.clear();
@@ -29,7 +36,7 @@ void BlockFillColumns::record(std::uint64_t step, const PoolSnapshot& pool) {
         const std::size_t end = std::min(begin + blocks_per_row_, blocks_);
         double sum = 0;
         for (std::size_t b = begin; b < end; ++b)
-            if (holdsTokens(pool.blocks[b].state))
+            if (counts(pool.blocks[b]))
                 sum += pool.blocks[b].fill / blockSlots;
         column.fill[row] = static_cast<float>(sum / static_cast<double>(end - begin));
     }

@@ -13,7 +13,9 @@ namespace kvscope::ui {
 // fraction of every block (slots holding a token / block size; free and
 // cached-free blocks count as 0, they hold no live token), averaged over
 // rows of consecutive blocks when the pool has more blocks than rows, so
-// a 65,536-block pool costs the same to paint as a 256-block one.
+// a 65,536-block pool costs the same to paint as a 256-block one. Given KV
+// cache groups (kv_groups.h), only blocks those groups hold count; the
+// rest count as 0, as free ones do: one kind of attention layer's blocks.
 class BlockFillColumns {
 public:
     struct Column {
@@ -21,7 +23,12 @@ public:
         std::vector<float> fill; // one value per row
     };
 
-    explicit BlockFillColumns(std::size_t max_rows = 256, std::size_t capacity = 600);
+    static constexpr std::size_t kMaxRows = 256;
+    static constexpr std::size_t kCapacity = 600;
+
+    // groups: those whose blocks count; empty: every block.
+    explicit BlockFillColumns(std::size_t max_rows = kMaxRows, std::size_t capacity = kCapacity,
+                              std::vector<std::uint32_t> groups = {});
 
     // A new step appends a column (dropping the oldest beyond capacity); the
     // same step again replaces the last one; an earlier step, or a pool of
@@ -40,6 +47,9 @@ public:
 private:
     void reshape(std::size_t blocks);
 
+    bool counts(const BlockInfo& block) const;
+
+    std::vector<std::uint32_t> groups_;
     std::size_t max_rows_;
     std::size_t capacity_;
     std::size_t blocks_ = 0;

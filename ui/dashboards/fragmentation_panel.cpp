@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <QCheckBox>
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMouseEvent>
@@ -49,8 +50,13 @@ FragmentationPanel::FragmentationPanel(std::shared_ptr<SnapshotHistory> history,
       history_(history ? std::move(history) : std::make_shared<SnapshotHistory>()),
       heatPlot_(newDashboardPlot(this, tr("engine step"), tr("block"), false)),
       wastePlot_(newDashboardPlot(this, tr("engine step"), tr("% of KV memory"))),
+      kindPicker_(new QComboBox(this)),
       counterfactual_(new QCheckBox(tr("Show contiguous allocation"), this)),
       summary_(new QLabel(this)) {
+    kindPicker_->setObjectName(QStringLiteral("heatmapKind"));
+    kindPicker_->setToolTip(tr("The heatmap of every block, or of the blocks one kind of attention layer holds"));
+    kindPicker_->setVisible(false);
+    connect(kindPicker_, &QComboBox::activated, this, &FragmentationPanel::setHeatmapKind);
     buildHeatmap();
     buildWastePlot();
     counterfactual_->setToolTip(
@@ -65,6 +71,7 @@ FragmentationPanel::FragmentationPanel(std::shared_ptr<SnapshotHistory> history,
     plots->addWidget(wastePlot_, 1);
     // One row under the plots, so a short dock leaves them the height.
     auto* bottom = new QHBoxLayout;
+    bottom->addWidget(kindPicker_, 0, Qt::AlignTop);
     bottom->addWidget(counterfactual_, 0, Qt::AlignTop);
     bottom->addWidget(summary_, 1);
     auto* layout = new QVBoxLayout(this);
@@ -98,13 +105,13 @@ void FragmentationPanel::showCellToolTip(QMouseEvent* event) {
     heatmap_->data()->coordToCell(heatPlot_->xAxis->pixelToCoord(at.x()), heatPlot_->yAxis->pixelToCoord(at.y()), &x,
                                   &y);
     const QSize size = heatmapSize();
-    if (columns_.columns().empty() || x < 0 || y < 0 || x >= size.width() || y >= size.height() ||
+    if (shown().columns().empty() || x < 0 || y < 0 || x >= size.width() || y >= size.height() ||
         !heatPlot_->axisRect()->rect().contains(at.toPoint())) {
         QToolTip::hideText();
         return;
     }
-    const std::size_t first = static_cast<std::size_t>(y) * columns_.blocks_per_row();
-    const std::size_t last = std::min(first + columns_.blocks_per_row(), columns_.blocks()) - 1;
+    const std::size_t first = static_cast<std::size_t>(y) * shown().blocks_per_row();
+    const std::size_t last = std::min(first + shown().blocks_per_row(), shown().blocks()) - 1;
     const QString blocks = first == last ? tr("block %1").arg(first) : tr("blocks %1–%2").arg(first).arg(last);
     double step = 0;
     heatmap_->data()->cellToCoord(x, y, &step, nullptr);
@@ -129,6 +136,35 @@ QCPGraph* FragmentationPanel::graph(WasteSeries series) const {
     return wastePlot_->graph(static_cast<int>(series));
 }
 
+// One view per kind of layer, rebuilt (empty) when the pool's kinds change:
+// another model.
+void FragmentationPanel::followKinds(const PoolSnapshot& pool) {
+    QStringList names{tr("every group")};
+    const std::vector<KvKind> kinds = pool.layout.num_groups() > 1 ? pool.layout.groups().kinds() : std::vector<KvKind>();
+    for (const KvKind& kind : kinds)
+        names << QString::fromStdString(kind.title());
+    if (names == viewNames_)
+        return;
+    viewNames_ = names;
+    views_.assign(1, BlockFillColumns());
+    for (const KvKind& kind : kinds)
+        views_.emplace_back(BlockFillColumns::kMaxRows, BlockFillColumns::kCapacity, kind.groups);
+    view_ = 0;
+    kindPicker_->clear();
+    kindPicker_->addItems(names);
+    kindPicker_->setVisible(!kinds.empty());
+}
+
+QStringList FragmentationPanel::heatmapKinds() const { return viewNames_.isEmpty() ? QStringList{tr("every group")} : viewNames_; }
+
+void FragmentationPanel::setHeatmapKind(int index) {
+    if (index < 0 || index >= static_cast<int>(views_.size()))
+        return;
+    view_ = index;
+    kindPicker_->setCurrentIndex(index);
+    updateHeatmap();
+}
+
 bool FragmentationPanel::counterfactualVisible() const { return counterfactual_->isChecked(); }
 
 void FragmentationPanel::setCounterfactualVisible(bool visible) {
@@ -150,7 +186,9 @@ void FragmentationPanel::setSnapshot(std::shared_ptr<const EngineSnapshot> snaps
     if (!snapshot || !snapshot->pool)
         return;
     history_->record(*snapshot);
-    columns_.record(snapshot->step, *snapshot->pool);
+    followKinds(*snapshot->pool);
+    for (BlockFillColumns& view : views_)
+        view.record(snapshot->step, *snapshot->pool);
     latest_ = std::move(snapshot);
     if (isVisible())
         repaintFromData();
@@ -173,7 +211,7 @@ void FragmentationPanel::repaintFromData() {
 }
 
 void FragmentationPanel::updateHeatmap() {
-    const auto& columns = columns_.columns();
+    const auto& columns = shown().columns();
     if (columns.empty())
         return;
     // Columns are evenly spaced steps from the first recorded to the last;
@@ -182,24 +220,24 @@ void FragmentationPanel::updateHeatmap() {
     const std::uint64_t first = columns.front().step;
     const std::uint64_t span = std::max<std::uint64_t>(columns.back().step - first, 1);
     const int keys = static_cast<int>(std::min<std::uint64_t>(span + 1, kMaxHeatColumns));
-    const int rows = static_cast<int>(columns_.rows());
+    const int rows = static_cast<int>(shown().rows());
     QCPColorMapData* cells = heatmap_->data();
     if (cells->keySize() != keys || cells->valueSize() != rows)
         cells->setSize(keys, rows);
-    const double rowBlocks = static_cast<double>(columns_.blocks_per_row());
+    const double rowBlocks = static_cast<double>(shown().blocks_per_row());
     cells->setRange(QCPRange(static_cast<double>(first), static_cast<double>(first + span)),
                    QCPRange(rowBlocks / 2, rowBlocks * (rows - 0.5)));
     for (int x = 0; x < keys; ++x) {
         const std::uint64_t step = first + span * static_cast<std::uint64_t>(x) / static_cast<std::uint64_t>(keys - 1);
-        const std::vector<float>& fill = columns_.at_step(step).fill;
+        const std::vector<float>& fill = shown().at_step(step).fill;
         for (int y = 0; y < rows; ++y)
             cells->setCell(x, y, fill[static_cast<std::size_t>(y)]);
     }
     heatPlot_->xAxis->setRange(static_cast<double>(first), static_cast<double>(first + span));
-    heatPlot_->yAxis->setRange(0, static_cast<double>(columns_.blocks()));
-    heatPlot_->yAxis->setLabel(columns_.blocks_per_row() == 1
+    heatPlot_->yAxis->setRange(0, static_cast<double>(shown().blocks()));
+    heatPlot_->yAxis->setLabel(shown().blocks_per_row() == 1
                                    ? tr("block")
-                                   : tr("block (rows of %1)").arg(columns_.blocks_per_row()));
+                                   : tr("block (rows of %1)").arg(shown().blocks_per_row()));
     queueReplot(heatPlot_);
 }
 
@@ -207,7 +245,7 @@ void FragmentationPanel::updateWastePlot() {
     const auto& entries = history_->entries();
     QVector<double> steps, internal, reserved, external, contInternal, contReserved;
     // The same steps as the heatmap beside it.
-    const std::uint64_t first = columns_.columns().empty() ? 0 : columns_.columns().front().step;
+    const std::uint64_t first = shown().columns().empty() ? 0 : shown().columns().front().step;
     for (const SnapshotFigures& f : entries) {
         if (f.step < first)
             continue;

@@ -11,6 +11,7 @@
 #include "ui/dashboards/snapshot_history.h"
 
 class QCheckBox;
+class QComboBox;
 class QCustomPlot;
 class QCPColorMap;
 class QCPGraph;
@@ -25,6 +26,12 @@ namespace kvscope::ui {
 // share of KV memory per step, and, behind a toggle, what a contiguous
 // allocator reserving prompt + max_new_tokens per sequence would waste
 // holding the same sequences (engine/kv/contiguous_reservation.h).
+//
+// With KV cache groups (a model with sliding-window layers) a selector
+// under the plots shows the heatmap of every block or of one kind of
+// attention layer ("sliding window 512, 22 layers": the blocks its groups
+// hold, the rest drawn as free). Each kind's columns are recorded all
+// along, so switching shows its whole history. Hidden for one group.
 class FragmentationPanel : public QWidget {
     Q_OBJECT
 public:
@@ -43,7 +50,12 @@ public:
     QSize heatmapSize() const;
     double heatmapCell(int column, int row) const;
     QColor heatmapColour(double fill) const;
-    std::size_t blocksPerRow() const { return columns_.blocks_per_row(); }
+    std::size_t blocksPerRow() const { return shown().blocks_per_row(); }
+    // The heatmap's choices: "every group", then each kind's title (one
+    // entry for a model of one group); which one is shown.
+    QStringList heatmapKinds() const;
+    int heatmapKind() const { return view_; }
+    void setHeatmapKind(int index);
     std::vector<double> wasteSeries(WasteSeries series) const;
     QString summaryText() const;
 
@@ -63,12 +75,18 @@ private:
     void updateSummary(const EngineSnapshot& snapshot);
     void showCellToolTip(QMouseEvent* event);
     QCPGraph* graph(WasteSeries series) const;
+    const BlockFillColumns& shown() const { return views_[static_cast<std::size_t>(view_)]; }
+    void followKinds(const PoolSnapshot& pool);
 
     std::shared_ptr<SnapshotHistory> history_;
-    BlockFillColumns columns_;
+    // The heatmap's data: every block, then one per kind of layer.
+    std::vector<BlockFillColumns> views_{BlockFillColumns()};
+    QStringList viewNames_;
+    int view_ = 0;
     QCustomPlot* heatPlot_;
     QCPColorMap* heatmap_ = nullptr;
     QCustomPlot* wastePlot_;
+    QComboBox* kindPicker_;
     QCheckBox* counterfactual_;
     QLabel* summary_;
     // A hidden panel (a tabbed dock in the background) records snapshots but

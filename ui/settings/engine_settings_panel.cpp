@@ -58,6 +58,12 @@ const Field kFields[] = {
     {"prefix_caching", QT_TRANSLATE_NOOP("EngineSettings", "Reuse shared prompt prefixes"),
      QT_TRANSLATE_NOOP("EngineSettings", "Requests that start with the same tokens share those blocks (the prefix "
                                          "cache).")},
+    {"swa_full", QT_TRANSLATE_NOOP("EngineSettings", "Keep whole context in window layers (--swa-full)"),
+     QT_TRANSLATE_NOOP("EngineSettings", "Sliding-window layers keep every token, as full-attention layers do "
+                                         "(llama.cpp's --swa-full), instead of giving back the blocks their window "
+                                         "has left behind. The replies are the same (those tokens are masked); "
+                                         "only the memory differs: for Compare A/B. No effect on a model without "
+                                         "sliding windows.")},
     {"max_num_seqs", QT_TRANSLATE_NOOP("EngineSettings", "Sequences at once"),
      QT_TRANSLATE_NOOP("EngineSettings", "The most sequences one engine step runs together; the rest wait.")},
     {"max_num_batched_tokens", QT_TRANSLATE_NOOP("EngineSettings", "Tokens per step"),
@@ -122,7 +128,10 @@ QString planText(const PoolPlan& p) {
 } // namespace
 
 PoolPlan planPool(const EngineConfig& config, const ModelShape& model) {
-    const KvLayout layout(model.kv, config.kv_dtype, config.block_size);
+    const KvGroups groups = model.layer_windows.empty()
+                                ? KvGroups::full(model.kv.n_layers)
+                                : KvGroups::from_windows(model.layer_windows, config.swa_full);
+    const KvLayout layout(model.kv, config.kv_dtype, config.block_size, groups);
     PoolPlan p;
     p.blocks = kv_pool_blocks(config, layout, model.context);
     p.block_size = config.block_size;
@@ -153,6 +162,7 @@ EngineSettingsPanel::EngineSettingsPanel(QWidget* parent)
       preemption_(combo("preemption", {word(to_string(PreemptionMode::Recompute)),
                                         word(to_string(PreemptionMode::Swap))})),
       prefixCaching_(new QCheckBox),
+      swaFull_(new QCheckBox),
       maxNumSeqs_(spin("maxNumSeqs", 1, 4096)),
       maxBatchedTokens_(spin("maxBatchedTokens", 1, 1 << 20)),
       threads_(spin("threads", 0, 1024)),
@@ -166,6 +176,7 @@ EngineSettingsPanel::EngineSettingsPanel(QWidget* parent)
     numBlocks_->setSpecialValueText(tr("as the memory holds"));
     threads_->setSpecialValueText(tr("one per core"));
     prefixCaching_->setObjectName(QStringLiteral("prefixCaching"));
+    swaFull_->setObjectName(QStringLiteral("swaFull"));
     poolPlan_->setObjectName(QStringLiteral("poolPlan"));
     applyResult_->setObjectName(QStringLiteral("applyResult"));
     for (QLabel* l : {poolPlan_, applyResult_})
@@ -179,8 +190,8 @@ EngineSettingsPanel::EngineSettingsPanel(QWidget* parent)
 }
 
 void EngineSettingsPanel::buildForm() {
-    QWidget* editors[] = {backend_,   kvDtype_,       blockSize_,  kvBudget_,         numBlocks_, allocation_,
-                          preemption_, prefixCaching_, maxNumSeqs_, maxBatchedTokens_, threads_};
+    QWidget* editors[] = {backend_,    kvDtype_,       blockSize_, kvBudget_,   numBlocks_,        allocation_,
+                          preemption_, prefixCaching_, swaFull_,   maxNumSeqs_, maxBatchedTokens_, threads_};
     static_assert(std::size(kFields) == std::size(editors));
     auto* form = new QFormLayout(this);
     for (std::size_t i = 0; i < std::size(kFields); ++i) {
@@ -215,6 +226,7 @@ void EngineSettingsPanel::setConfig(const EngineConfig& config) {
     allocation_->setCurrentText(word(to_string(config.allocation)));
     preemption_->setCurrentText(word(to_string(config.preemption)));
     prefixCaching_->setChecked(config.prefix_caching);
+    swaFull_->setChecked(config.swa_full);
     maxNumSeqs_->setValue(static_cast<int>(config.max_num_seqs));
     maxBatchedTokens_->setValue(static_cast<int>(config.max_num_batched_tokens));
     threads_->setValue(config.threads);
@@ -243,6 +255,7 @@ EngineConfig EngineSettingsPanel::config() const {
     c.allocation = parse_allocation_mode(allocation_->currentText().toStdString());
     c.preemption = parse_preemption_mode(preemption_->currentText().toStdString());
     c.prefix_caching = prefixCaching_->isChecked();
+    c.swa_full = swaFull_->isChecked();
     c.max_num_seqs = static_cast<std::uint32_t>(maxNumSeqs_->value());
     c.max_num_batched_tokens = static_cast<std::uint32_t>(maxBatchedTokens_->value());
     c.threads = threads_->value();

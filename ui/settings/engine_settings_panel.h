@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include <QString>
 #include <QStringList>
@@ -18,10 +19,14 @@ class QSpinBox;
 namespace kvscope::ui {
 
 // The loaded model's KV shape, which turns a memory budget into blocks.
+// layer_windows: each layer's sliding window (ModelConfig::layer_windows,
+// 0 = full attention); empty: every layer full attention. A block holds
+// one KV cache group's layers (kv_groups.h), so the windows size blocks.
 struct ModelShape {
     QString name;
     KvGeometry kv;
     std::uint32_t context = 0;
+    std::vector<std::uint32_t> layer_windows = {};
 };
 
 // The KV pool a configuration gives a model, as kv_pool_blocks sizes it
@@ -47,7 +52,7 @@ QStringList configChanges(const EngineConfig& before, const EngineConfig& after)
 // in QSettings for the next run (savedConfig reads it back).
 //
 // Object names for tests: backend, kvDtype, blockSize, kvBudget, numBlocks,
-// allocation, preemption, prefixCaching, maxNumSeqs, maxBatchedTokens,
+// allocation, preemption, prefixCaching, swaFull, maxNumSeqs, maxBatchedTokens,
 // threads, poolPlan, applyConfig, applyResult.
 class EngineSettingsPanel : public QWidget {
     Q_OBJECT
@@ -89,6 +94,7 @@ private:
     QComboBox* allocation_;
     QComboBox* preemption_;
     QCheckBox* prefixCaching_;
+    QCheckBox* swaFull_;
     QSpinBox* maxNumSeqs_;
     QSpinBox* maxBatchedTokens_;
     QSpinBox* threads_;

@@ -1,0 +1,89 @@
+// The fragmentation heatmap of a pool with KV cache groups: every block, or
+// the blocks one kind of attention layer holds (the rest drawn as free),
+// each kind's history recorded all along; no selector for one group.
+#include <QtTest>
+
+#include <QComboBox>
+
+#include "engine/kv/fragmentation.h"
+#include "ui/dashboards/fragmentation_panel.h"
+
+using namespace kvscope;
+using namespace kvscope::ui;
+
+namespace {
+
+constexpr std::uint32_t kBlockSize = 4;
+
+// Two full-attention layers and four of a window of 8, two per block:
+// group 0 is full attention, groups 1 and 2 the window's. Block 0 is the
+// full group's (full), blocks 1 and 2 the window's (half, full), block 3
+// free.
+std::shared_ptr<const EngineSnapshot> hybrid(std::uint64_t step) {
+    const std::uint32_t windows[] = {0, 8, 8, 0, 8, 8};
+    auto pool = std::make_shared<PoolSnapshot>(PoolSnapshot{
+        .layout = KvLayout({6, 1, 8}, KvDtype::F16, kBlockSize, KvGroups::from_windows(windows)),
+        .blocks = {{.state = BlockState::Used, .fill = 4, .ref_count = 1, .group = 0},
+                   {.state = BlockState::Used, .fill = 2, .ref_count = 1, .group = 1},
+                   {.state = BlockState::Used, .fill = 4, .ref_count = 1, .group = 2},
+                   {}},
+        .owners = {},
+        .sequences = {},
+        .fragmentation = {}});
+    pool->fragmentation = compute_fragmentation(pool->blocks, kBlockSize, AllocationMode::Paged, 0);
+    auto s = std::make_shared<EngineSnapshot>();
+    s->step = step;
+    s->pool = pool;
+    return s;
+}
+
+std::vector<double> column(const FragmentationPanel& panel, int x) {
+    std::vector<double> fills;
+    for (int y = 0; y < panel.heatmapSize().height(); ++y)
+        fills.push_back(panel.heatmapCell(x, y));
+    return fills;
+}
+
+} // namespace
+
+class TestFragmentationKinds : public QObject {
+    Q_OBJECT
+private slots:
+    void eachKindHasItsHeatmap() {
+        FragmentationPanel panel;
+        panel.show();
+        panel.setSnapshot(hybrid(1));
+        panel.setSnapshot(hybrid(2));
+        QCOMPARE(panel.heatmapKinds(), (QStringList{QStringLiteral("every group"),
+                                                    QStringLiteral("full attention, 2 layers"),
+                                                    QStringLiteral("sliding window 8, 4 layers")}));
+        QVERIFY(panel.findChild<QComboBox*>(QStringLiteral("heatmapKind"))->isVisible());
+        QCOMPARE(column(panel, 0), (std::vector<double>{1.0, 0.5, 1.0, 0.0}));
+        panel.setHeatmapKind(1);
+        QCOMPARE(panel.heatmapKind(), 1);
+        QCOMPARE(column(panel, 0), (std::vector<double>{1.0, 0.0, 0.0, 0.0}));
+        QCOMPARE(column(panel, 1), (std::vector<double>{1.0, 0.0, 0.0, 0.0})); // recorded before it was picked
+        panel.setHeatmapKind(2);
+        QCOMPARE(column(panel, 1), (std::vector<double>{0.0, 0.5, 1.0, 0.0}));
+    }
+
+    void oneGroupHasNoSelector() {
+        auto s = std::make_shared<EngineSnapshot>();
+        s->step = 1;
+        auto pool = std::make_shared<PoolSnapshot>(PoolSnapshot{.layout = KvLayout({6, 1, 8}, KvDtype::F16, kBlockSize),
+                                                                .blocks = {{.state = BlockState::Used, .fill = 4, .ref_count = 1}, {}},
+                                                                .owners = {},
+                                                                .sequences = {},
+                                                                .fragmentation = {}});
+        s->pool = pool;
+        FragmentationPanel panel;
+        panel.show();
+        panel.setSnapshot(s);
+        QCOMPARE(panel.heatmapKinds(), QStringList{QStringLiteral("every group")});
+        QVERIFY(!panel.findChild<QComboBox*>(QStringLiteral("heatmapKind"))->isVisible());
+        QCOMPARE(column(panel, 0), (std::vector<double>{1.0, 0.0}));
+    }
+};
+
+QTEST_MAIN(TestFragmentationKinds)
+#include "test_fragmentation_kinds.moc"
