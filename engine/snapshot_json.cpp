@@ -64,15 +64,12 @@ Json to_json(const EndedSeq& e) {
 
 // Groups travel as each layer's window: KvGroups::from_windows rebuilds them.
 Json to_json(const KvLayout& l) {
-    std::vector<std::uint32_t> windows(l.geometry().n_layers);
-    for (std::uint32_t layer = 0; layer < windows.size(); ++layer)
-        windows[layer] = l.groups()[l.groups().group_of(layer)].window;
     return {{"n_layers", l.geometry().n_layers},
             {"n_kv_heads", l.geometry().n_kv_heads},
             {"head_dim", l.geometry().head_dim},
             {"dtype", std::string(to_string(l.dtype()))},
             {"block_size", l.block_size()},
-            {"layer_windows", std::move(windows)},
+            {"layer_windows", l.groups().layer_windows()},
             {"keep_whole", l.groups().keeps_whole()}};
 }
 

@@ -74,6 +74,13 @@ bool KvGroups::has_windows() const {
     return std::any_of(groups_.begin(), groups_.end(), [](const KvGroup& g) { return g.window > 0; });
 }
 
+std::vector<std::uint32_t> KvGroups::layer_windows() const {
+    std::vector<std::uint32_t> windows(group_of_.size());
+    for (std::size_t l = 0; l < windows.size(); ++l)
+        windows[l] = groups_[group_of_[l]].window;
+    return windows;
+}
+
 std::vector<KvKind> KvGroups::kinds() const {
     std::vector<KvKind> kinds;
     for (std::uint32_t g = 0; g < groups_.size(); ++g) {

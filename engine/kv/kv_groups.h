@@ -65,6 +65,7 @@ public:
     bool keeps_whole() const { return keep_whole_; }
     bool has_windows() const; // any window layer, freeing or not
     std::vector<KvKind> kinds() const; // full attention first, then windows ascending
+    std::vector<std::uint32_t> layer_windows() const; // each layer's window: what from_windows was given
 
     bool operator==(const KvGroups&) const = default;
 

@@ -22,7 +22,7 @@ KvDtypeCost costIn(KvDtype dtype, const KvQuantCosts& c, const KvMemoryQuestion&
     KvDtypeCost row;
     row.dtype = dtype;
     try {
-        const KvLayout layout(c.geometry, dtype, c.block_size);
+        const KvLayout layout(c.geometry, dtype, c.block_size, c.groups);
         row.bytes_per_token = layout.bytes_per_token();
         if (c.holdsKv()) {
             row.kv_bytes = c.used_blocks * layout.bytes_per_block() + layout.fixed_bytes() +
@@ -43,6 +43,8 @@ KvQuantCosts kv_quant_costs(const EngineSnapshot& snapshot) {
         return c;
     const PoolSnapshot& pool = *snapshot.pool;
     c.geometry = pool.layout.geometry();
+    c.groups = pool.layout.groups();
+    c.chunk_tokens = pool.chunk_tokens;
     c.block_size = pool.layout.block_size();
     c.pool_dtype = pool.layout.dtype();
     c.pool_bytes = pool.fragmentation.total_blocks * pool.layout.bytes_per_block() + pool.layout.fixed_bytes();
@@ -53,6 +55,9 @@ KvQuantCosts kv_quant_costs(const EngineSnapshot& snapshot) {
     // calculator's question with the pool's bytes as the whole device.
     KvMemoryQuestion fit;
     fit.geometry = c.geometry;
+    fit.layer_windows = c.groups.layer_windows();
+    fit.keep_whole = c.groups.keeps_whole();
+    fit.chunk_tokens = c.chunk_tokens;
     fit.block_size = c.block_size;
     fit.tokens_per_sequence = c.mean_tokens;
     fit.device_bytes = c.pool_bytes;

@@ -25,6 +25,8 @@ struct KvDtypeCost {
 
 struct KvQuantCosts {
     KvGeometry geometry;
+    KvGroups groups = KvGroups::full(1); // the pool's KV cache groups
+    std::uint32_t chunk_tokens = 0;      // the pool's: a window group's cap counts it
     std::uint32_t block_size = 0;
     KvDtype pool_dtype = KvDtype::F16;
     std::uint64_t pool_bytes = 0;     // the pool's blocks and fixed bytes, in its own dtype
