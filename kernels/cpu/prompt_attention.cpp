@@ -37,13 +37,15 @@ void portable_softmax_step(float* s, std::size_t ld, std::size_t keys, std::size
         float new_max = max[j];
         for (std::size_t k = 0; k < keys; ++k)
             new_max = std::max(new_max, s[k * ld + j]);
+        // Nothing seen yet: shifting by 0 turns every -inf into 0, not NaN.
+        const float shift = new_max == kNegativeInfinity ? 0.0f : new_max;
         float added = 0.0f;
         for (std::size_t k = 0; k < keys; ++k) {
             float& score = s[k * ld + j];
-            score = std::exp(score - new_max);
+            score = std::exp(score - shift);
             added += score;
         }
-        alpha[j] = std::exp(max[j] - new_max);
+        alpha[j] = std::exp(max[j] - shift);
         sum[j] = sum[j] * alpha[j] + added;
         max[j] = new_max;
     }
@@ -196,8 +198,8 @@ void run_tile(const PromptRows& rows, const PromptShape& s, const PromptOps& ops
     const std::size_t first_position = s.ctx_len - s.n_q + tile.first_query;
     const std::size_t last_position = first_position + tile.queries - 1;
     const KeyRange range = visible_keys(s, first_position, last_position);
-    for (std::size_t first = range.first; first < range.end; first += kPromptChunk) {
-        const std::size_t keys = std::min(kPromptChunk, range.end - first);
+    for (std::size_t first = range.first; first < range.end; first = (first / kPromptChunk + 1) * kPromptChunk) {
+        const std::size_t keys = std::min((first / kPromptChunk + 1) * kPromptChunk, range.end) - first;
         const auto at = static_cast<std::uint32_t>(first), count = static_cast<std::uint32_t>(keys);
         rows.decode(true, tile.kv_head, at, count, w.rows, padded);
         ops.product(w.rows, padded, 1, w.queries, cols, w.scores, cols, keys, cols, dim, false);

@@ -2,8 +2,9 @@
 // queries), computed in tiles as FlashAttention does. A tile is up to
 // kTileRows query rows of one KV head (consecutive query positions x the
 // query heads that share the KV head); it walks the sequence's keys up to
-// its last query's position kPromptChunk positions at a time (from the
-// first position any of its queries sees, with a sliding window): each
+// its last query's position in chunks of the positions between multiples
+// of kPromptChunk (from the first position any of its queries sees, with a
+// sliding window, to the next multiple): each
 // chunk's K rows decoded once to floats, the scores of every row of the
 // tile against them in one small matrix product, the soft cap if any, the
 // causal (and window) mask on the chunks that need it, an online softmax step (running max and sum per row,
@@ -11,6 +12,13 @@
 // once and added into every row's accumulator in a second product. A
 // decode step re-reads and re-decodes every K/V row per query; a tile does
 // so once per kTileRows rows.
+//
+// Chunks end at multiples of kPromptChunk whatever the tile, so each row's
+// keys are added in the same groups whichever tile (and prompt chunk of
+// the engine's) holds its query: a row's outputs are the same bits however
+// the prompt was split, as long as the rows it sees hold the same values.
+// Keys a row does not see count for nothing (a score of 0, no change to
+// its max), including a whole chunk before its window.
 //
 // Depends on parallel_for.h and simd_path.h only: rows arrive decoded
 // through PromptRows, which paged_attention.cpp implements with
@@ -85,13 +93,9 @@ struct PromptOps {
     // of 8). Per row j: new max = max(max[j], its scores); alpha[j] =
     // exp(old max - new max); each score becomes exp(score - new max);
     // sum[j] = sum[j] * alpha[j] + the new scores. A score of -inf (masked)
-    // becomes 0. The first chunk must leave every row a finite max (else
-    // exp(-inf - -inf) = NaN). With a sliding window a row can have every
-    // key of a later chunk masked (its max is finite by then), never of
-    // the first: a tile starts at its first query's first visible key and
-    // its queries lie within kPromptChunk positions, so each row's own
-    // window starts inside the first chunk (a row at p sees from p - window
-    // + 1, which is at most the tile's start + kPromptChunk - 1).
+    // becomes 0. A row whose max is still -inf (every key so far masked:
+    // with a sliding window, a chunk before the row's window starts) gets
+    // scores 0, alpha 0 and sum 0 rather than exp(-inf - -inf) = NaN.
     void (*softmax_step)(float* s, std::size_t ld, std::size_t keys, std::size_t cols, float* max, float* sum,
                          float* alpha);
     // Soft capping: s[k * ld + j] = softcap * tanh(s[k * ld + j]) for k <

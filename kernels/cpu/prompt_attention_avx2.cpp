@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <cstddef>
+#include <limits>
 
 #include "kernels/cpu/avx2_exp.h"
 #include "kernels/cpu/avx2_tanh.h"
@@ -70,13 +71,16 @@ void softmax_step(float* s, std::size_t ld, std::size_t keys, std::size_t cols, 
         __m256 new_max = old_max;
         for (std::size_t k = 0; k < keys; ++k)
             new_max = _mm256_max_ps(new_max, _mm256_loadu_ps(s + k * ld + j));
+        // Rows with nothing seen yet shift by 0: every -inf becomes 0, not NaN.
+        const __m256 nothing = _mm256_cmp_ps(new_max, _mm256_set1_ps(-std::numeric_limits<float>::infinity()), _CMP_EQ_OQ);
+        const __m256 shift = _mm256_blendv_ps(new_max, _mm256_setzero_ps(), nothing);
         __m256 added = _mm256_setzero_ps();
         for (std::size_t k = 0; k < keys; ++k) {
-            const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + k * ld + j), new_max));
+            const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + k * ld + j), shift));
             _mm256_storeu_ps(s + k * ld + j, e);
             added = _mm256_add_ps(added, e);
         }
-        const __m256 a = exp8(_mm256_sub_ps(old_max, new_max));
+        const __m256 a = exp8(_mm256_sub_ps(old_max, shift));
         _mm256_storeu_ps(alpha + j, a);
         _mm256_storeu_ps(sum + j, _mm256_fmadd_ps(_mm256_loadu_ps(sum + j), a, added));
         _mm256_storeu_ps(max + j, new_max);

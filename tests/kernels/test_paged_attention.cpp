@@ -315,6 +315,8 @@ private slots:
     void prompt_tiles_match_double_reference();
     void options_match_double_reference_data();
     void options_match_double_reference();
+    void prompt_rows_do_not_depend_on_the_split_data();
+    void prompt_rows_do_not_depend_on_the_split();
     void decode_batch_matches_single_sequences_data();
     void decode_batch_matches_single_sequences();
     void row_runs_match_single_rows_data();
@@ -539,6 +541,50 @@ void TestPagedAttention::options_match_double_reference() {
         QVERIFY2(error < 1e-5, qPrintable(QStringLiteral("%1 path: relative error %2")
                                               .arg(to_string(path)).arg(error, 0, 'g', 3)));
         QVERIFY(same_bits(one, two));
+    }
+}
+
+// A prompt's query rows come out the same bits however the prompt is cut
+// into chunks (the engine cuts it by its token budget and by what else is
+// in the step): its key chunks end at fixed positions, so each row adds its
+// keys in the same groups. With and without a window (one of 20 starts
+// mid-chunk, one of 45 spans two), on every SIMD path. KIVI is left out: a
+// sealed block's rows are quantized where a tail's are f16, so its values
+// themselves depend on where the prompt was cut.
+void TestPagedAttention::prompt_rows_do_not_depend_on_the_split_data() {
+    QTest::addColumn<KvDtype>("dtype");
+    QTest::addColumn<int>("window");
+    for (const KvDtype dtype : {KvDtype::F32, KvDtype::F16, KvDtype::Int8, KvDtype::Fp8E4M3})
+        for (const int window : {0, 20, 45})
+            QTest::addRow("%s window %d", to_string(dtype).data(), window) << dtype << window;
+}
+
+void TestPagedAttention::prompt_rows_do_not_depend_on_the_split() {
+    QFETCH(KvDtype, dtype);
+    QFETCH(int, window);
+    const AttentionOptions options{0.0f, 0.0f, static_cast<std::uint32_t>(window)};
+    const std::uint32_t n_kv_heads = 2, n_heads = 4, head_dim = 64, ctx = 150;
+    std::mt19937 rng(static_cast<unsigned>(window) * 7 + static_cast<unsigned>(dtype));
+    const Shape whole{n_kv_heads, n_heads, head_dim, ctx, ctx};
+    Cache cache = make_cache(whole, dtype, 16, rng);
+    const std::size_t kv_values = std::size_t{ctx} * n_kv_heads * head_dim;
+    write_all(cache, whole, random_vector(kv_values, 1.0f, rng), random_vector(kv_values, 1.0f, rng));
+    const std::size_t row = std::size_t{n_heads} * head_dim;
+    const std::vector<float> q = random_vector(ctx * row, 3.0f, rng);
+    const std::vector<std::vector<std::uint32_t>> splits = {{0, 37, 100, 150}, {0, 5, 69, 71, 150}, {0, 96, 150}};
+
+    for (const SimdPath path : kernel_test::available_paths()) {
+        kernel_test::PathScope scope(path);
+        const std::vector<float> at_once = run_attention(cache, whole, q, 2, options);
+        for (const auto& cuts : splits)
+            for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
+                const Shape part{n_kv_heads, n_heads, head_dim, cuts[c + 1], cuts[c + 1] - cuts[c]};
+                const std::vector<float> part_q(q.begin() + cuts[c] * row, q.begin() + cuts[c + 1] * row);
+                const std::vector<float> out = run_attention(cache, part, part_q, 2, options);
+                const std::vector<float> same(at_once.begin() + cuts[c] * row, at_once.begin() + cuts[c + 1] * row);
+                QVERIFY2(same_bits(out, same), qPrintable(QStringLiteral("%1 path, queries %2..%3")
+                                                              .arg(to_string(path)).arg(cuts[c]).arg(cuts[c + 1])));
+            }
     }
 }
 
