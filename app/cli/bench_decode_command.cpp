@@ -79,6 +79,7 @@ int run_bench_decode(Args& args) {
     config.threads = read_threads(args);
     config.kv_dtype = parse_kv_dtype(args.value_or("--kv-dtype", "f16"));
     config.prefix_caching = false; // each run prefills the whole prompt
+    config.swa_full = args.flag("--swa-full");
     const KvDtype kv_dtype = config.kv_dtype;
     const bool json = args.flag("--json");
     const auto repeats = static_cast<int>(args.int_or("--repeats", 3, 1, 100));

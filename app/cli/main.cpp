@@ -65,7 +65,7 @@ commands:
                (--text - reads stdin byte for byte; BOS as the file asks; special-
                token strings are plain text unless --parse-special)
   bench decode prefill and decode tok/s, and decode's share of the memory bandwidth
-               --model FILE [--threads N] [--kv-dtype D] [--backend B] [--repeats R] [--json]
+               --model FILE [--threads N] [--kv-dtype D] [--backend B] [--repeats R] [--swa-full] [--json]
   bench serve  one workload through paged and contiguous KV allocation, side by side;
                several KV dtypes: each in the same budget, compared with f16
                (--model FILE | --preset NAME [--type q8_0|f16|q4_0]) [--requests N]
