@@ -33,6 +33,7 @@ std::shared_ptr<const EngineSnapshot> hybridSnapshot(bool keepWhole, std::uint16
     pool->fragmentation = compute_fragmentation(pool->blocks, 4, AllocationMode::Paged, 0);
     auto s = std::make_shared<EngineSnapshot>();
     s->pool = pool;
+    s->running = 2;
     return s;
 }
 
@@ -62,12 +63,24 @@ private slots:
         QCOMPARE(panel.cell(ComparePanel::Running, 2), kNoData);
         QCOMPARE(panel.settingCell(ComparePanel::BlockSize, 0), QStringLiteral("16"));
         QCOMPARE(panel.cell(ComparePanel::BlocksHeld, 0), QStringLiteral("0"));
+        QCOMPARE(panel.cell(ComparePanel::BlocksPerRunning, 0), kNoData); // no sequence running
         // One group: no per-kind rows, no window setting, and B starts as the classic contiguous comparison.
         QVERIFY(panel.kindRows().isEmpty());
         QCOMPARE(panel.settingCell(ComparePanel::WindowLayers, 0), kNoData);
         auto* formB = panel.findChild<EngineSettingsPanel*>(QStringLiteral("compareSettings"));
         QCOMPARE(formB->config().allocation, AllocationMode::Contiguous);
         QVERIFY(!formB->config().swa_full);
+    }
+
+    void theModelsShapeSuggestsBBeforeAnySnapshot() {
+        ComparePanel panel;
+        auto* formB = panel.findChild<EngineSettingsPanel*>(QStringLiteral("compareSettings"));
+        panel.setModelShape(ModelShape{QStringLiteral("windowed"), {6, 1, 8}, 512, {0, 8, 8, 0, 8, 8}});
+        QVERIFY(formB->config().swa_full);
+        QCOMPARE(formB->config().allocation, AllocationMode::Paged);
+        panel.setModelShape(ModelShape{QStringLiteral("dense"), {6, 1, 8}, 512}); // back to the classic comparison
+        QVERIFY(!formB->config().swa_full);
+        QCOMPARE(formB->config().allocation, AllocationMode::Contiguous);
     }
 
     void windowModelsCompareBlocksPerKind() {
@@ -80,6 +93,7 @@ private slots:
         QCOMPARE(panel.kindCell(1, 0), QStringLiteral("4"));
         QCOMPARE(panel.kindCell(1, 1), kNoData); // no B yet
         QCOMPARE(panel.cell(ComparePanel::BlocksHeld, 0), QStringLiteral("5"));
+        QCOMPARE(panel.cell(ComparePanel::BlocksPerRunning, 0), QStringLiteral("2.5")); // 5 blocks, 2 running
         QCOMPARE(panel.settingCell(ComparePanel::WindowLayers, 0), QStringLiteral("free"));
         // B's untouched form becomes A's settings with the window layers kept whole.
         auto* formB = panel.findChild<EngineSettingsPanel*>(QStringLiteral("compareSettings"));

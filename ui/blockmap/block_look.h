@@ -20,9 +20,9 @@ namespace kvscope::ui {
 //               block a chat left in the prefix cache is a muted version of
 //               the chat's colour, with the same dot
 //   freed by the window (a Free or CachedFree block a sliding window just
-//               let go of): its look blended toward a bright sky blue, no
-//               sequence's colour, up to 80% by the mark's strength (1 just
-//               freed, fading to 0; window_fade.h)
+//               let go of): its look blended toward a vivid magenta, far
+//               from every (muted) sequence colour, up to 80% by the mark's
+//               strength (1 just freed, fading to 0; window_fade.h)
 // Cells under 4-5 px drop the outline and the dot but keep distinct colours.
 // These are data colours, the same on light and dark palettes; what lies
 // around the cells (background, text, hover outline) follows the palette.
@@ -30,7 +30,7 @@ namespace block_colors {
 inline constexpr QRgb kFree = 0xFFE3E6EB;
 inline constexpr QRgb kCachedFree = 0xFF8E959E;
 inline constexpr QRgb kCachedMark = 0xFFFFFFFF;
-inline constexpr QRgb kLeftWindow = 0xFF12C8FF;
+inline constexpr QRgb kLeftWindow = 0xFFF01FC8;
 
 QRgb empty_slots(QRgb owner);   // Used/Shared above the fill line
 QRgb shared_hatch(QRgb owner);  // Shared's diagonal lines

@@ -167,14 +167,16 @@ QString BlockMapWidget::laneTitle(std::size_t lane) const {
         return {};
     const BlockLane& l = lanes_[lane];
     if (l.free_pool)
-        return tr("Free pool, shared by every group \u00b7 %1").arg(counted(l.blocks.size(), "block", "blocks"));
+        return tr("Free pool, shared by every group \u00b7 %1 empty; the cached blocks in the lanes above are free "
+                  "to take too")
+            .arg(counted(l.blocks.size(), "block", "blocks"));
     QString title = QString::fromStdString(l.kind.title());
     if (l.kind.window > 0 && snapshot_->layout.groups().keeps_whole())
-        title += tr(" (kept whole: --swa-full)");
-    title += QStringLiteral(" \u00b7 ") + counted(l.kind.groups.size(), "group", "groups");
-    title += tr(" \u00b7 %1 used, %2 cached").arg(l.figures.used_blocks).arg(l.figures.cached_free_blocks);
+        title += tr(", kept whole (--swa-full)");
+    title += QStringLiteral(" (%1): ").arg(counted(l.kind.groups.size(), "group", "groups"));
+    title += tr("%1 used, %2 cached").arg(l.figures.used_blocks).arg(l.figures.cached_free_blocks);
     if (l.left_window > 0)
-        title += tr(" \u00b7 %1 freed by the window").arg(l.left_window);
+        title += tr(", %1 freed by the window").arg(l.left_window);
     return title;
 }
 

@@ -63,6 +63,12 @@ const RowSpec kRowSpecs[ComparePanel::kRows] = {
      [](const EngineSnapshot& s) { return std::optional(fragmentation(s, &FragmentationStats::block_occupancy)); }},
     {"Blocks used", "blocks", 0,
      [](const EngineSnapshot& s) { return std::optional(static_cast<double>(s.pool->fragmentation.used_blocks)); }},
+    // What a sequence costs: with sliding windows freed, far fewer blocks.
+    {"Blocks used per running sequence", "blocks", 1,
+     [](const EngineSnapshot& s) {
+         return measured(s.running > 0, static_cast<double>(s.pool->fragmentation.used_blocks) /
+                                            static_cast<double>(std::max<std::size_t>(s.running, 1)));
+     }},
     {"Slots holding tokens", "%", 1,
      [](const EngineSnapshot& s) { return std::optional(fragmentation(s, &FragmentationStats::token_occupancy)); }},
     {"Internal waste", "%", 1,
@@ -280,7 +286,12 @@ void ComparePanel::setModelSource(const ModelSource& source) {
         engineB_->loadModel(source);
 }
 
-void ComparePanel::setModelShape(const ModelShape& shape) { settings_->setModelShape(shape); }
+void ComparePanel::setModelShape(const ModelShape& shape) {
+    settings_->setModelShape(shape);
+    modelHasWindows_ = std::any_of(shape.layer_windows.begin(), shape.layer_windows.end(),
+                                   [](std::uint32_t window) { return window > 0; });
+    suggestB();
+}
 
 void ComparePanel::setConfigA(const EngineConfig& config) {
     configA_ = config;
@@ -288,15 +299,18 @@ void ComparePanel::setConfigA(const EngineConfig& config) {
     suggestB();
 }
 
-// A model with sliding windows: B's untouched form becomes A's settings
-// with the window layers kept whole.
+// B's untouched form follows the model: for one with sliding windows, A's
+// settings with the window layers kept whole; else the classic contiguous
+// comparison.
 void ComparePanel::suggestB() {
-    if (isRunning() || !lastA_ || !lastA_->pool || !lastA_->pool->layout.groups().has_windows())
-        return;
-    if (to_json(settings_->config()) != to_json(suggestedB_))
-        return; // the user's choice
-    EngineConfig b = configA_ ? *configA_ : EngineController::defaultConfig();
-    b.swa_full = true;
+    if (isRunning() || to_json(settings_->config()) != to_json(suggestedB_))
+        return; // B runs, or the form is the user's choice
+    const bool windowed = modelHasWindows_ || (lastA_ && lastA_->pool && lastA_->pool->layout.groups().has_windows());
+    EngineConfig b = windowed && configA_ ? *configA_ : EngineController::defaultConfig();
+    if (windowed)
+        b.swa_full = true;
+    else
+        b.allocation = AllocationMode::Contiguous;
     if (to_json(b) == to_json(suggestedB_))
         return;
     suggestedB_ = b;

@@ -54,8 +54,8 @@ public:
     enum SettingRow { KvFormat, BlockSize, PoolBlocks, PoolMib, Allocation, Preemption, PrefixCache, WindowLayers,
                       kSettingRows };
     // The measured figures, below them; then one row per kind of layer.
-    enum Row { GenerationTps, PromptTps, Running, Waiting, Preemptions, BlocksUsed, BlocksHeld, TokenOccupancy,
-               InternalWaste, ReservedWaste, ExternalFragmentation, TtftP50, TtftP95, kRows };
+    enum Row { GenerationTps, PromptTps, Running, Waiting, Preemptions, BlocksUsed, BlocksHeld, BlocksPerRunning,
+               TokenOccupancy, InternalWaste, ReservedWaste, ExternalFragmentation, TtftP50, TtftP95, kRows };
 
     explicit ComparePanel(QWidget* parent = nullptr);
     ~ComparePanel() override;
@@ -129,6 +129,7 @@ private:
     // What the panel last put in B's form itself; while the form still
     // holds it, the panel may suggest another (suggestB).
     EngineConfig suggestedB_;
+    bool modelHasWindows_ = false; // the model's shape says so (A's pool says so too, once it comes)
     EngineSettingsPanel* settings_;
     QPushButton* start_;
     QPushButton* stop_;

@@ -510,9 +510,8 @@ void MainWindow::onModelLoaded(const ModelSummary& summary) {
     modelInfo_->setSummary(summary);
     kvQuant_->setModel(summary.model, summary.source.label());
     compare_->setModelSource(summary.source);
-    const ModelShape shape{summary.source.label(),
-                           summary.config.kv_geometry(),
-                           summary.config.context_length};
+    const ModelShape shape{summary.source.label(), summary.config.kv_geometry(), summary.config.context_length,
+                           summary.config.layer_windows()};
     settings_->setModelShape(shape);
     compare_->setModelShape(shape);
     workload_->setModelLimits(summary.config.vocab_size, summary.config.context_length);
