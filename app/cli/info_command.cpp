@@ -6,6 +6,7 @@
 
 #include "app/cli/commands.h"
 #include "engine/core/error.h"
+#include "engine/engine_config.h"
 #include "engine/kv/kv_layout.h"
 #include "engine/model/gguf_file.h"
 #include "engine/model/model_config.h"
@@ -45,6 +46,18 @@ nlohmann::ordered_json info_json(const GgufFile& file, const ModelConfig& c, con
     for (KvDtype d : all_kv_dtypes())
         j["kv_bytes_per_token"][std::string(to_string(d))] =
             KvLayout(c.kv_geometry(), d, 16).bytes_per_token();
+    // The engine's KV cache groups (its defaults: f16, block 16, a 512-token
+    // chunk) and what a sequence at the file's context holds in them.
+    const EngineConfig engine;
+    const KvLayout layout = engine_kv_layout(engine, c);
+    j["kv_cache_groups"] = {{"groups", layout.num_groups()},
+                            {"layers_per_block", layout.layers_per_block()},
+                            {"kinds", nlohmann::ordered_json::array()},
+                            {"f16_bytes_at_context", layout.bytes_for_sequence(c.context_length, engine.max_num_batched_tokens)},
+                            {"f16_bytes_at_context_swa_full", layout.bytes_for_tokens(c.context_length)}};
+    for (const KvKind& kind : layout.groups().kinds())
+        j["kv_cache_groups"]["kinds"].push_back(
+            {{"title", kind.title()}, {"window", kind.window}, {"groups", kind.groups.size()}});
     return j;
 }
 
@@ -70,6 +83,20 @@ void print_text(const nlohmann::ordered_json& j) {
     std::printf("\n  KV bytes per token:");
     for (const auto& [dtype, bytes] : j["kv_bytes_per_token"].items())
         std::printf(" %s %llu", dtype.c_str(), bytes.get<unsigned long long>());
+    std::printf("\n");
+    const auto& groups = j["kv_cache_groups"];
+    std::printf("  KV cache groups: %llu of %u layers (", groups["groups"].get<unsigned long long>(),
+                groups["layers_per_block"].get<unsigned>());
+    const char* separator = "";
+    for (const auto& kind : groups["kinds"]) {
+        std::printf("%s%s: %llu", separator, kind["title"].get<std::string>().c_str(),
+                    kind["groups"].get<unsigned long long>());
+        separator = "; ";
+    }
+    std::printf(")\n  a %u-token sequence in f16: %.1f MiB", j["context_length"].get<unsigned>(),
+                groups["f16_bytes_at_context"].get<double>() / (1 << 20));
+    if (groups["f16_bytes_at_context"] != groups["f16_bytes_at_context_swa_full"])
+        std::printf(", %.1f MiB with --swa-full", groups["f16_bytes_at_context_swa_full"].get<double>() / (1 << 20));
     std::printf("\n");
 }
 

@@ -4,6 +4,7 @@
 #include <QtTest>
 
 #include <QJsonArray>
+#include <QTemporaryDir>
 
 #include "cli_runner.h"
 #include "support/test_models.h"
@@ -17,6 +18,7 @@ private slots:
     void generate_streams_text();
     void generate_refuses_a_prompt_past_the_context();
     void info_describes_a_model();
+    void a_hybrid_model_frees_its_window_with_the_same_text();
     void bench_decode_reports_bandwidth();
 };
 
@@ -61,6 +63,40 @@ void TestCliModel::info_describes_a_model() {
     QCOMPARE(j["tensor_types"].toObject()["Q6_K"].toObject()["tensors"].toInt(), 3);
     // 2 layers x 2 KV heads x 64 x 2 (K, V) x 2 bytes.
     QCOMPARE(j["kv_bytes_per_token"].toObject()["f16"].toInt(), 1024);
+}
+
+// A Gemma 3 of 6 layers (5 with a 16-token window, 1 global): info counts
+// its KV cache groups, and generate gives the same tokens whether the
+// window groups free their old blocks or keep them (--swa-full).
+void TestCliModel::a_hybrid_model_frees_its_window_with_the_same_text() {
+    QTemporaryDir dir;
+    const QString model = dir.filePath("g3.gguf");
+    QCOMPARE(run_cli({"make-model", "--preset", "gemma3-270m", "--layers", "6", "--vocab", "300", "--ffn", "32",
+                      "--window", "16", "--context", "1024", "-o", model})
+                 .exit_code,
+             0);
+    const auto info = run_cli({"--log-level", "warn", "info", model, "--json"});
+    QCOMPARE(info.exit_code, 0);
+    const QJsonObject groups = info.json()["kv_cache_groups"].toObject();
+    QCOMPARE(groups["groups"].toInt(), 6); // one layer a block: the kinds have 1 and 5 layers
+    QCOMPARE(groups["kinds"].toArray()[1].toObject()["title"].toString(), QStringLiteral("sliding window 16, 5 layers"));
+    // Blocks of 16 tokens of one layer (1 KV head of 256, f16 K and V): 16 KiB.
+    // The global layer keeps 1024 tokens, 64 blocks; each window layer
+    // ceil((16 - 1 + 512) / 16) + 1 = 34.
+    QCOMPARE(groups["f16_bytes_at_context"].toDouble(), double((64 + 5 * 34) * 16384));
+    QCOMPARE(groups["f16_bytes_at_context_swa_full"].toDouble(), double(6 * 64 * 16384));
+
+    QStringList ids;
+    for (int i = 0; i < 40; ++i)
+        ids << QString::number(3 + (i * 37) % 290);
+    const QStringList generate = {"--log-level", "warn", "generate", "--model", model, "--prompt-ids",
+                                  ids.join(','), "-n", "12", "--ignore-eos", "--json"};
+    const auto freeing = run_cli(generate);
+    const auto whole = run_cli(generate + QStringList{"--swa-full"});
+    QCOMPARE(freeing.exit_code, 0);
+    QCOMPARE(whole.exit_code, 0);
+    QVERIFY(!freeing.json()["generated_token_ids"].toArray().isEmpty());
+    QCOMPARE(freeing.json()["generated_token_ids"], whole.json()["generated_token_ids"]);
 }
 
 void TestCliModel::bench_decode_reports_bandwidth() {
