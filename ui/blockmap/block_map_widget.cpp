@@ -31,10 +31,6 @@ QString stateLine(BlockState state) {
     }
 }
 
-QString counted(std::size_t n, const char* one, const char* many) {
-    return QStringLiteral("%1 %2").arg(n).arg(QString::fromLatin1(n == 1 ? one : many));
-}
-
 // The colour of each block's CellLook: its first owner's, or for a cached
 // block the chat it came from. Colours are looked up once per sequence, not
 // per block (the palette may compute them), and neighbouring blocks mostly
@@ -75,6 +71,10 @@ private:
 };
 
 } // namespace
+
+QString counted(std::size_t n, const char* one, const char* many) {
+    return QStringLiteral("%1 %2").arg(n).arg(QString::fromLatin1(n == 1 ? one : many));
+}
 
 BlockMapWidget::BlockMapWidget(QWidget* parent) : QWidget(parent) {
     setMouseTracking(true);

@@ -17,6 +17,9 @@
 
 namespace kvscope::ui {
 
+// "1 block", "12 blocks": a count as the map's lane titles and figures word it.
+QString counted(std::size_t n, const char* one, const char* many);
+
 // Paints every block of one PoolSnapshot as a cell (see block_look.h for the
 // look of each state) and explains a block in a tooltip on hover. It shows
 // only what it was given: no engine access, no state beyond the snapshot.

@@ -16,10 +16,6 @@ namespace {
 
 QString percent(double fraction) { return QStringLiteral("%1%").arg(fraction * 100, 0, 'f', 1); }
 
-QString counted(std::size_t n, const char* one, const char* many) {
-    return QStringLiteral("%1 %2").arg(n).arg(QString::fromLatin1(n == 1 ? one : many));
-}
-
 // One line per kind of layer: its blocks, the waste in them, its cached
 // blocks and those its window freed (the engine's definitions over the
 // lane's blocks: block_lanes.h).
