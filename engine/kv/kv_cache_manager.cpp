@@ -275,21 +275,21 @@ std::vector<BlockId> KvCacheManager::take_run(std::size_t g, std::size_t count, 
 }
 
 // Grows group g's table to `logical_blocks` entries: fresh blocks when
-// paged (registered under their hash when the prompt already sealed them),
-// the reserved run again when contiguous (a window group's ring).
+// paged, the reserved run again when contiguous (a window group's ring).
 void KvCacheManager::extend(Sequence& s, std::size_t g, std::size_t logical_blocks) {
     Table& t = s.tables[g];
-    while (t.blocks.size() < logical_blocks) {
-        const std::size_t i = t.blocks.size();
-        if (contiguous()) {
-            t.blocks.push_back(t.blocks[i % t.capacity]);
-            continue;
-        }
-        const BlockId b = take_block(g);
-        if (caching() && i < s.hashes.size())
-            pool_.set_hash(b, group_block_key(s.hashes[i], g)); // false: an equal block is cached already
-        t.blocks.push_back(b);
-    }
+    while (t.blocks.size() < logical_blocks)
+        t.blocks.push_back(contiguous() ? t.blocks[t.blocks.size() % t.capacity] : take_block(g));
+}
+
+// Group g's blocks that positions [from, to) filled, registered under the
+// hashes the prompt sealed: a window group's block is offered to later
+// prompts only once its chunk has filled it.
+void KvCacheManager::register_filled(Sequence& s, std::size_t g, std::size_t from, std::size_t to) {
+    const std::vector<BlockId>& blocks = s.tables[g].blocks;
+    for (std::size_t i = from / block_size(); caching() && i < to / block_size() && i < s.hashes.size(); ++i)
+        if (blocks[i] != kNoBlock)
+            pool_.set_hash(blocks[i], group_block_key(s.hashes[i], g)); // false: an equal block is cached already
 }
 
 // Fills of group g's logical blocks holding positions [from, to).
@@ -336,6 +336,7 @@ std::uint32_t KvCacheManager::allocate(SeqId seq, std::span<const TokenId> promp
     for (std::size_t g = 0; g < num_groups(); ++g) {
         extend(s, g, config_.layout.blocks_for_tokens(covered(s, g)));
         set_fills(s, g, 0, covered(s, g));
+        register_filled(s, g, 0, covered(s, g));
     }
     if (caching() && reuse == PrefixReuse::Allowed) { // a prompt that skipped the lookup asked nothing of it
         prefix_hit_tokens_ += s.cached_prefix_tokens;
@@ -361,13 +362,20 @@ void KvCacheManager::seal_full_block(Sequence& s, std::size_t logical_block) {
     }
 }
 
+// A window group's partial last block shared with a fork is copied before
+// the chunk writes into it, as append does.
+bool KvCacheManager::shared_partial_tail(const Sequence& s, std::size_t g) const {
+    const std::vector<BlockId>& blocks = s.tables[g].blocks;
+    return s.window_covered % block_size() != 0 && pool_.ref_count(blocks.back()) > 1;
+}
+
 std::size_t KvCacheManager::blocks_to_cover(const Sequence& s, std::uint32_t end) const {
     if (contiguous() || end <= s.window_covered)
         return 0;
     std::size_t needed = 0;
     for (std::size_t g = 0; g < num_groups(); ++g)
         if (frees(g))
-            needed += config_.layout.blocks_for_tokens(end) - s.tables[g].blocks.size();
+            needed += config_.layout.blocks_for_tokens(end) - s.tables[g].blocks.size() + shared_partial_tail(s, g);
     return needed;
 }
 
@@ -388,8 +396,11 @@ void KvCacheManager::cover(SeqId seq, std::uint32_t end) {
                                                                str(pool_.num_free()) + " free"));
     for (std::size_t g = 0; g < num_groups(); ++g)
         if (frees(g)) {
+            if (shared_partial_tail(s, g))
+                copy_on_write_tail(s, g, seq);
             extend(s, g, config_.layout.blocks_for_tokens(end));
             set_fills(s, g, s.window_covered, end);
+            register_filled(s, g, s.window_covered, end);
         }
     s.window_covered = end;
 }

@@ -232,12 +232,14 @@ private:
     std::size_t blocks_needed(std::span<const TokenId> prompt, std::uint32_t max_new_tokens, const PrefixHit& hit) const;
     std::size_t reservation(std::size_t g, std::size_t max_tokens) const;
     bool runs_fit(std::span<const std::size_t> runs) const;
+    bool shared_partial_tail(const Sequence& s, std::size_t g) const;
     std::size_t blocks_to_cover(const Sequence& s, std::uint32_t end) const;
     std::size_t blocks_to_append(const Sequence& s) const;
     BlockId take_block(std::size_t g);
     std::vector<BlockId> take_run(std::size_t g, std::size_t count, const std::string& purpose);
     void extend(Sequence& s, std::size_t g, std::size_t logical_blocks);
     void set_fills(const Sequence& s, std::size_t g, std::size_t from_token, std::size_t to_token);
+    void register_filled(Sequence& s, std::size_t g, std::size_t from_token, std::size_t to_token);
     void seal_full_block(Sequence& s, std::size_t logical_block);
     void release_held(Table& t, SeqId holder);
     static std::vector<BlockId> held(const Table& t);

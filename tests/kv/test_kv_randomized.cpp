@@ -1,6 +1,9 @@
 // Randomized operation sequences against the KV cache: after every operation
 // the invariants hold, every sequence's slots hold exactly its own tokens'
 // fingerprints, and each refusal agrees with can_allocate / can_append.
+// Also with a hybrid layout (a full-attention layer and a sliding-window
+// one): prompts covered chunk by chunk as far as the pool allows, and the
+// window's blocks let go of after every step.
 #include <QtTest>
 
 #include <map>
@@ -16,6 +19,7 @@ namespace {
 
 struct Counts {
     int ops = 0, allocs = 0, refused = 0, appends = 0, forks = 0, frees = 0, swaps = 0, prefix_hits = 0;
+    std::size_t released = 0; // blocks window groups let go of
 };
 
 class Fuzzer {
@@ -43,8 +47,12 @@ public:
             QCOMPARE(kv_.num_tokens(id), static_cast<std::uint32_t>(toks.size()));
             if (swapped_.contains(id))
                 continue;
-            for (BlockId b : kv_.block_table(id, 0))
-                ++holders[b];
+            for (std::size_t g = 0; g < kv_.layout().num_groups(); ++g) {
+                const auto table = kv_.block_table(id, g);
+                for (BlockId b : std::set<BlockId>(table.begin(), table.end())) // a contiguous ring repeats its run
+                    if (b != kNoBlock)
+                        ++holders[b];
+            }
             QCOMPARE(first_wrong_slot(kv_, id, toks), -1);
         }
         std::size_t used = 0;
@@ -102,6 +110,7 @@ private:
             counts_.prefix_hits += cached > 0;
             model_[id] = p;
             ++counts_.allocs;
+            advance_windows(id);
         } catch (const KvError&) {
             QVERIFY(status != AllocStatus::Ok);
             QVERIFY(!kv_.contains(id));
@@ -109,7 +118,22 @@ private:
         }
     }
 
+    // What the scheduler does for a prompt: its window groups covered a
+    // chunk at a time, as far as free blocks allow, and after each chunk
+    // what the window left behind let go of.
+    void advance_windows(SeqId id) {
+        const std::uint32_t chunk = kv_.config().chunk_tokens;
+        while (kv_.covered_tokens(id) < kv_.num_tokens(id)) {
+            const std::uint32_t end = std::min(kv_.covered_tokens(id) + chunk, kv_.num_tokens(id));
+            if (!kv_.can_cover(id, end))
+                return;
+            kv_.cover(id, end);
+            counts_.released += kv_.release_out_of_window(id, end);
+        }
+    }
+
     void append_to(SeqId id) {
+        advance_windows(id);
         const bool can = kv_.can_append(id);
         const auto token = static_cast<TokenId>(pick(0, 3));
         try {
@@ -119,6 +143,7 @@ private:
             write_token(kv_, slot, token, static_cast<std::uint32_t>(toks.size()));
             toks.push_back(token);
             ++counts_.appends;
+            counts_.released += kv_.release_out_of_window(id, static_cast<std::uint32_t>(toks.size()));
         } catch (const KvError&) {
             QVERIFY(!can);
         }
@@ -200,12 +225,16 @@ void TestKvRandomized::random_operations_data() {
     QTest::addColumn<int>("blocks");
     QTest::addColumn<int>("block_size");
     QTest::addColumn<bool>("prefix_caching");
-    QTest::newRow("paged-bs4-cached") << int(AllocationMode::Paged) << 24 << 4 << true;
-    QTest::newRow("paged-bs1-cached") << int(AllocationMode::Paged) << 120 << 1 << true;
-    QTest::newRow("paged-bs16-nocache") << int(AllocationMode::Paged) << 12 << 16 << false;
-    QTest::newRow("paged-bs8-tiny") << int(AllocationMode::Paged) << 5 << 8 << true;
-    QTest::newRow("contiguous-bs4") << int(AllocationMode::Contiguous) << 32 << 4 << false;
-    QTest::newRow("contiguous-bs2") << int(AllocationMode::Contiguous) << 50 << 2 << false;
+    QTest::addColumn<bool>("hybrid");
+    QTest::newRow("paged-bs4-cached") << int(AllocationMode::Paged) << 24 << 4 << true << false;
+    QTest::newRow("paged-bs1-cached") << int(AllocationMode::Paged) << 120 << 1 << true << false;
+    QTest::newRow("paged-bs16-nocache") << int(AllocationMode::Paged) << 12 << 16 << false << false;
+    QTest::newRow("paged-bs8-tiny") << int(AllocationMode::Paged) << 5 << 8 << true << false;
+    QTest::newRow("contiguous-bs4") << int(AllocationMode::Contiguous) << 32 << 4 << false << false;
+    QTest::newRow("contiguous-bs2") << int(AllocationMode::Contiguous) << 50 << 2 << false << false;
+    QTest::newRow("hybrid-paged-bs4-cached") << int(AllocationMode::Paged) << 48 << 4 << true << true;
+    QTest::newRow("hybrid-paged-bs2-small") << int(AllocationMode::Paged) << 36 << 2 << true << true;
+    QTest::newRow("hybrid-contiguous-bs4") << int(AllocationMode::Contiguous) << 64 << 4 << false << true;
 }
 
 void TestKvRandomized::random_operations() {
@@ -213,11 +242,17 @@ void TestKvRandomized::random_operations() {
     QFETCH(int, blocks);
     QFETCH(int, block_size);
     QFETCH(bool, prefix_caching);
+    QFETCH(bool, hybrid);
     constexpr int kSeeds = 12, kOpsPerSeed = 1000;
     Counts total;
     for (std::uint32_t seed = 1; seed <= kSeeds; ++seed) {
         KvCacheConfig c = config(static_cast<std::uint32_t>(blocks), static_cast<std::uint32_t>(block_size),
                                  static_cast<AllocationMode>(mode), prefix_caching, 10);
+        if (hybrid) { // layer 0 full attention, layer 1 a window of 3 blocks; chunks of 6 tokens
+            const std::vector<std::uint32_t> windows{0, 3 * static_cast<std::uint32_t>(block_size)};
+            c.layout = KvLayout(c.layout.geometry(), c.layout.dtype(), c.layout.block_size(), KvGroups::from_windows(windows));
+            c.chunk_tokens = 6;
+        }
         Fuzzer f(c, seed);
         for (int i = 0; i < kOpsPerSeed; ++i) {
             f.step();
@@ -229,6 +264,7 @@ void TestKvRandomized::random_operations() {
         const Counts& c2 = f.counts();
         total.ops += c2.ops, total.allocs += c2.allocs, total.refused += c2.refused, total.appends += c2.appends;
         total.forks += c2.forks, total.frees += c2.frees, total.swaps += c2.swaps, total.prefix_hits += c2.prefix_hits;
+        total.released += c2.released;
     }
     qInfo("%d ops: %d allocations (%d refused), %d appends, %d forks, %d frees, %d swaps, %d prefix hits",
           total.ops, total.allocs, total.refused, total.appends, total.forks, total.frees, total.swaps,
@@ -238,6 +274,8 @@ void TestKvRandomized::random_operations() {
     QVERIFY(total.allocs > 100 && total.refused > 10 && total.forks > 100 && total.swaps > 100);
     if (prefix_caching)
         QVERIFY(total.prefix_hits >= 10);
+    if (hybrid && mode == int(AllocationMode::Paged))
+        QVERIFY(total.released > 100);
 }
 
 QTEST_APPLESS_MAIN(TestKvRandomized)
