@@ -282,14 +282,19 @@ void KvCacheManager::extend(Sequence& s, std::size_t g, std::size_t logical_bloc
         t.blocks.push_back(contiguous() ? t.blocks[t.blocks.size() % t.capacity] : take_block(g));
 }
 
-// Group g's blocks that positions [from, to) filled, registered under the
-// hashes the prompt sealed: a window group's block is offered to later
-// prompts only once its chunk has filled it.
-void KvCacheManager::register_filled(Sequence& s, std::size_t g, std::size_t from, std::size_t to) {
-    const std::vector<BlockId>& blocks = s.tables[g].blocks;
-    for (std::size_t i = from / block_size(); caching() && i < to / block_size() && i < s.hashes.size(); ++i)
-        if (blocks[i] != kNoBlock)
-            pool_.set_hash(blocks[i], group_block_key(s.hashes[i], g)); // false: an equal block is cached already
+// Offers group g's full blocks whose K/V this step computes or computed
+// (positions below `computed`) to later prompts, under the hashes the
+// tokens sealed. Never earlier: a block registered before its K/V exist
+// could be hit by a prompt admitted while this one is still being
+// prefilled, or after it was preempted part way, and read as if computed.
+// A prompt admitted later in the same step runs after this sequence's
+// chunk, which writes the block first in every layer.
+void KvCacheManager::register_computed(Sequence& s, std::size_t g, std::uint32_t computed) {
+    Table& t = s.tables[g];
+    const std::size_t end = std::min({std::size_t{computed} / block_size(), s.hashes.size(), t.blocks.size()});
+    for (; caching() && t.registered < end; ++t.registered)
+        if (t.blocks[t.registered] != kNoBlock) // false: an equal block is cached already
+            pool_.set_hash(t.blocks[t.registered], group_block_key(s.hashes[t.registered], g));
 }
 
 // Fills of group g's logical blocks holding positions [from, to).
@@ -329,6 +334,8 @@ std::uint32_t KvCacheManager::allocate(SeqId seq, std::span<const TokenId> promp
         }
         s.hashes = std::move(hit.hashes);
         s.cached_prefix_tokens = static_cast<std::uint32_t>(hit.blocks * block_size());
+        for (Table& t : s.tables)
+            t.registered = static_cast<std::uint32_t>(hit.blocks); // they are cached already
     }
     s.window_covered = first_cover(prompt.size(), s.hashes.size());
     for (std::size_t i = s.hashes.size(); caching() && i < prompt.size() / block_size(); ++i)
@@ -336,7 +343,6 @@ std::uint32_t KvCacheManager::allocate(SeqId seq, std::span<const TokenId> promp
     for (std::size_t g = 0; g < num_groups(); ++g) {
         extend(s, g, config_.layout.blocks_for_tokens(covered(s, g)));
         set_fills(s, g, 0, covered(s, g));
-        register_filled(s, g, 0, covered(s, g));
     }
     if (caching() && reuse == PrefixReuse::Allowed) { // a prompt that skipped the lookup asked nothing of it
         prefix_hit_tokens_ += s.cached_prefix_tokens;
@@ -348,18 +354,12 @@ std::uint32_t KvCacheManager::allocate(SeqId seq, std::span<const TokenId> promp
     return cached;
 }
 
-// A block just filled: record its chained hash so later prompts can reuse
-// it, in every group whose table already has it (a window group that
-// covers it later registers it then: extend).
+// A block's tokens are all known: record its chained hash, which
+// register_computed offers to the prefix cache once a step computes it.
 void KvCacheManager::seal_full_block(Sequence& s, std::size_t logical_block) {
     const std::uint64_t parent = logical_block > 0 ? s.hashes[logical_block - 1] : kNoParentHash;
     const auto tokens = std::span<const TokenId>(s.tokens).subspan(logical_block * block_size(), block_size());
     s.hashes.push_back(block_hash(parent, tokens));
-    for (std::size_t g = 0; g < num_groups(); ++g) {
-        const std::vector<BlockId>& blocks = s.tables[g].blocks;
-        if (logical_block < blocks.size() && blocks[logical_block] != kNoBlock)
-            pool_.set_hash(blocks[logical_block], group_block_key(s.hashes.back(), g)); // false: cached already
-    }
 }
 
 // A window group's partial last block shared with a fork is copied before
@@ -386,23 +386,24 @@ bool KvCacheManager::can_cover(SeqId seq, std::uint32_t end) const {
 
 void KvCacheManager::cover(SeqId seq, std::uint32_t end) {
     Sequence& s = sequence(seq);
-    if (end <= s.window_covered)
-        return;
     if (!can_cover(seq, end))
         throw KvError("sequence " + std::to_string(seq) + " cannot cover positions up to " + str(end) +
                       (s.swapped ? ": it is swapped out"
                                  : end > s.tokens.size() ? ": it has " + str(s.tokens.size()) + " tokens"
                                                          : ": " + str(blocks_to_cover(s, end)) + " blocks needed, " +
                                                                str(pool_.num_free()) + " free"));
+    if (end > s.window_covered) {
+        for (std::size_t g = 0; g < num_groups(); ++g)
+            if (frees(g)) {
+                if (shared_partial_tail(s, g))
+                    copy_on_write_tail(s, g, seq);
+                extend(s, g, config_.layout.blocks_for_tokens(end));
+                set_fills(s, g, s.window_covered, end);
+            }
+        s.window_covered = end;
+    }
     for (std::size_t g = 0; g < num_groups(); ++g)
-        if (frees(g)) {
-            if (shared_partial_tail(s, g))
-                copy_on_write_tail(s, g, seq);
-            extend(s, g, config_.layout.blocks_for_tokens(end));
-            set_fills(s, g, s.window_covered, end);
-            register_filled(s, g, s.window_covered, end);
-        }
-    s.window_covered = end;
+        register_computed(s, g, end);
 }
 
 std::uint32_t KvCacheManager::covered_tokens(SeqId seq) const { return sequence(seq).window_covered; }
@@ -412,6 +413,8 @@ std::size_t KvCacheManager::release_out_of_window(SeqId seq, std::uint32_t compu
     std::size_t released = 0;
     if (s.swapped || contiguous())
         return released;
+    // Nothing past what the window groups cover has been computed in them.
+    computed = std::min(computed, s.window_covered);
     for (std::size_t g = 0; g < num_groups(); ++g) {
         const std::uint32_t window = config_.layout.groups()[g].window;
         if (!frees(g) || computed < window)
@@ -474,8 +477,11 @@ SlotRef KvCacheManager::append(SeqId seq, TokenId token) {
     }
     s.tokens.push_back(token);
     s.window_covered = static_cast<std::uint32_t>(s.tokens.size());
-    if (caching() && slot + 1 == block_size())
+    if (caching() && slot + 1 == block_size()) { // the step computes this token
         seal_full_block(s, pos / block_size());
+        for (std::size_t g = 0; g < num_groups(); ++g)
+            register_computed(s, g, s.window_covered);
+    }
     return {s.tables[0].blocks[pos / block_size()], slot};
 }
 
@@ -637,7 +643,7 @@ void KvCacheManager::swap_in(SeqId seq) {
                 }
                 const BlockId b = take_block(g);
                 pool_.copy_block(swap_pool_, t.swapped[i], b);
-                if (caching() && i < s.hashes.size())
+                if (caching() && i < t.registered)
                     pool_.set_hash(b, group_block_key(s.hashes[i], g));
                 t.blocks.push_back(b);
             }

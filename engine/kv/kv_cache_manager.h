@@ -124,10 +124,17 @@ public:
     std::uint32_t allocate(SeqId seq, std::span<const TokenId> prompt, std::uint32_t max_new_tokens,
                            PrefixReuse reuse = PrefixReuse::Allowed);
 
-    // Prefill of a sequence whose window groups lag: can_cover says whether
-    // the blocks for positions below `end` (at most num_tokens) can be taken
-    // now; cover takes them (KvError when it cannot). Nothing to do, and
-    // true, for a sequence whose groups all hold its tokens.
+    // A prompt chunk about to run, computing positions below `end` (at
+    // most num_tokens): can_cover says whether its window groups (which
+    // lag) can take the blocks for them now; cover takes them (KvError when
+    // it cannot) and offers every group's full blocks below `end` to the
+    // prefix cache. Blocks join the cache when a step computes them, never
+    // earlier (a prompt admitted while another is still being prefilled,
+    // or after that one was preempted part way, would read K/V nobody
+    // wrote); one admitted later in the same step runs after this chunk,
+    // which writes them first in every layer. Decode steps' blocks join at
+    // append. Taking blocks is nothing to do, and can_cover true, for a
+    // sequence whose groups all hold its tokens.
     bool can_cover(SeqId seq, std::uint32_t end) const;
     void cover(SeqId seq, std::uint32_t end);
     // Tokens every group of the sequence has a slot for.
@@ -195,6 +202,7 @@ private:
         std::vector<BlockId> blocks;  // logical block -> pool block, kNoBlock where none is held
         std::vector<BlockId> swapped; // while swapped out: the swap pool copy of each held entry, in order
         std::uint32_t capacity = 0;   // contiguous: the reserved run is blocks[0, capacity); later entries repeat it
+        std::uint32_t registered = 0; // leading logical blocks offered to the prefix cache (cover, append)
     };
     struct Sequence {
         std::vector<TokenId> tokens;
@@ -239,7 +247,7 @@ private:
     std::vector<BlockId> take_run(std::size_t g, std::size_t count, const std::string& purpose);
     void extend(Sequence& s, std::size_t g, std::size_t logical_blocks);
     void set_fills(const Sequence& s, std::size_t g, std::size_t from_token, std::size_t to_token);
-    void register_filled(Sequence& s, std::size_t g, std::size_t from_token, std::size_t to_token);
+    void register_computed(Sequence& s, std::size_t g, std::uint32_t computed);
     void seal_full_block(Sequence& s, std::size_t logical_block);
     void release_held(Table& t, SeqId holder);
     static std::vector<BlockId> held(const Table& t);

@@ -36,8 +36,10 @@ inline std::uint64_t read_token(const KvCacheManager& kv, SlotRef slot) {
     return f;
 }
 
-// Writes the prompt tokens from `from` on, as a prefill would.
+// Writes the prompt tokens from `from` on, as a prefill would, its chunk
+// covering what the groups hold (the full blocks join the prefix cache).
 inline void write_prompt(KvCacheManager& kv, SeqId seq, const std::vector<TokenId>& prompt, std::uint32_t from) {
+    kv.cover(seq, kv.covered_tokens(seq));
     for (std::uint32_t p = from; p < prompt.size(); ++p)
         write_token(kv, kv.slot_of(seq, 0, p), prompt[p], p);
 }

@@ -21,6 +21,7 @@ private slots:
     void contiguous_fork_copies();
     void prefix_cache_reuses_full_blocks();
     void prefix_cache_keeps_last_prompt_token_uncached();
+    void prefix_cache_offers_only_computed_blocks();
     void cached_free_blocks_are_evicted_lru();
     void cached_free_blocks_remember_their_last_holder();
     void swap_out_and_in_preserves_contents();
@@ -186,16 +187,38 @@ void TestKvCacheManager::prefix_cache_keeps_last_prompt_token_uncached() {
     KvCacheManager kv(config(16, 4, AllocationMode::Paged));
     const auto prompt = tokens(8, 1);
     kv.allocate(1, prompt, 0);
+    kv.cover(1, 8);
     // Same 8 tokens: only the first block may come from the cache, so the
     // 8th token still runs through the model and yields logits.
     QCOMPARE(kv.allocate(2, prompt, 0), 4u);
     kv.check_invariants();
 }
 
+// A block joins the prefix cache when its K/V are computed, not when its
+// tokens are known: a prompt admitted while another with the same start is
+// still being prefilled (or after that one was preempted part way) must
+// not take blocks nobody has written.
+void TestKvCacheManager::prefix_cache_offers_only_computed_blocks() {
+    KvCacheManager kv(config(32, 4, AllocationMode::Paged));
+    const auto prompt = tokens(21, 1);
+    kv.allocate(1, prompt, 0);
+    QCOMPARE(kv.allocate(2, prompt, 0), 0u); // nothing computed yet
+    kv.cover(1, 10);                  // blocks 0 and 1 are; 2 is half
+    QCOMPARE(kv.allocate(3, prompt, 0), 8u);
+    kv.free(1); // preempted part way: its uncomputed blocks are plain free
+    QCOMPARE(kv.fragmentation().cached_free_blocks, std::size_t{0}); // 0 and 1 are held by 3
+    kv.free(3);
+    QCOMPARE(kv.fragmentation().cached_free_blocks, std::size_t{2});
+    QCOMPARE(kv.allocate(4, prompt, 0), 8u);
+    kv.check_invariants();
+}
+
 void TestKvCacheManager::cached_free_blocks_are_evicted_lru() {
     KvCacheManager kv(config(4, 2, AllocationMode::Paged));
-    kv.allocate(1, std::vector<TokenId>{1, 2, 9}, 0); // block [1,2] full + cached
+    kv.allocate(1, std::vector<TokenId>{1, 2, 9}, 0); // block [1,2] full + cached once computed
+    kv.cover(1, 3);
     kv.allocate(2, std::vector<TokenId>{3, 4, 9}, 0); // block [3,4] full + cached
+    kv.cover(2, 3);
     kv.free(1);                    // [1,2] becomes cached-free first...
     kv.free(2);                    // ...then [3,4]
     QCOMPARE(kv.fragmentation().cached_free_blocks, std::size_t{2});
@@ -215,6 +238,7 @@ void TestKvCacheManager::cached_free_blocks_are_evicted_lru() {
 void TestKvCacheManager::cached_free_blocks_remember_their_last_holder() {
     KvCacheManager kv(config(4, 2, AllocationMode::Paged));
     kv.allocate(1, std::vector<TokenId>{1, 2, 9}, 0); // [1,2] full, [9] partial
+    kv.cover(1, 3);
     const BlockId full = kv.block_table(1, 0)[0], partial = kv.block_table(1, 0)[1];
     QCOMPARE(kv.snapshot()->blocks[full].last_holder, std::nullopt); // held: owners say who
     kv.free(1);
@@ -317,6 +341,7 @@ void TestKvCacheManager::snapshot_describes_blocks() {
     kv.fork(1, 2);
     kv.allocate(3, tokens(4, 50), 0);
     kv.allocate(4, std::vector<TokenId>{7, 7, 7, 7, 7}, 0);
+    kv.cover(4, 5);
     kv.free(4); // its full block stays cached
     const auto snap = kv.snapshot();
     const auto t1 = kv.block_table(1, 0);

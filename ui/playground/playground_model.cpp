@@ -103,6 +103,7 @@ SeqId PlaygroundModel::add_sequence(std::uint32_t prompt_tokens, std::uint32_t m
               std::to_string(max_new_tokens) + " max new tokens",
           std::nullopt, [&](KvCacheManager& m) {
               const std::uint32_t cached = m.allocate(seq, prompt, max_new_tokens);
+              m.cover(seq, m.num_tokens(seq)); // no model here: the prompt counts as computed at once
               return holding(m, seq, cached ? " (" + plural(cached, "token") + " from the prefix cache)" : "");
           });
     return seq;
