@@ -257,6 +257,13 @@ private slots:
         plain.setSnapshot(engineSnapshot(1, 1.0, dense), {});
         QVERIFY(!plain.figures().contains(QLatin1Char('\n')));
         QVERIFY(plain.legend()->entryText(plain.legend()->entryCount() - 1) != QStringLiteral("Freed by the window"));
+        // Contiguous: a window group's ring reuses its own blocks, frees none.
+        PoolSnapshot ring = hybridPool();
+        ring.mode = AllocationMode::Contiguous;
+        LivePoolPanel contiguous;
+        contiguous.setSnapshot(engineSnapshot(1, 1.0, ring), {});
+        QVERIFY(contiguous.legend()->entryText(contiguous.legend()->entryCount() - 1) !=
+                QStringLiteral("Freed by the window"));
     }
 };
 

@@ -128,8 +128,11 @@ void LivePoolPanel::showShown() {
         map_->setWindowFade(liveFade_, shown->time_s, true);
     else
         map_->setWindowFade(fadeAt(replay_, replay_.position()), shown->time_s, false);
+    // Window groups free blocks when paged; a contiguous window group is a
+    // ring that reuses its own.
     const KvGroups& groups = shown->pool->layout.groups();
-    legend_->setShowsWindow(groups.has_windows() && !groups.keeps_whole());
+    legend_->setShowsWindow(groups.has_windows() && !groups.keeps_whole() &&
+                            shown->pool->mode == AllocationMode::Paged);
     const QString lanes = describeLanes(map_->lanes());
     figures_->setText(lanes.isEmpty() ? describe(*shown) : describe(*shown) + QLatin1Char('\n') + lanes);
 }
