@@ -17,17 +17,14 @@
 #include <sstream>
 #include <string>
 
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "engine/model/synthetic_model.h"
 #include "engine/presets/model_presets.h"
-#include "engine/runtime/model.h"
-#include "engine/service/engine_service.h"
-#include "engine/tokenizer/chat_template.h"
-#include "net/serve/http_server.h"
+#include "support/served_model.h"
 
 using namespace kvscope;
+using kvscope::test::ServedModel;
 using json = nlohmann::json;
 
 namespace {
@@ -49,61 +46,29 @@ std::string make_model(const QTemporaryDir& dir, const QString& preset, const QS
     return path;
 }
 
-// A model served as `kvscope-cli serve` serves it, on a free port.
-class Served {
-public:
-    explicit Served(const std::string& path)
-        : model_(std::make_shared<const Model>(path)), service_(engine_config(), model_),
-          chat_(ChatTemplate::for_model(model_->file(), service_.tokenizer())),
-          server_(http_options()),
-          client_("127.0.0.1", server_.start()) {
-        const std::uint32_t context = model_->config().context_length;
-        server_.serve({&service_, {"synthetic", context, context, &service_.tokenizer(), &chat_}, nullptr});
-    }
-    ~Served() { server_.stop(); } // before the service it routes to
+// The served engine: the CPU, a small pool (the prompts are short).
+EngineConfig small_engine() {
+    EngineConfig c;
+    c.backend = Backend::Cpu;
+    c.num_blocks = 64;
+    return c;
+}
 
-    // The status and the JSON body of a POST.
-    std::pair<int, json> post(const char* path, const json& body) {
-        const httplib::Result r = client_.Post(path, body.dump(), "application/json");
-        if (!r)
-            return {0, json()};
-        return {r->status, json::parse(r->body)};
-    }
+// The text /tokenize rendered for `body`, as /detokenize gives it back.
+// The placeholder vocabulary has no piece for a space: it goes in as the
+// bytes of SentencePiece's "▁", which come back as that character.
+std::string rendered(ServedModel& served, const json& body) {
+    const auto [status, ids] = served.post("/tokenize", body);
+    if (status != 200)
+        return "/tokenize answered " + std::to_string(status) + ": " + ids.dump();
+    const std::string text = served.post("/detokenize", {{"tokens", ids["tokens"]}}).second["prompt"].get<std::string>();
+    return QString::fromStdString(text).replace(QChar(0x2581), QLatin1Char(' ')).toStdString();
+}
 
-    // The text /tokenize rendered for `body`, as /detokenize gives it back.
-    // The placeholder vocabulary has no piece for a space: it goes in as the
-    // bytes of SentencePiece's "▁", which come back as that character.
-    std::string rendered(const json& body) {
-        const auto [status, ids] = post("/tokenize", body);
-        if (status != 200)
-            return "/tokenize answered " + std::to_string(status) + ": " + ids.dump();
-        const std::string text = post("/detokenize", {{"tokens", ids["tokens"]}}).second["prompt"].get<std::string>();
-        return QString::fromStdString(text).replace(QChar(0x2581), QLatin1Char(' ')).toStdString();
-    }
-
-    // /tokenize's count for `body`.
-    std::size_t prompt_tokens(const json& body) { return post("/tokenize", body).second["count"].get<std::size_t>(); }
-
-private:
-    static serve::HttpServerOptions http_options() {
-        serve::HttpServerOptions o;
-        o.port = 0;
-        o.http_threads = 4;
-        return o;
-    }
-    static EngineConfig engine_config() {
-        EngineConfig c;
-        c.backend = Backend::Cpu;
-        c.num_blocks = 64;
-        return c;
-    }
-
-    std::shared_ptr<const Model> model_;
-    EngineService service_;
-    ChatTemplate chat_;
-    serve::HttpServer server_;
-    httplib::Client client_;
-};
+// /tokenize's count for `body`.
+std::size_t prompt_tokens(ServedModel& served, const json& body) {
+    return served.post("/tokenize", body).second["count"].get<std::size_t>();
+}
 
 // A system and a user message, and `extra` fields.
 json conversation(const json& extra = json::object()) {
@@ -164,10 +129,10 @@ void TestChatTemplateServing::chats_through_the_files_template() {
     QFETCH(QString, marker);
     QFETCH(QString, ending);
     QVERIFY(dir_.isValid());
-    Served served(make_model(dir_, preset, file));
+    ServedModel served(make_model(dir_, preset, file), "synthetic", small_engine(), 4);
     const json body = conversation(json::parse(request.toStdString()));
 
-    const std::string text = served.rendered(body);
+    const std::string text = rendered(served, body);
     QVERIFY2(text.find(marker.toStdString()) != std::string::npos, text.c_str());
     QVERIFY2(text.ends_with(ending.toStdString()), text.c_str());
 
@@ -177,39 +142,41 @@ void TestChatTemplateServing::chats_through_the_files_template() {
     QVERIFY2(status == 200, reply.dump().c_str());
     QCOMPARE(reply["choices"][0]["message"]["role"], json("assistant"));
     // The engine was given the tokens of the rendered text, template arguments included.
-    QCOMPARE(reply["usage"]["prompt_tokens"].get<std::size_t>(), served.prompt_tokens(body));
+    QCOMPARE(reply["usage"]["prompt_tokens"].get<std::size_t>(), prompt_tokens(served, body));
 }
 
 void TestChatTemplateServing::template_arguments_accepted() {
-    Served served(make_model(dir_, QStringLiteral("llama-42m"), QStringLiteral("openai-gpt-oss-120b.jinja")));
+    ServedModel served(make_model(dir_, QStringLiteral("llama-42m"), QStringLiteral("openai-gpt-oss-120b.jinja")), "synthetic",
+                       small_engine(), 4);
     // gpt-oss's template writes today's date: left out, so that renders a
     // midnight apart still compare.
-    const auto rendered = [&served](const json& fields) {
-        std::string text = served.rendered(conversation(fields));
+    const auto render = [&served](const json& fields) {
+        std::string text = rendered(served, conversation(fields));
         const std::size_t at = text.find("Current date: ");
         return at == std::string::npos ? text : text.erase(at, text.find('\n', at) - at);
     };
-    const std::string by_default = rendered(json::object());
+    const std::string by_default = render(json::object());
     QVERIFY2(by_default.find("Reasoning: medium\n") != std::string::npos, by_default.c_str()); // the template's default
     // A null entry is the template's default.
-    QCOMPARE(rendered({{"chat_template_kwargs", {{"reasoning_effort", nullptr}}}}), by_default);
+    QCOMPARE(render({{"chat_template_kwargs", {{"reasoning_effort", nullptr}}}}), by_default);
     // OpenAI's top-level field is the same argument; both may be given when they agree.
-    const std::string high = rendered({{"chat_template_kwargs", {{"reasoning_effort", "high"}}}});
+    const std::string high = render({{"chat_template_kwargs", {{"reasoning_effort", "high"}}}});
     QVERIFY2(high.find("Reasoning: high\n") != std::string::npos, high.c_str());
-    QCOMPARE(rendered({{"reasoning_effort", "high"}}), high);
-    QCOMPARE(rendered({{"reasoning_effort", "high"}, {"chat_template_kwargs", {{"reasoning_effort", "high"}}}}), high);
+    QCOMPARE(render({{"reasoning_effort", "high"}}), high);
+    QCOMPARE(render({{"reasoning_effort", "high"}, {"chat_template_kwargs", {{"reasoning_effort", "high"}}}}), high);
     // An argument the template does not read changes nothing.
-    QCOMPARE(rendered({{"chat_template_kwargs", {{"enable_thinking", false}}}}), by_default);
+    QCOMPARE(render({{"chat_template_kwargs", {{"enable_thinking", false}}}}), by_default);
     // A conversation the context policy fits (user last) and any other list take them alike.
     json two_users = conversation({{"reasoning_effort", "low"}, {"max_tokens", 1}});
     two_users["messages"].push_back({{"role", "user"}, {"content", "Again?"}});
     const auto [status, reply] = served.post("/v1/chat/completions", two_users);
     QVERIFY2(status == 200, reply.dump().c_str());
-    QCOMPARE(reply["usage"]["prompt_tokens"].get<std::size_t>(), served.prompt_tokens(two_users));
+    QCOMPARE(reply["usage"]["prompt_tokens"].get<std::size_t>(), prompt_tokens(served, two_users));
 }
 
 void TestChatTemplateServing::template_arguments_refused() {
-    Served served(make_model(dir_, QStringLiteral("llama-15m"), QStringLiteral("Qwen-Qwen3-0.6B.jinja")));
+    ServedModel served(make_model(dir_, QStringLiteral("llama-15m"), QStringLiteral("Qwen-Qwen3-0.6B.jinja")), "synthetic",
+                       small_engine(), 4);
     struct Refusal {
         json fields;
         const char* param;

@@ -18,14 +18,10 @@
 #include <memory>
 #include <string>
 
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "engine/runtime/model.h"
-#include "engine/service/engine_service.h"
-#include "engine/tokenizer/chat_template.h"
-#include "net/serve/http_server.h"
 #include "support/llamacpp_references.h"
+#include "support/served_model.h"
 
 using namespace kvscope;
 using namespace kvscope::test;
@@ -35,45 +31,12 @@ namespace {
 
 const QString kDataDir = QStringLiteral(KVSCOPE_TEST_DATA "/llamacpp");
 
-// A model served as `kvscope-cli serve` serves it, on a free port.
-class Served {
-public:
-    explicit Served(const std::string& path)
-        : model_(std::make_shared<const Model>(path)), service_(engine_config(), model_),
-          chat_(ChatTemplate::for_model(model_->file(), service_.tokenizer())), server_(http_options()),
-          client_("127.0.0.1", server_.start()) {
-        const std::uint32_t context = model_->config().context_length;
-        server_.serve({&service_, {"reference", context, context, &service_.tokenizer(), &chat_}, nullptr});
-        client_.set_read_timeout(120);
-    }
-    ~Served() { server_.stop(); } // before the service it routes to
-
-    std::pair<int, json> post(const char* path, const json& body) {
-        const httplib::Result r = client_.Post(path, body.dump(), "application/json");
-        if (!r)
-            return {0, json()};
-        return {r->status, json::parse(r->body)};
-    }
-
-private:
-    static serve::HttpServerOptions http_options() {
-        serve::HttpServerOptions o;
-        o.port = 0;
-        o.http_threads = 2;
-        return o;
-    }
-    static EngineConfig engine_config() {
-        EngineConfig c;
-        c.backend = Backend::Cpu;
-        return c;
-    }
-
-    std::shared_ptr<const Model> model_;
-    EngineService service_;
-    ChatTemplate chat_;
-    serve::HttpServer server_;
-    httplib::Client client_;
-};
+// The served engine: the reference's CPU numbers.
+EngineConfig cpu_engine() {
+    EngineConfig c;
+    c.backend = Backend::Cpu;
+    return c;
+}
 
 // "token_id:17" -> 17.
 TokenId token_of(const std::string& key) { return static_cast<TokenId>(std::stol(key.substr(key.find(':') + 1))); }
@@ -94,7 +57,7 @@ private slots:
         QTemporaryDir dir;
         const Reference reference = read_reference(kDataDir + "/" + file + ".txt");
         const std::vector<TokenId> prompt = read_prompt(kDataDir);
-        Served served(make_reference_model(reference, file, dir, KVSCOPE_CLI).toStdString());
+        ServedModel served(make_reference_model(reference, file, dir, KVSCOPE_CLI).toStdString(), "reference", cpu_engine(), 2);
         const auto [status, body] = served.post("/v1/completions", {{"prompt", prompt},
                                                                     {"max_tokens", 0},
                                                                     {"echo", true},
