@@ -59,6 +59,18 @@ float dot_bf16(const std::byte* w, const void* x, std::size_t cols) {
     return dot_floats(load, static_cast<const float*>(x), cols);
 }
 
+// A block of 32's integers, as `decode` gives them, times the activation
+// block's.
+template <typename Block, typename Decode>
+int block_isum(const Block& block, const std::int8_t* act, Decode decode) {
+    int q[kActBlockValues];
+    decode(block, q);
+    int isum = 0;
+    for (std::size_t i = 0; i < kActBlockValues; ++i)
+        isum += q[i] * act[i];
+    return isum;
+}
+
 // Blocks of 32: the weight's 32 integers (already offset) times the
 // activation's, scaled by both block scales.
 template <typename Block, typename Decode>
@@ -67,12 +79,7 @@ float dot_blocks32(const std::byte* w, const void* xv, std::size_t cols, Decode 
     float sum = 0.0f;
     for (std::size_t b = 0; b < cols / kActBlockValues; ++b) {
         const auto block = load_block<Block>(w, b);
-        int q[kActBlockValues];
-        decode(block, q);
-        int isum = 0;
-        for (std::size_t i = 0; i < kActBlockValues; ++i)
-            isum += q[i] * x[b].qs[i];
-        sum += f16_to_f32(block.d) * x[b].d * static_cast<float>(isum);
+        sum += f16_to_f32(block.d) * x[b].d * static_cast<float>(block_isum(block, x[b].qs, decode));
     }
     return sum;
 }
@@ -193,12 +200,7 @@ float dot_blocks32_min(const std::byte* w, const void* xv, std::size_t cols, Dec
     float sum = 0.0f;
     for (std::size_t b = 0; b < cols / kActBlockValues; ++b) {
         const auto block = load_block<Block>(w, b);
-        int q[kActBlockValues];
-        decode(block, q);
-        int isum = 0;
-        for (std::size_t i = 0; i < kActBlockValues; ++i)
-            isum += q[i] * x[b].qs[i];
-        sum += f16_to_f32(block.d) * x[b].d * static_cast<float>(isum) +
+        sum += f16_to_f32(block.d) * x[b].d * static_cast<float>(block_isum(block, x[b].qs, decode)) +
                f16_to_f32(block.m) * x[b].s;
     }
     return sum;
