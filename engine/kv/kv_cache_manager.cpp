@@ -56,20 +56,13 @@ std::size_t KvCacheManager::watermark_blocks() const {
 
 std::uint32_t KvCacheManager::block_size() const { return config_.layout.block_size(); }
 
-bool KvCacheManager::lags() const {
-    for (std::size_t g = 0; g < num_groups(); ++g)
-        if (frees(g))
-            return true;
-    return false;
-}
-
 std::uint32_t KvCacheManager::covered(const Sequence& s, std::size_t g) const {
     return frees(g) ? s.window_covered : static_cast<std::uint32_t>(s.tokens.size());
 }
 
 // Window groups start with the prompt's first chunk after the cached prefix.
 std::uint32_t KvCacheManager::first_cover(std::size_t prompt_tokens, std::size_t hit_blocks) const {
-    if (!lags())
+    if (!config_.layout.groups().frees_any())
         return static_cast<std::uint32_t>(prompt_tokens);
     return static_cast<std::uint32_t>(std::min(prompt_tokens, hit_blocks * block_size() + config_.chunk_tokens));
 }
@@ -78,23 +71,27 @@ std::optional<BlockId> KvCacheManager::cached_block(std::uint64_t hash, std::siz
     return pool_.find_cached(group_block_key(hash, g));
 }
 
-// Leading blocks every group that keeps whole context has cached.
-std::size_t KvCacheManager::full_hit_blocks(std::span<const std::uint64_t> hashes, std::size_t limit) const {
-    std::size_t n = 0;
-    for (; n < limit; ++n)
-        for (std::size_t g = 0; g < num_groups(); ++g)
-            if (!frees(g) && !cached_block(hashes[n], g))
-                return n;
-    return n;
+// Whether every group that keeps whole context has the block of `hash` cached.
+bool KvCacheManager::cached_in_whole_groups(std::uint64_t hash) const {
+    for (std::size_t g = 0; g < num_groups(); ++g)
+        if (!frees(g) && !cached_block(hash, g))
+            return false;
+    return true;
+}
+
+// Blocks a window group of `window` tokens must hold before a hit: those
+// the next query can still see, ceil((window - 1) / block_size).
+std::size_t KvCacheManager::window_hit_tail(std::uint32_t window) const {
+    return (window - 1 + block_size() - 1) / block_size();
 }
 
 // The longest hit up to `limit` blocks for the window groups of `window`
-// tokens: the last ceil((window - 1) / block_size) blocks before it cached
-// in every such group (vLLM's SlidingWindowManager, scanning from the end),
-// else the cached run from the first block on.
+// tokens: the last window_hit_tail blocks before it cached in every such
+// group (vLLM's SlidingWindowManager, scanning from the end), else the
+// cached run from the first block on.
 std::size_t KvCacheManager::window_hit_blocks(std::span<const std::uint64_t> hashes, std::size_t limit,
                                               std::uint32_t window) const {
-    const std::size_t needed = (window - 1 + block_size() - 1) / block_size();
+    const std::size_t needed = window_hit_tail(window);
     if (needed == 0)
         return limit;
     auto cached = [&](std::size_t i) {
@@ -119,13 +116,20 @@ KvCacheManager::PrefixHit KvCacheManager::prefix_hits(std::span<const TokenId> p
     hit.tables.resize(num_groups());
     if (!caching() || prompt.empty() || reuse == PrefixReuse::Never)
         return hit;
+    // Window groups search the whole usable prompt; without them a hit ends
+    // at the first block the whole-context groups lack.
+    const bool windows = config_.layout.groups().frees_any();
     const std::size_t usable = (prompt.size() - 1) / block_size();
     std::uint64_t parent = kNoParentHash;
+    std::size_t blocks = 0; // leading blocks every whole-context group has
     for (std::size_t i = 0; i < usable; ++i) {
         parent = block_hash(parent, prompt.subspan(i * block_size(), block_size()));
+        const bool whole_hit = blocks == i && cached_in_whole_groups(parent);
+        if (!whole_hit && !windows)
+            break;
+        blocks += whole_hit;
         hit.hashes.push_back(parent);
     }
-    std::size_t blocks = full_hit_blocks(hit.hashes, usable);
     for (bool shrank = true; shrank;) {
         shrank = false;
         for (const KvKind& kind : config_.layout.groups().kinds()) {
@@ -139,8 +143,7 @@ KvCacheManager::PrefixHit KvCacheManager::prefix_hits(std::span<const TokenId> p
     hit.blocks = blocks;
     hit.hashes.resize(blocks);
     for (std::size_t g = 0; g < num_groups(); ++g) {
-        const std::uint32_t window = config_.layout.groups()[g].window;
-        const std::size_t needed = frees(g) ? (window - 1 + block_size() - 1) / block_size() : blocks;
+        const std::size_t needed = frees(g) ? window_hit_tail(config_.layout.groups()[g].window) : blocks;
         const std::size_t first = blocks > needed ? blocks - needed : 0;
         hit.tables[g].assign(first, kNoBlock);
         for (std::size_t i = first; i < blocks; ++i)
@@ -253,10 +256,16 @@ std::optional<KvRefusal> KvCacheManager::refusal(std::span<const TokenId> prompt
     return r;
 }
 
-BlockId KvCacheManager::take_block(std::size_t g) {
-    const BlockId b = pool_.allocate();
+// A block group g's table just took: the block map's group, and no longer
+// one the window left behind.
+void KvCacheManager::note_taken(BlockId b, std::size_t g) {
     group_of_block_[b] = static_cast<std::uint16_t>(g);
     left_window_[b] = 0;
+}
+
+BlockId KvCacheManager::take_block(std::size_t g) {
+    const BlockId b = pool_.allocate();
+    note_taken(b, g);
     return b;
 }
 
@@ -268,8 +277,7 @@ std::vector<BlockId> KvCacheManager::take_run(std::size_t g, std::size_t count, 
     std::vector<BlockId> run(count);
     for (std::size_t i = 0; i < count; ++i) {
         run[i] = static_cast<BlockId>(*first + i);
-        group_of_block_[run[i]] = static_cast<std::uint16_t>(g);
-        left_window_[run[i]] = 0;
+        note_taken(run[i], g);
     }
     return run;
 }
@@ -781,7 +789,7 @@ void KvCacheManager::check_invariants() const {
                  str(config_.layout.tail_bytes()));
         if (s.tables.size() != num_groups())
             fail(name + " has " + str(s.tables.size()) + " block tables for " + str(num_groups()) + " groups");
-        if (s.window_covered > s.tokens.size() || (!lags() && s.window_covered != s.tokens.size()))
+        if (s.window_covered > s.tokens.size() || (!config_.layout.groups().frees_any() && s.window_covered != s.tokens.size()))
             fail(name + " covers " + str(s.window_covered) + " of its " + str(s.tokens.size()) + " tokens");
         for (std::size_t g = 0; g < num_groups(); ++g) {
             const Table& t = s.tables[g];

@@ -229,12 +229,12 @@ private:
     std::uint32_t block_size() const;
     std::size_t num_groups() const { return config_.layout.num_groups(); }
     bool frees(std::size_t g) const { return config_.layout.groups().frees(g); }
-    bool lags() const; // some group covers a prompt chunk by chunk
     std::uint32_t covered(const Sequence& s, std::size_t g) const;
     std::size_t watermark_blocks() const;
     std::uint32_t first_cover(std::size_t prompt_tokens, std::size_t hit_blocks) const;
     std::optional<BlockId> cached_block(std::uint64_t hash, std::size_t g) const;
-    std::size_t full_hit_blocks(std::span<const std::uint64_t> hashes, std::size_t limit) const;
+    bool cached_in_whole_groups(std::uint64_t hash) const;
+    std::size_t window_hit_tail(std::uint32_t window) const;
     std::size_t window_hit_blocks(std::span<const std::uint64_t> hashes, std::size_t limit, std::uint32_t window) const;
     PrefixHit prefix_hits(std::span<const TokenId> prompt, PrefixReuse reuse = PrefixReuse::Allowed) const;
     std::size_t blocks_needed(std::span<const TokenId> prompt, std::uint32_t max_new_tokens, const PrefixHit& hit) const;
@@ -243,6 +243,7 @@ private:
     bool shared_partial_tail(const Sequence& s, std::size_t g) const;
     std::size_t blocks_to_cover(const Sequence& s, std::uint32_t end) const;
     std::size_t blocks_to_append(const Sequence& s) const;
+    void note_taken(BlockId b, std::size_t g);
     BlockId take_block(std::size_t g);
     std::vector<BlockId> take_run(std::size_t g, std::size_t count, const std::string& purpose);
     void extend(Sequence& s, std::size_t g, std::size_t logical_blocks);

@@ -64,6 +64,7 @@ public:
     bool frees(std::size_t g) const { return groups_[g].window > 0 && !keep_whole_; }
     bool keeps_whole() const { return keep_whole_; }
     bool has_windows() const; // any window layer, freeing or not
+    bool frees_any() const { return has_windows() && !keep_whole_; } // some group frees(g)
     std::vector<KvKind> kinds() const; // full attention first, then windows ascending
     std::vector<std::uint32_t> layer_windows() const; // each layer's window: what from_windows was given
 

@@ -68,6 +68,14 @@ void prefill(KvCacheManager& kv, SeqId seq, const std::vector<TokenId>& prompt, 
     }
 }
 
+// A sequence that ran its whole prompt and ended: what it computed stays
+// cached (its window group's early blocks freed first, during the prompt).
+void run_and_end(KvCacheManager& kv, SeqId seq, const std::vector<TokenId>& prompt) {
+    kv.allocate(seq, prompt, 0);
+    prefill(kv, seq, prompt, 0);
+    kv.free(seq);
+}
+
 std::size_t held(std::span<const BlockId> table) {
     return static_cast<std::size_t>(std::count_if(table.begin(), table.end(), [](BlockId b) { return b != kNoBlock; }));
 }
@@ -205,9 +213,7 @@ void TestKvGroups::keep_whole_frees_nothing() {
 void TestKvGroups::prefix_hit_inside_the_window() {
     KvCacheManager kv(hybrid_config(32));
     const auto a = tokens(24, 100);
-    kv.allocate(1, a, 0);
-    prefill(kv, 1, a, 0);
-    kv.free(1);
+    run_and_end(kv, 1, a);
     // The same 24 tokens and 4 more: 6 full blocks usable. The full group
     // has all 6; the window group holds the last ceil(7 / 4) = 2 of them.
     auto b = a;
@@ -230,9 +236,7 @@ void TestKvGroups::prefix_hit_whose_window_blocks_were_evicted() {
     // oldest in the LRU) and 4-5.
     const auto a = tokens(24, 100);
     auto ran_a = [&](KvCacheManager& kv) {
-        kv.allocate(1, a, 0);
-        prefill(kv, 1, a, 0);
-        kv.free(1);
+        run_and_end(kv, 1, a);
         QCOMPARE(kv.pool().num_cached_free(), std::size_t{12});
     };
     // A prompt sharing a's first 16 tokens: the full group has 4 blocks
@@ -261,9 +265,7 @@ void TestKvGroups::prefix_hit_whose_window_blocks_were_evicted() {
 void TestKvGroups::prefix_hit_shorter_than_the_window() {
     KvCacheManager kv(hybrid_config(32));
     const auto a = tokens(24, 100);
-    kv.allocate(1, a, 0);
-    prefill(kv, 1, a, 0);
-    kv.free(1);
+    run_and_end(kv, 1, a);
     // 6 tokens: one usable block, fewer than the 2 the window wants behind
     // a hit: the run from the first block on is the hit.
     auto b = tokens(4, 100);

@@ -131,8 +131,7 @@ void LivePoolPanel::showShown() {
     // Window groups free blocks when paged; a contiguous window group is a
     // ring that reuses its own.
     const KvGroups& groups = shown->pool->layout.groups();
-    legend_->setShowsWindow(groups.has_windows() && !groups.keeps_whole() &&
-                            shown->pool->mode == AllocationMode::Paged);
+    legend_->setShowsWindow(groups.frees_any() && shown->pool->mode == AllocationMode::Paged);
     const QString lanes = describeLanes(map_->lanes());
     figures_->setText(lanes.isEmpty() ? describe(*shown) : describe(*shown) + QLatin1Char('\n') + lanes);
 }
