@@ -54,12 +54,17 @@ void check_scratch(const PagedKv& kv, std::uint32_t ctx_len, std::span<float> sc
              std::to_string(needed));
 }
 
-void check_options(const AttentionOptions& options) {
+void check_options(const AttentionOptions& options, std::uint32_t n_heads) {
     const auto valid = [](float x) { return std::isfinite(x) && x >= 0.0f; };
     if (!valid(options.scale))
         fail("scale " + std::to_string(options.scale) + " is not a finite number >= 0");
     if (!valid(options.softcap))
         fail("softcap " + std::to_string(options.softcap) + " is not a finite number >= 0");
+    if (options.sinks != nullptr)
+        for (std::uint32_t h = 0; h < n_heads; ++h)
+            if (!std::isfinite(options.sinks[h]))
+                fail("the sink of query head " + std::to_string(h) + " is " + std::to_string(options.sinks[h]) +
+                     ", not finite");
 }
 
 void check_args(const PagedKv& kv, std::uint32_t ctx_len, const float* q, std::uint32_t n_q, std::uint32_t n_heads,
@@ -69,7 +74,7 @@ void check_args(const PagedKv& kv, std::uint32_t ctx_len, const float* q, std::u
     check_heads(kv, n_heads);
     check_sequence(kv, ctx_len, q, n_q, out, tail);
     check_scratch(kv, ctx_len, scratch, threads);
-    check_options(options);
+    check_options(options, n_heads);
 }
 
 // Entries before the first block the earliest query's window sees are
@@ -102,16 +107,19 @@ struct ConsecutiveBlocks {
 
 // AttentionOptions resolved for a head size: a score is q . k * multiplier,
 // then, with a soft cap, softcap * tanh of that (the multiplier then
-// includes the 1 / softcap, as llama.cpp's flash attention computes it).
+// includes the 1 / softcap, as llama.cpp's flash attention computes it);
+// the window and the sinks as the options say.
 struct ScoreRule {
     float multiplier;
     float softcap;
     std::uint32_t window;
+    const float* sinks;
 };
 
 ScoreRule score_rule(const AttentionOptions& options, std::uint32_t head_dim) {
     const float scale = options.scale > 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
-    return {options.softcap > 0.0f ? scale / options.softcap : scale, options.softcap, options.window};
+    return {options.softcap > 0.0f ? scale / options.softcap : scale, options.softcap, options.window,
+            options.sinks};
 }
 
 // One of K or V of this layer: where its rows and scales are and how they
@@ -247,16 +255,20 @@ void attend_span(const Source<Blocks>& src, std::uint32_t from, std::uint32_t to
 
 // One query head's output from its spans' results (`spans` of them, the
 // i-th at max[i * step], sum[i * step] and acc + i * step): FlashDecoding's
-// merge, each span's share rescaled to the largest max. One span: acc / sum.
+// merge, each span's share rescaled to the largest max. One span and no
+// sink: acc / sum. A sink (`sink` non-null) is one more term of the
+// denominator, exp(*sink - the largest max), added here once for all spans.
 void merge_spans(std::size_t spans, std::size_t step, const float* max, const float* sum, const float* acc,
-                 std::size_t dim, float* out) {
+                 std::size_t dim, const float* sink, float* out) {
     float top = max[0];
     for (std::size_t i = 1; i < spans; ++i)
         top = std::max(top, max[i * step]);
-    float total = 0.0f;
+    if (sink != nullptr)
+        top = std::max(top, *sink);
+    float total = sink != nullptr ? std::exp(*sink - top) : 0.0f;
     std::fill(out, out + dim, 0.0f);
     for (std::size_t i = 0; i < spans; ++i) {
-        const float weight = spans == 1 ? 1.0f : std::exp(max[i * step] - top);
+        const float weight = spans == 1 && sink == nullptr ? 1.0f : std::exp(max[i * step] - top);
         total += weight * sum[i * step];
         const float* a = acc + i * step;
         for (std::size_t d = 0; d < dim; ++d)
@@ -368,9 +380,11 @@ void decode(std::span<const DecodeJob<Blocks>> jobs, std::uint32_t n_heads, std:
     });
     detail::parallel_for(jobs.size() * n_heads, used, detail::Schedule::Even, [&](std::size_t i, int) {
         const std::size_t k = i / n_heads, h = i % n_heads;
+        const DecodeJob<Blocks>& job = jobs[order[k]];
         const SpanResult first = result_of(first_item[k]);
+        const float* sinks = job.src.rule.sinks;
         merge_spans(first_item[k + 1] - first_item[k], per_item, first.max + h, first.sum + h, first.acc + h * dim,
-                    dim, jobs[order[k]].out + h * dim);
+                    dim, sinks != nullptr ? sinks + h : nullptr, job.out + h * dim);
     });
 }
 
@@ -387,8 +401,8 @@ void run(const PagedKv& kv, Blocks blocks, std::uint32_t ctx_len, const float* q
         return;
     }
     const ScoreRule& rule = src.rule;
-    const detail::PromptShape shape{kv.n_kv_heads, n_heads,         kv.head_dim, ctx_len,
-                                    n_q,           rule.multiplier, rule.softcap, rule.window};
+    const detail::PromptShape shape{kv.n_kv_heads, n_heads,      kv.head_dim, ctx_len,   n_q,
+                                    rule.multiplier, rule.softcap, rule.window, rule.sinks};
     const std::size_t keys_per_query = rule.window > 0 ? std::min(ctx_len, rule.window) : ctx_len; // at most
     const int used = threads_for(std::size_t{n_q} * n_heads * keys_per_query * kv.head_dim, threads);
     detail::prompt_attention(SourceRows<Blocks>(src), shape, q, out, scratch.data(),
@@ -414,7 +428,7 @@ void paged_attention_decode_batch(const PagedKv& kv, std::span<const DecodeSeq> 
                                   std::span<float> scratch, int threads, const AttentionOptions& options) {
     check_paged_kv(kv);
     check_heads(kv, n_heads);
-    check_options(options);
+    check_options(options, n_heads);
     std::uint32_t max_ctx = 0;
     std::vector<DecodeJob<TableBlocks>> jobs;
     jobs.reserve(seqs.size());

@@ -36,6 +36,19 @@ struct AttentionOptions {
     // LLAMA_SWA_TYPE_STANDARD: masked when p - k >= window); keys before
     // the window are skipped, not read. 0: every key k <= p.
     std::uint32_t window = 0;
+    // Attention sinks (gpt-oss's attn_sinks; llama.cpp's
+    // ggml_soft_max_add_sinks and flash_attn_ext_add_sinks): n_heads
+    // logits, one per query head h, each finite, that join head h's
+    // softmax denominator with no value:
+    //   out_h = sum_j exp(s_j - M) v_j / (exp(sinks[h] - M) + sum_j exp(s_j - M)),
+    // M the largest of the scores s_j (after scale and soft cap) and
+    // sinks[h]: the weights of the values sum to less than 1 (a head may
+    // attend to "nothing"). A sink is neither scaled nor capped. nullptr:
+    // no sinks.
+    // Every query sees at least its own key, so no row has all its keys
+    // masked; were one to, its sum over j would be empty and, with a sink,
+    // its output 0 (M = sinks[h], the denominator exp(0) = 1).
+    const float* sinks = nullptr;
 };
 
 // Causal attention of one sequence, one layer.
@@ -62,7 +75,8 @@ struct AttentionOptions {
 // regions front to back; grouped-query heads read and decode each K/V row
 // once between them. Each span leaves per query head its softmax's max,
 // sum and weighted V sum, which are then merged (FlashDecoding's split
-// of the context); spans depend on the pool's block size alone. A prompt chunk (n_q > 1) is computed in tiles of up to 32
+// of the context; a sink joins once, at the merge); spans depend on the
+// pool's block size alone. A prompt chunk (n_q > 1) is computed in tiles of up to 32
 // query rows (consecutive queries x the query heads of a KV head) that
 // decode each K/V row once per tile (prompt_attention.h), from the first
 // position any of the tile's queries sees, split over
@@ -77,7 +91,7 @@ struct AttentionOptions {
 // window's freed blocks), scratch smaller
 // than paged_attention_scratch_floats(ctx_len, head_dim, threads), a KIVI
 // context with a partial last block and no tail, or a scale or softcap
-// that is negative or not finite.
+// that is negative or not finite, or a sink that is not finite.
 void paged_attention(const PagedKv& kv, std::span<const std::uint32_t> block_table,
                      std::uint32_t ctx_len, const float* q, std::uint32_t n_q,
                      std::uint32_t n_heads, float* out, std::span<float> scratch, int threads,

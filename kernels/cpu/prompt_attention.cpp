@@ -128,11 +128,15 @@ Tile tile_of(std::size_t item, const PromptShape& s, const Tiling& t) {
     return tile;
 }
 
+// The query head of the tile's row j.
+std::size_t row_head(const PromptShape& s, const Tile& tile, std::size_t j) {
+    return tile.kv_head * (s.n_heads / s.n_kv_heads) + tile.first_head + j % tile.heads;
+}
+
 // Query row j of the tile, in q or out.
 std::size_t row_offset(const PromptShape& s, const Tile& tile, std::size_t j) {
     const std::size_t query = tile.first_query + j / tile.heads;
-    const std::size_t head = tile.kv_head * (s.n_heads / s.n_kv_heads) + tile.first_head + j % tile.heads;
-    return (query * s.n_heads + head) * s.head_dim;
+    return (query * s.n_heads + row_head(s, tile, j)) * s.head_dim;
 }
 
 // queries[d * cols + j] = q of row j, value d, times s.q_scale; the
@@ -176,6 +180,19 @@ void mask(float* scores, std::size_t cols, std::size_t first, std::size_t keys, 
         }
 }
 
+// What row j's accumulator is multiplied by to give its output: 1 / sum,
+// or with a sink, the accumulator and sum first rescaled to the larger of
+// the row's max and the sink, whose own exp then joins the sum. A row whose
+// every key was masked (max -inf, sum and accumulator 0) would give 0
+// with a sink, 0 * (1 / 0) = NaN without; no row is: a query sees itself.
+float output_scale(const TileScratch& w, std::size_t j, const float* sink) {
+    if (sink == nullptr)
+        return 1.0f / w.sum[j];
+    const float top = std::max(w.max[j], *sink);
+    const float kept = std::exp(w.max[j] - top);
+    return kept / (w.sum[j] * kept + std::exp(*sink - top));
+}
+
 void rescale(float* acc, std::size_t padded, std::size_t rows, const float* alpha) {
     for (std::size_t j = 0; j < rows; ++j)
         if (alpha[j] != 1.0f)
@@ -215,10 +232,11 @@ void run_tile(const PromptRows& rows, const PromptShape& s, const PromptOps& ops
         ops.product(w.scores, 1, cols, w.rows, padded, w.acc, padded, n, padded, keys, add);
     }
     for (std::size_t j = 0; j < n; ++j) {
-        const float inverse = 1.0f / w.sum[j];
+        const std::size_t head = row_head(s, tile, j);
+        const float scale = output_scale(w, j, s.sinks != nullptr ? s.sinks + head : nullptr);
         float* o = out + row_offset(s, tile, j);
         for (std::size_t d = 0; d < dim; ++d)
-            o[d] = w.acc[j * padded + d] * inverse;
+            o[d] = w.acc[j * padded + d] * scale;
     }
 }
 

@@ -18,7 +18,10 @@
 // the engine's) holds its query: a row's outputs are the same bits however
 // the prompt was split, as long as the rows it sees hold the same values.
 // Keys a row does not see count for nothing (a score of 0, no change to
-// its max), including a whole chunk before its window.
+// its max), including a whole chunk before its window. A sink joins each
+// row's denominator once, after its last chunk, rescaled to the larger of
+// the row's max and the sink: where the prompt is cut changes nothing there
+// either.
 //
 // Depends on parallel_for.h and simd_path.h only: rows arrive decoded
 // through PromptRows, which paged_attention.cpp implements with
@@ -69,6 +72,7 @@ struct PromptShape {
     float q_scale;              // multiplies each query before q . k
     float softcap;              // > 0: each score s then becomes softcap * tanh(s)
     std::uint32_t window;       // > 0: query p sees only keys k with p - k < window
+    const float* sinks;         // non-null: n_heads logits, one more term of each head's denominator
 };
 
 // Floats of scratch one thread's tiles need.

@@ -21,11 +21,15 @@ struct AttentionShape {
 
 // How scores are formed: score = (q . k) * scale (0: 1 / sqrt(head_dim));
 // softcap > 0: softcap * tanh(score / softcap); window > 0: the query at
-// position i sees only keys p with i - p < window (and p <= i).
+// position i sees only keys p with i - p < window (and p <= i). sinks: one
+// logit per query head that joins its softmax's denominator with no value
+// (empty: none), out = sum_p exp(s_p - M) v_p / (exp(sink - M) + sum_p
+// exp(s_p - M)), M the max of the scores and the sink.
 struct ReferenceOptions {
     double scale = 0.0;
     double softcap = 0.0;
     std::uint32_t window = 0;
+    std::vector<double> sinks;
 };
 
 // q: n_q x n_heads x head_dim; k, v: [position][kv_head][dim]. Returns
@@ -55,8 +59,10 @@ inline std::vector<double> reference_attention(const AttentionShape& s, const st
                     score = options.softcap * std::tanh(score / options.softcap);
                 scores[p - first] = score;
             }
-            const double max = *std::max_element(scores.begin(), scores.end());
-            double sum = 0.0;
+            double max = *std::max_element(scores.begin(), scores.end());
+            if (!options.sinks.empty())
+                max = std::max(max, options.sinks[h]);
+            double sum = options.sinks.empty() ? 0.0 : std::exp(options.sinks[h] - max);
             for (double& x : scores)
                 sum += x = std::exp(x - max);
             double* o = out.data() + (std::size_t{i} * s.n_heads + h) * dim;

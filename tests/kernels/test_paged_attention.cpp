@@ -149,9 +149,24 @@ std::vector<float> run_attention(const Cache& c, const Shape& s, const std::vect
     return out;
 }
 
-// The same options for the reference.
-kernel_test::ReferenceOptions reference_options(const AttentionOptions& options) {
-    return {options.scale, options.softcap, options.window};
+// The same options for the reference (sinks: n_heads of them).
+kernel_test::ReferenceOptions reference_options(const AttentionOptions& options, std::uint32_t n_heads) {
+    return {options.scale, options.softcap, options.window,
+            options.sinks ? std::vector<double>(options.sinks, options.sinks + n_heads) : std::vector<double>{}};
+}
+
+// Attention sinks for n_heads query heads, from below the scores
+// (q ~ U(-3, 3), k ~ U(-1, 1), head_dim 64: scores of RMS ~1, each query's
+// softmax sum ~1e2 times its max term) to above them: a sink from barely
+// changing its head's output to taking nearly all of its weight, and head
+// 0's of 30, far above every score, where the output is e^-25 of the
+// values but still relative-error checked.
+std::vector<float> random_sinks(std::uint32_t n_heads, std::mt19937& rng) {
+    std::vector<float> sinks = random_vector(n_heads, 4.0f, rng);
+    for (float& x : sinks)
+        x += 3.0f;
+    sinks[0] = 30.0f;
+    return sinks;
 }
 
 
@@ -475,11 +490,13 @@ void TestPagedAttention::options_match_double_reference_data() {
     QTest::addColumn<float>("scale");
     QTest::addColumn<float>("softcap");
     QTest::addColumn<int>("window");
+    QTest::addColumn<bool>("sinks");
     struct Case {
         const char* name;
         int group, block_size, ctx_len, n_q;
         float scale, softcap;
         int window;
+        bool sinks = false;
     };
     const Case cases[] = {
         {"decode w7", 1, 16, 83, 1, 0.0f, 0.0f, 7},
@@ -500,11 +517,19 @@ void TestPagedAttention::options_match_double_reference_data() {
         {"prompt scale", 1, 16, 50, 30, 0.05f, 0.0f, 0},
         {"decode gemma2 scores gqa2", 2, 16, 300, 1, 2.5f, 50.0f, 128},
         {"prompt gemma2 scores gqa2", 2, 16, 300, 200, 2.5f, 50.0f, 0},
+        {"decode sinks one span", 1, 16, 20, 1, 0.0f, 0.0f, 0, true},
+        {"decode sinks gqa4", 4, 16, 150, 1, 0.0f, 0.0f, 0, true},
+        {"decode sinks w40", 1, 16, 150, 1, 0.0f, 0.0f, 40, true},
+        {"decode sinks softcap scale w13 b32", 4, 32, 99, 1, 0.1f, 5.0f, 13, true},
+        {"prompt sinks gqa4", 4, 16, 85, 64, 0.0f, 0.0f, 0, true},
+        {"prompt sinks w20 b32", 1, 32, 121, 100, 0.0f, 0.0f, 20, true},
+        {"prompt sinks softcap scale w5 gqa4", 4, 16, 60, 40, 0.2f, 2.0f, 5, true},
     };
     for (const KvDtype dtype : kvscope::all_kv_dtypes())
         for (const Case& c : cases)
             QTest::addRow("%s %s", c.name, to_string(dtype).data()) << dtype << c.group << c.block_size << c.ctx_len
-                                                                     << c.n_q << c.scale << c.softcap << c.window;
+                                                                     << c.n_q << c.scale << c.softcap << c.window
+                                                                     << c.sinks;
 }
 
 void TestPagedAttention::options_match_double_reference() {
@@ -516,11 +541,14 @@ void TestPagedAttention::options_match_double_reference() {
     QFETCH(float, scale);
     QFETCH(float, softcap);
     QFETCH(int, window);
-    const AttentionOptions options{scale, softcap, static_cast<std::uint32_t>(window)};
+    QFETCH(bool, sinks);
     const std::uint32_t n_kv_heads = 2, head_dim = 64;
     const Shape s{n_kv_heads, n_kv_heads * static_cast<std::uint32_t>(group), head_dim,
                   static_cast<std::uint32_t>(ctx_len), static_cast<std::uint32_t>(n_q)};
     std::mt19937 rng(static_cast<unsigned>(ctx_len * 13 + n_q * 5 + window) + static_cast<unsigned>(dtype));
+    const std::vector<float> head_sinks = sinks ? random_sinks(s.n_heads, rng) : std::vector<float>{};
+    const AttentionOptions options{scale, softcap, static_cast<std::uint32_t>(window),
+                                   sinks ? head_sinks.data() : nullptr};
     Cache cache = make_cache(s, dtype, static_cast<std::uint32_t>(block_size), rng);
     const std::uint32_t earliest = s.ctx_len - s.n_q; // the first query's position
     std::uint32_t unseen = options.window > 0 && earliest >= options.window ? earliest + 1 - options.window : 0;
@@ -531,7 +559,8 @@ void TestPagedAttention::options_match_double_reference() {
     const std::vector<float> q = random_vector(std::size_t{s.n_q} * s.n_heads * s.head_dim, 3.0f, rng);
     const std::vector<double> ref =
         reference_attention(s, q, stored_values(cache.kv, cache.table, tail_of(cache), s, true),
-                            stored_values(cache.kv, cache.table, tail_of(cache), s, false), reference_options(options));
+                            stored_values(cache.kv, cache.table, tail_of(cache), s, false),
+                            reference_options(options, s.n_heads));
 
     for (const SimdPath path : kernel_test::available_paths()) {
         kernel_test::PathScope scope(path);
@@ -548,23 +577,31 @@ void TestPagedAttention::options_match_double_reference() {
 // into chunks (the engine cuts it by its token budget and by what else is
 // in the step): its key chunks end at fixed positions, so each row adds its
 // keys in the same groups. With and without a window (one of 20 starts
-// mid-chunk, one of 45 spans two), on every SIMD path. KIVI is left out: a
-// sealed block's rows are quantized where a tail's are f16, so its values
-// themselves depend on where the prompt was cut.
+// mid-chunk, one of 45 spans two), with and without sinks, on every SIMD
+// path. KIVI is left out: a sealed block's rows are quantized where a
+// tail's are f16, so its values themselves depend on where the prompt was
+// cut.
 void TestPagedAttention::prompt_rows_do_not_depend_on_the_split_data() {
     QTest::addColumn<KvDtype>("dtype");
     QTest::addColumn<int>("window");
+    QTest::addColumn<bool>("sinks");
     for (const KvDtype dtype : {KvDtype::F32, KvDtype::F16, KvDtype::Int8, KvDtype::Fp8E4M3})
         for (const int window : {0, 20, 45})
-            QTest::addRow("%s window %d", to_string(dtype).data(), window) << dtype << window;
+            for (const bool sinks : {false, true})
+                if (!sinks || window != 20)
+                    QTest::addRow("%s window %d%s", to_string(dtype).data(), window, sinks ? " sinks" : "")
+                        << dtype << window << sinks;
 }
 
 void TestPagedAttention::prompt_rows_do_not_depend_on_the_split() {
     QFETCH(KvDtype, dtype);
     QFETCH(int, window);
-    const AttentionOptions options{0.0f, 0.0f, static_cast<std::uint32_t>(window)};
+    QFETCH(bool, sinks);
     const std::uint32_t n_kv_heads = 2, n_heads = 4, head_dim = 64, ctx = 150;
     std::mt19937 rng(static_cast<unsigned>(window) * 7 + static_cast<unsigned>(dtype));
+    const std::vector<float> head_sinks = random_sinks(n_heads, rng);
+    const AttentionOptions options{0.0f, 0.0f, static_cast<std::uint32_t>(window),
+                                   sinks ? head_sinks.data() : nullptr};
     const Shape whole{n_kv_heads, n_heads, head_dim, ctx, ctx};
     Cache cache = make_cache(whole, dtype, 16, rng);
     const std::size_t kv_values = std::size_t{ctx} * n_kv_heads * head_dim;
@@ -595,7 +632,7 @@ void TestPagedAttention::prompt_rows_do_not_depend_on_the_split() {
 // batch (all, every other one, each alone) and on 1 and 2 threads, and
 // within the decode bound of the double reference. Also with options: a
 // window of 20 (inside a block of 16 for some sequences, longer than the
-// context for others), a soft cap and a scale.
+// context for others), a soft cap, a scale and sinks.
 void TestPagedAttention::decode_batch_matches_single_sequences_data() {
     QTest::addColumn<KvDtype>("dtype");
     QTest::addColumn<int>("group");
@@ -611,11 +648,13 @@ void TestPagedAttention::decode_batch_matches_single_sequences() {
     QFETCH(KvDtype, dtype);
     QFETCH(int, group);
     QFETCH(bool, with_options);
-    const AttentionOptions options = with_options ? AttentionOptions{0.1f, 4.0f, 20} : AttentionOptions{};
     const std::uint32_t n_kv_heads = 2, head_dim = 64, block_size = 16;
     const std::uint32_t n_heads = n_kv_heads * static_cast<std::uint32_t>(group);
     const std::vector<std::uint32_t> contexts = {37, 1, 130, 64, 16, 5, 99};
     std::mt19937 rng(static_cast<unsigned>(group) * 29 + static_cast<unsigned>(dtype));
+    const std::vector<float> sinks = random_sinks(n_heads, rng);
+    const AttentionOptions options =
+        with_options ? AttentionOptions{0.1f, 4.0f, 20, sinks.data()} : AttentionOptions{};
     const SharedCache cache = make_shared_cache(n_kv_heads, head_dim, dtype, block_size, contexts, rng);
     std::vector<std::vector<float>> q;
     for (std::size_t i = 0; i < contexts.size(); ++i)
@@ -647,7 +686,7 @@ void TestPagedAttention::decode_batch_matches_single_sequences() {
             const std::vector<double> ref =
                 reference_attention(s, q[i], stored_values(cache.kv, cache.tables[i], cache.tail(i), s, true),
                                     stored_values(cache.kv, cache.tables[i], cache.tail(i), s, false),
-                                    reference_options(options));
+                                    reference_options(options, n_heads));
             const double error = worst_relative_error(batch_two[i], ref, head_dim);
             QVERIFY2(error < 1e-5, qPrintable(where + QStringLiteral(": relative error %1").arg(error, 0, 'g', 3)));
         }
@@ -820,9 +859,13 @@ void TestPagedAttention::rejects_bad_arguments() {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, attend_batch(outside, 20, scratch));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
                              attend_batch(table, 20, std::span(scratch).first(scratch.size() - 1)));
-    // Scales and soft caps that are negative or not finite.
+    // Scales and soft caps that are negative or not finite; sinks that are
+    // not finite (the last of the 4 heads').
+    const float nan_sinks[] = {0.0f, 1.0f, 2.0f, NAN}, infinite_sinks[] = {0.0f, 1.0f, 2.0f, INFINITY};
     for (const AttentionOptions bad : {AttentionOptions{-1.0f, 0.0f, 0}, AttentionOptions{NAN, 0.0f, 0},
-                                       AttentionOptions{0.0f, -2.0f, 0}, AttentionOptions{0.0f, INFINITY, 0}}) {
+                                       AttentionOptions{0.0f, -2.0f, 0}, AttentionOptions{0.0f, INFINITY, 0},
+                                       AttentionOptions{0.0f, 0.0f, 0, nan_sinks},
+                                       AttentionOptions{0.0f, 0.0f, 0, infinite_sinks}}) {
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
                                  paged_attention(cache.kv, table, 20, q.data(), 1, 4, out.data(), scratch, 1, nullptr, bad));
         const DecodeSeq seq{table, 20, q.data(), out.data(), nullptr};
