@@ -380,7 +380,12 @@ std::string ChatTemplate::render_jinja(std::span<const ChatMessage> messages,
         ordered_json content = m.content;
         if (typed_content_)
             content = ordered_json::array({{{"type", "text"}, {"text", m.content}}});
-        list.push_back({{"role", m.role}, {"content", std::move(content)}});
+        ordered_json message = {{"role", m.role}, {"content", std::move(content)}};
+        if (!m.reasoning.empty()) { // as llama.cpp passes it: each template reads one of the names
+            message["reasoning_content"] = m.reasoning;
+            message["thinking"] = m.reasoning;
+        }
+        list.push_back(std::move(message));
     }
     ordered_json variables = {{"messages", std::move(list)},
                               {"tools", nullptr},

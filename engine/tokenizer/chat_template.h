@@ -57,6 +57,12 @@ class Tokenizer;
 struct ChatMessage {
     std::string role; // "system", "user", "assistant"
     std::string content;
+    // An assistant message's reasoning, apart from its content (a client's
+    // reasoning_content): given to a Jinja template as `reasoning_content`
+    // (Qwen3's) and `thinking` (gpt-oss's) when not empty. The templates
+    // decide what to write: both leave it out of turns before the last user
+    // message.
+    std::string reasoning{};
 };
 
 // The family a template's text looks like (marker strings such as
@@ -113,6 +119,8 @@ public:
 
     ChatRenderer renderer() const { return renderer_; }
     ChatFamily family() const { return family_; }
+    // The template's text (empty: none).
+    const std::string& source() const { return source_; }
     // A chat template renders the conversation (Jinja or built-in).
     bool supported() const { return renderer_ != ChatRenderer::plain; }
     // What renders, and why, for people, the family first: "llama3, the

@@ -129,8 +129,10 @@ Tokenizer::Tokenizer(Vocabulary vocab) : vocab_(std::move(vocab)) {
                 std::end(kEndOfTurnTexts))
             stop_tokens_.push_back(id);
     }
+    // A harmony <|end|> stays out even where the metadata names it EOS, EOT
+    // or EOM (llama.cpp drops it from its end-of-generation set last).
     for (const std::int32_t id : {vocab_.eos, vocab_.eot, vocab_.eom})
-        if (id >= 0) stop_tokens_.push_back(id);
+        if (id >= 0 && id != harmony_end) stop_tokens_.push_back(id);
     std::sort(stop_tokens_.begin(), stop_tokens_.end());
     stop_tokens_.erase(std::unique(stop_tokens_.begin(), stop_tokens_.end()), stop_tokens_.end());
     for (auto& bucket : specials_)

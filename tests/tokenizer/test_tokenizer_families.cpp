@@ -183,6 +183,11 @@ void TestTokenizerFamilies::harmony_stop_tokens() {
     std::sort(expected.begin(), expected.end());
     QCOMPARE(tok.stop_tokens(), expected);
     QVERIFY(!tok.is_stop_token(id_of(tok, "<|end|>")));
+    // Nor where the metadata names it the end of turn (llama.cpp drops it last).
+    Vocabulary v = tok.vocabulary();
+    v.eot = id_of(tok, "<|end|>");
+    const Tokenizer named(std::move(v));
+    QCOMPARE(named.stop_tokens(), expected);
 }
 
 void TestTokenizerFamilies::gemma_has_no_dummy_prefix() {
