@@ -35,10 +35,13 @@ commands:
                FILE.gguf [--json]
   make-model   a GGUF with random weights of a real model's shape (meaningless text)
                --preset NAME [--type T] [--seed S] [--chat-template FILE] -o FILE
-               (T: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, iq4_xs)
-               [--layers N] [--vocab N] [--window N] [--ffn N] [--context N]: a model of a NON-REAL
-               shape for fast tests: the first N layers (kinds kept), N tokens, an N-token window,
-               N-wide FFN, an N-token context
+               (T: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, iq4_xs;
+               mxfp4 for gpt-oss-20b/qwen3-30b-a3b: experts in MXFP4, every other matrix Q8_0,
+               as gpt-oss's own files)
+               [--layers N] [--vocab N] [--window N] [--ffn N] [--context N] [--experts N]: a model
+               of a NON-REAL shape for fast tests: the first N layers (kinds kept), N tokens, an
+               N-token window, N-wide FFN (experts' for MoE), an N-token context, N experts (each
+               token still routed to as many as the preset's)
   perplexity   what each KV dtype costs in accuracy on a text: perplexity, KL divergence
                and top-1 agreement against f32 KV, with bytes per token and saving vs f16
                --model FILE --text-file F [--kv-dtype D[,D...]] [--ctx N] [--block-size B]

@@ -14,13 +14,36 @@ namespace kvscope {
 namespace {
 
 constexpr float kWeightStd = 0.02f;
+// Biases (gpt-oss's on Q/K/V/O, router and experts): normal with this std, a
+// tenth of the activations they add to (about 1 wide), so a runner that
+// drops one computes something else while none outweighs its matrix.
+constexpr float kBiasStd = 0.1f;
+// The router's logits spread with about this standard deviation, so the
+// k-th and (k+1)-th experts of a token are seldom a near-tie (a few
+// thousandths apart, where two engines' rounding could pick differently)
+// while the k picked still share the token's weight.
+constexpr double kRouterLogitStd = 2.0;
+// gpt-oss's experts' gate and up outputs spread with about this standard
+// deviation, half its SwiGLU clamp (7), so some 5% of them pass the clamp
+// and a runner that leaves it out disagrees.
+constexpr double kClampedExpertOutputStd = 3.5;
+// Attention sinks: uniform in [0, this), about the size of a head's
+// largest scores (these models' scores spread with a standard deviation
+// of about 1.2 before YaRN's magnitude scale): each sink takes a visible
+// share of its head's attention at every position, not only at the first.
+constexpr float kSinkMax = 4.0f;
+// gpt-oss's config.json rope_scaling (also llama.cpp's defaults):
+// dimensions rotating fewer than beta_slow times over the original
+// context interpolate, more than beta_fast extrapolate.
+constexpr float kYarnBetaFast = 32.0f;
+constexpr float kYarnBetaSlow = 1.0f;
 
 // The window pattern llama.cpp assumes when a file names none
 // (load_swa_pattern's default per architecture); 0 for the others.
 std::uint32_t default_swa_period(const std::string& architecture) {
     if (architecture == "gemma3")
         return 6;
-    if (architecture == "gemma2")
+    if (architecture == "gemma2" || architecture == "gpt-oss")
         return 2;
     return 0;
 }
@@ -43,6 +66,15 @@ void check_writable(const ModelGeometry& g) {
     if (g.has_longrope() && (g.rope_factors_long.size() * 2 != g.rotated_dims() ||
                              g.rope_factors_short.size() != g.rope_factors_long.size()))
         refuse("LongRoPE needs one long and one short factor per rotated pair");
+    const bool moe_architecture = g.architecture == "qwen3moe" || g.architecture == "gpt-oss";
+    if (g.is_moe() != moe_architecture)
+        refuse("experts are written for qwen3moe and gpt-oss only, and those need them");
+    if (g.is_moe() && (g.n_experts_used == 0 || g.n_experts_used > g.n_experts || g.expert_ffn_dim == 0))
+        refuse("a mixture of experts needs 1 <= experts used <= experts and an expert FFN width");
+    if (g.architecture == "gpt-oss" && g.tied_embeddings)
+        refuse("llama.cpp's gpt-oss needs an output matrix of its own");
+    if (g.has_yarn() && g.rope_original_context == 0)
+        refuse("YaRN scaling needs the original context");
 }
 
 void write_vocabulary(GgufWriter& w, std::uint32_t vocab) {
@@ -80,8 +112,16 @@ void write_rope(GgufWriter& w, const std::string& a, const ModelGeometry& g) {
         w.set_string(a + ".rope.scaling.type", "linear");
         w.set_f32(a + ".rope.scaling.factor", static_cast<float>(g.rope_linear_factor));
     }
+    if (g.has_yarn()) {
+        w.set_string(a + ".rope.scaling.type", "yarn");
+        w.set_f32(a + ".rope.scaling.factor", static_cast<float>(g.rope_yarn_factor));
+    }
     if (g.rope_original_context != 0)
         w.set_u32(a + ".rope.scaling.original_context_length", g.rope_original_context);
+    if (g.has_yarn()) {
+        w.set_f32(a + ".rope.scaling.yarn_beta_fast", kYarnBetaFast);
+        w.set_f32(a + ".rope.scaling.yarn_beta_slow", kYarnBetaSlow);
+    }
     if (g.has_longrope()) {
         // Phi3MiniModel's attention factor for LongRoPE ("su"/"longrope").
         const double scale = double(g.context) / g.rope_original_context;
@@ -99,6 +139,10 @@ void write_config(GgufWriter& w, const ModelGeometry& g) {
     w.set_u32(a + ".context_length", g.context);
     w.set_u32(a + ".embedding_length", g.dim);
     w.set_u32(a + ".feed_forward_length", g.ffn_dim);
+    if (g.is_moe()) {
+        w.set_u32(a + ".expert_count", g.n_experts);
+        w.set_u32(a + ".expert_used_count", g.n_experts_used);
+    }
     w.set_u32(a + ".attention.head_count", g.n_heads);
     w.set_u32(a + ".attention.head_count_kv", g.n_kv_heads);
     w.set_f32(a + ".attention.layer_norm_rms_epsilon", static_cast<float>(g.norm_eps));
@@ -116,14 +160,17 @@ void write_config(GgufWriter& w, const ModelGeometry& g) {
         w.set_f32(a + ".attn_logit_softcapping", static_cast<float>(g.attn_softcap));
     if (g.final_softcap != 0.0)
         w.set_f32(a + ".final_logit_softcapping", static_cast<float>(g.final_softcap));
+    if (g.is_moe())
+        w.set_u32(a + ".expert_feed_forward_length", g.expert_ffn_dim);
 }
 
 // Each tensor draws from its own generator, seeded from the model seed and
 // the tensor's index, so the file does not depend on write order.
-GgufWriter::Fill random_matrix(std::uint64_t rows, std::uint64_t cols, GgmlType type, std::uint64_t seed) {
+GgufWriter::Fill random_matrix(std::uint64_t rows, std::uint64_t cols, GgmlType type, float std,
+                               std::uint64_t seed) {
     return [=](std::byte* dst) {
         std::mt19937_64 rng(seed);
-        std::normal_distribution<float> normal(0.0f, kWeightStd);
+        std::normal_distribution<float> normal(0.0f, std);
         std::vector<float> row(cols);
         const std::uint64_t row_size = row_bytes(type, cols);
         for (std::uint64_t r = 0; r < rows; ++r) {
@@ -149,15 +196,54 @@ std::vector<float> random_norm_weights(std::uint64_t n, float scale, std::uint64
     return v;
 }
 
+std::vector<float> random_normal(std::uint64_t n, float std, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> normal(0.0f, std);
+    std::vector<float> v(n);
+    for (float& x : v)
+        x = normal(rng);
+    return v;
+}
+
+std::vector<float> random_uniform(std::uint64_t n, float max, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> uniform(0.0f, max);
+    std::vector<float> v(n);
+    for (float& x : v)
+        x = uniform(rng);
+    return v;
+}
+
 // Adds the tensors in order, each with its own seed (see random_matrix).
 class TensorWriter {
 public:
-    TensorWriter(GgufWriter& w, GgmlType type, std::uint64_t seed) : w_(w), type_(type), seed_(seed) {}
+    TensorWriter(GgufWriter& w, WeightTypes types, std::uint64_t seed) : w_(w), types_(types), seed_(seed) {}
 
-    // rows x cols, stored in the model's type.
-    void matrix(const std::string& name, std::uint64_t rows, std::uint64_t cols) {
-        w_.add_tensor(name, {cols, rows}, type_, random_matrix(rows, cols, type_, next_seed()));
+    // rows x cols, normal with std `std`, stored in the model's type (or
+    // `type` where given: the router's F32).
+    void matrix(const std::string& name, std::uint64_t rows, std::uint64_t cols, float std = kWeightStd) {
+        matrix_in(types_.matrices, name, rows, cols, std);
     }
+    void matrix_in(GgmlType type, const std::string& name, std::uint64_t rows, std::uint64_t cols, float std) {
+        w_.add_tensor(name, {cols, rows}, type, random_matrix(rows, cols, type, std, next_seed()));
+    }
+    // `experts` matrices of rows x cols, one after the other (ggml dims
+    // {cols, rows, experts}), stored in the experts' type.
+    void experts(const std::string& name, std::uint64_t experts, std::uint64_t rows, std::uint64_t cols,
+                 float std = kWeightStd) {
+        const GgmlType type = types_.experts;
+        w_.add_tensor(name, {cols, rows, experts}, type, random_matrix(experts * rows, cols, type, std, next_seed()));
+    }
+    // A bias of `n` values, normal with std kBiasStd; `experts` of them
+    // (ggml dims {n, experts}) for the experts'.
+    void bias(const std::string& name, std::uint64_t n, std::uint64_t experts = 1) {
+        std::vector<float> values = random_normal(n * experts, kBiasStd, next_seed());
+        if (experts == 1)
+            vector(name, std::move(values));
+        else
+            w_.add_tensor(name, {n, experts}, GgmlType::F32, f32_vector(std::move(values)));
+    }
+    void sinks(const std::string& name, std::uint64_t n) { vector(name, random_uniform(n, kSinkMax, next_seed())); }
     // An RMSNorm's weights: uniform in [0.5, 1.5] times `scale`, so a runner
     // that skips a norm's weights, or adds Gemma's +1 again (its GGUFs hold
     // 1 + w already), computes something else.
@@ -173,7 +259,7 @@ private:
     std::uint64_t next_seed() { return seed_ * 1000003 + index_++; }
 
     GgufWriter& w_;
-    GgmlType type_;
+    WeightTypes types_;
     std::uint64_t seed_;
     std::uint64_t index_ = 0;
 };
@@ -215,11 +301,18 @@ void write_attention(TensorWriter& t, const ModelGeometry& g, std::uint32_t l) {
         t.matrix(name("attn_v.weight"), kv, dim);
     }
     t.matrix(name("attn_output.weight"), dim, q);
-    if (g.qkv_bias) {
+    if (g.has_biases()) { // small random biases (kBiasStd), O's too
+        t.bias(name("attn_q.bias"), q);
+        t.bias(name("attn_k.bias"), kv);
+        t.bias(name("attn_v.bias"), kv);
+        t.bias(name("attn_output.bias"), dim);
+    } else if (g.qkv_bias) { // Qwen2's, zero
         t.vector(name("attn_q.bias"), std::vector<float>(q, 0.0f));
         t.vector(name("attn_k.bias"), std::vector<float>(kv, 0.0f));
         t.vector(name("attn_v.bias"), std::vector<float>(kv, 0.0f));
     }
+    if (g.has_attention_sinks())
+        t.sinks(name("attn_sinks.weight"), g.n_heads);
     if (g.has_qk_norm()) {
         t.norm(name("attn_q_norm.weight"), g.head_dim());
         t.norm(name("attn_k_norm.weight"), g.head_dim());
@@ -228,7 +321,42 @@ void write_attention(TensorWriter& t, const ModelGeometry& g, std::uint32_t l) {
         t.norm(name("post_attention_norm.weight"), dim, post_norm_scale(g));
 }
 
+// The router's weights, so its logits spread as kRouterLogitStd says: its
+// input is RMS-normed (about 1 per element) times norm weights of mean 1.
+float router_std(const ModelGeometry& g) { return static_cast<float>(kRouterLogitStd / std::sqrt(double(g.dim))); }
+
+// The experts' gate and up weights: as the dense FFN's, but gpt-oss's
+// spread so their outputs reach its clamp (kClampedExpertOutputStd).
+float expert_input_std(const ModelGeometry& g) {
+    return g.architecture == "gpt-oss" ? static_cast<float>(kClampedExpertOutputStd / std::sqrt(double(g.dim)))
+                                       : kWeightStd;
+}
+
+// A mixture-of-experts FFN as convert_hf_to_gguf.py writes it: the router
+// (ffn_gate_inp, always F32), then each of gate, up and down as one 3-D
+// tensor of every expert's matrix (gate/up {dim, ffn, experts}, down {ffn,
+// dim, experts}); gpt-oss's biases beside them ({ffn or dim, experts}).
+// gpt-oss names its FFN's input norm post_attention_norm (its checkpoint's
+// post_attention_layernorm); llama.cpp reads it as that.
+void write_moe_ffn(TensorWriter& t, const ModelGeometry& g, std::uint32_t l) {
+    auto name = [l](const char* suffix) { return block_tensor_name(l, suffix); };
+    const std::uint64_t dim = g.dim, ffn = g.expert_ffn_dim, experts = g.n_experts;
+    t.norm(name(g.architecture == "gpt-oss" ? "post_attention_norm.weight" : "ffn_norm.weight"), dim);
+    t.matrix_in(GgmlType::F32, name("ffn_gate_inp.weight"), experts, dim, router_std(g));
+    t.experts(name("ffn_gate_exps.weight"), experts, ffn, dim, expert_input_std(g));
+    t.experts(name("ffn_up_exps.weight"), experts, ffn, dim, expert_input_std(g));
+    t.experts(name("ffn_down_exps.weight"), experts, dim, ffn);
+    if (g.has_biases()) {
+        t.bias(name("ffn_gate_inp.bias"), experts);
+        t.bias(name("ffn_gate_exps.bias"), ffn, experts);
+        t.bias(name("ffn_up_exps.bias"), ffn, experts);
+        t.bias(name("ffn_down_exps.bias"), dim, experts);
+    }
+}
+
 void write_ffn(TensorWriter& t, const ModelGeometry& g, std::uint32_t l) {
+    if (g.is_moe())
+        return write_moe_ffn(t, g, l);
     auto name = [l](const char* suffix) { return block_tensor_name(l, suffix); };
     const std::uint64_t dim = g.dim, ffn = g.ffn_dim;
     t.norm(name("ffn_norm.weight"), dim);
@@ -245,7 +373,7 @@ void write_ffn(TensorWriter& t, const ModelGeometry& g, std::uint32_t l) {
 
 } // namespace
 
-void write_synthetic_model(const ModelGeometry& g, GgmlType type, std::uint64_t seed, const std::string& path,
+void write_synthetic_model(const ModelGeometry& g, WeightTypes types, std::uint64_t seed, const std::string& path,
                            const std::string& chat_template) {
     check_writable(g);
     GgufWriter w;
@@ -253,7 +381,7 @@ void write_synthetic_model(const ModelGeometry& g, GgmlType type, std::uint64_t 
     write_vocabulary(w, g.vocab);
     if (!chat_template.empty())
         w.set_string("tokenizer.chat_template", chat_template);
-    TensorWriter t(w, type, seed);
+    TensorWriter t(w, types, seed);
     t.matrix("token_embd.weight", g.vocab, g.dim);
     for (std::uint32_t l = 0; l < g.n_layers; ++l) {
         write_attention(t, g, l);

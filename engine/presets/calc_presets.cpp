@@ -11,15 +11,6 @@ CalcPreset from_geometry(const ModelGeometry& g, std::string calculator_only) {
     return {calc_model(g), g.architecture, g, std::move(calculator_only)};
 }
 
-// A mixture-of-experts model: its window pattern from the geometry, its
-// parameters as published (the dense count of ModelGeometry::parameters()
-// does not hold for experts).
-CalcPreset moe(const ModelGeometry& g, std::uint64_t parameters, std::string calculator_only) {
-    CalcPreset p = from_geometry(g, std::move(calculator_only));
-    p.model.parameters = parameters;
-    return p;
-}
-
 // DeepSeek-V3-shaped MLA: kv_lora_rank 512 + qk_rope_head_dim 64 per token
 // and layer (config.json), 61 layers.
 CalcPreset mla(const char* name, std::uint32_t heads, std::uint32_t context, std::uint64_t parameters) {
@@ -38,23 +29,21 @@ std::vector<CalcPreset> calculator_only_presets() {
         .n_kv_heads = 16, .ffn_dim = 21504, .vocab = 262208, .context = 131072, .tied_embeddings = true,
         .explicit_head_dim = 128, .norm_eps = 1e-6, .rope_theta = 1e6, .rope_linear_factor = 8.0,
         .sliding_window = 1024, .swa_period = 6, .rope_theta_swa = 10000.0, .query_pre_attn_scalar = 168};
-    // gpt-oss: windows of 128 on the even layers, 64 query and 8 KV heads
-    // of 64; 32 (20b) or 128 (120b) experts, 4 active.
-    auto gpt_oss = [](const char* name, std::uint32_t layers) {
-        return ModelGeometry{.name = name, .architecture = "gpt-oss", .dim = 2880, .n_layers = layers,
-                             .n_heads = 64, .n_kv_heads = 8, .ffn_dim = 2880, .vocab = 201088, .context = 131072,
-                             .explicit_head_dim = 64, .rope_theta = 150000.0, .sliding_window = 128,
-                             .swa_period = 2};
-    };
+    // gpt-oss-120b (openai/gpt-oss-120b config.json): gpt-oss-20b's shape
+    // with 36 layers and 128 experts (4 active); 116.83B parameters as
+    // published, counted from the shape.
+    ModelGeometry gpt_oss_120b = find_model_preset("gpt-oss-20b");
+    gpt_oss_120b.name = "gpt-oss-120b";
+    gpt_oss_120b.n_layers = 36;
+    gpt_oss_120b.n_experts = 128;
     // Mistral 7B v0.1: Mistral 7B's shape with a window of 4096 on every layer.
     ModelGeometry mistral_v01 = find_model_preset("mistral-7b");
     mistral_v01.name = "mistral-7b-v0.1";
     mistral_v01.sliding_window = 4096;
-    const std::string gpt_oss_why = "kvscope cannot load or make gpt-oss (experts, attention sinks)";
     return {
         from_geometry(gemma3_27b, "make-model cannot write its 1/sqrt(168) query scale; its GGUF loads"),
-        moe(gpt_oss("gpt-oss-20b", 24), 20'910'000'000, gpt_oss_why),   // published 20.91B
-        moe(gpt_oss("gpt-oss-120b", 36), 116'830'000'000, gpt_oss_why), // published 116.83B
+        from_geometry(gpt_oss_120b, "make-model has its 20b sibling only (gpt-oss-20b): 117B parameters, "
+                                    "about 63 GB with MXFP4 experts"),
         from_geometry(mistral_v01, "cannot be loaded or made with its window: llama.cpp runs llama files "
                                    "with full attention on every layer"),
         mla("deepseek-v3", 128, 163840, 671'000'000'000), // published 671B (without the 14B MTP module)

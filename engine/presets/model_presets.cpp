@@ -93,6 +93,27 @@ const std::array kModels{
     ModelGeometry{.name = "smollm3-3b", .architecture = "smollm3", .dim = 2048, .n_layers = 36, .n_heads = 16,
                   .n_kv_heads = 4, .ffn_dim = 11008, .vocab = 128256, .context = 65536, .tied_embeddings = true,
                   .norm_eps = 1e-6, .rope_theta = 5e6, .no_rope_period = 4},
+    // Qwen3-30B-A3B (Qwen/Qwen3-30B-A3B config.json): Qwen3's attention
+    // (QK-norm, head_dim 128) with 32 query and 4 KV heads; 128 experts of
+    // moe_intermediate_size 768, num_experts_per_tok 8, on every layer
+    // (decoder_sparse_step 1, no mlp_only_layers); intermediate_size 6144
+    // is in the file, unused; untied.
+    ModelGeometry{.name = "qwen3-30b-a3b", .architecture = "qwen3moe", .dim = 2048, .n_layers = 48, .n_heads = 32,
+                  .n_kv_heads = 4, .ffn_dim = 6144, .vocab = 151936, .context = 40960, .explicit_head_dim = 128,
+                  .norm_eps = 1e-6, .rope_theta = 1e6, .n_experts = 128, .n_experts_used = 8, .expert_ffn_dim = 768},
+    // gpt-oss-20b (openai/gpt-oss-20b config.json): 64 query and 8 KV heads
+    // of head_dim 64 on a 2880-wide model; layer_types alternate
+    // sliding_attention (128 tokens) and full_attention from layer 0
+    // (llama.cpp's swa pattern 2); rope_theta 150000 with rope_scaling yarn,
+    // factor 32 over original_max_position_embeddings 4096; 32 experts
+    // (num_local_experts) of intermediate_size 2880, experts_per_token 4;
+    // rms_norm_eps 1e-5; untied. Biases and attention sinks: has_biases(),
+    // has_attention_sinks().
+    ModelGeometry{.name = "gpt-oss-20b", .architecture = "gpt-oss", .dim = 2880, .n_layers = 24, .n_heads = 64,
+                  .n_kv_heads = 8, .ffn_dim = 2880, .vocab = 201088, .context = 131072, .explicit_head_dim = 64,
+                  .rope_theta = 150000.0, .rope_original_context = 4096, .rope_yarn_factor = 32.0,
+                  .sliding_window = 128, .swa_period = 2, .n_experts = 32, .n_experts_used = 4,
+                  .expert_ffn_dim = 2880},
 };
 
 } // namespace
@@ -109,20 +130,53 @@ bool ModelGeometry::uses_rope(std::uint32_t layer) const {
     return no_rope_period == 0 || (layer + 1) % no_rope_period != 0;
 }
 
-bool ModelGeometry::has_qk_norm() const { return architecture == "qwen3" || architecture == "gemma3"; }
+bool ModelGeometry::has_qk_norm() const {
+    return architecture == "qwen3" || architecture == "qwen3moe" || architecture == "gemma3";
+}
 
 bool ModelGeometry::has_post_norms() const { return architecture == "gemma2" || architecture == "gemma3"; }
 
 bool ModelGeometry::has_fused_matrices() const { return architecture == "phi3"; }
 
+namespace {
+
+// One expert's weights: gate, up and down, with their biases where the
+// architecture has them.
+std::uint64_t expert_parameters(const ModelGeometry& g) {
+    const std::uint64_t d = g.dim, f = g.expert_ffn_dim;
+    return 3 * d * f + (g.has_biases() ? 2 * f + d : 0);
+}
+
+// A layer's weights with `experts` of its experts counted (the dense FFN
+// for a dense model).
+std::uint64_t layer_parameters(const ModelGeometry& g, std::uint32_t experts) {
+    const std::uint64_t d = g.dim, q = g.q_dim(), kv = g.kv_dim(), hd = g.head_dim();
+    const std::uint64_t attention = d * q * 2 + d * kv * 2 + (g.has_qkv_bias() ? q + 2 * kv : 0) +
+                                    (g.has_biases() ? d : 0) + (g.has_qk_norm() ? 2 * hd : 0) +
+                                    (g.has_attention_sinks() ? g.n_heads : 0);
+    const std::uint64_t router = g.is_moe() ? d * g.n_experts + (g.has_biases() ? g.n_experts : 0) : 0;
+    const std::uint64_t ffn = g.is_moe() ? router + experts * expert_parameters(g) : 3 * d * g.ffn_dim;
+    const std::uint64_t norms = (g.has_post_norms() ? 4 : 2) * d; // attention and FFN (pre, and post)
+    return attention + ffn + norms;
+}
+
+// Everything outside the layers but the embedding: the final norm and
+// LongRoPE's factors.
+std::uint64_t other_parameters(const ModelGeometry& g) {
+    return g.dim + g.rope_factors_long.size() + g.rope_factors_short.size();
+}
+
+} // namespace
+
 std::uint64_t ModelGeometry::parameters() const {
-    const std::uint64_t d = dim, q = q_dim(), kv = kv_dim(), hd = head_dim();
-    const std::uint64_t attention = d * q * 2 + d * kv * 2 + (qkv_bias ? q + 2 * kv : 0) + (has_qk_norm() ? 2 * hd : 0);
-    const std::uint64_t ffn = 3 * d * ffn_dim;
-    const std::uint64_t norms = (has_post_norms() ? 4 : 2) * d; // attention and FFN (pre, and post)
-    const std::uint64_t embeddings = std::uint64_t{vocab} * d * (tied_embeddings ? 1 : 2);
-    const std::uint64_t rope_factors = rope_factors_long.size() + rope_factors_short.size();
-    return embeddings + n_layers * (attention + ffn + norms) + d + rope_factors; // + final norm
+    const std::uint64_t embeddings = std::uint64_t{vocab} * dim * (tied_embeddings ? 1 : 2);
+    return embeddings + n_layers * layer_parameters(*this, n_experts) + other_parameters(*this);
+}
+
+std::uint64_t ModelGeometry::active_parameters() const {
+    // One embedding row, and the output matrix (the embedding itself, tied).
+    const std::uint64_t embeddings = std::uint64_t{vocab} * dim + (tied_embeddings ? 0 : dim);
+    return embeddings + n_layers * layer_parameters(*this, n_experts_used) + other_parameters(*this);
 }
 
 namespace {
@@ -156,11 +210,21 @@ ModelGeometry cut_geometry(const ModelGeometry& preset, const GeometryCut& cut) 
         g.sliding_window = cut.window;
         what += ", window " + std::to_string(cut.window);
     }
-    if (cut_asked(cut.ffn, 32, preset.ffn_dim, "--ffn", preset)) {
+    // A mixture of experts' --ffn is its experts' width; its dense width,
+    // which its layers do not run, follows so the file stays consistent.
+    if (cut_asked(cut.ffn, 32, preset.is_moe() ? preset.expert_ffn_dim : preset.ffn_dim, "--ffn", preset)) {
         if (cut.ffn % 32 != 0)
             throw Error("--ffn must be a multiple of 32, got " + std::to_string(cut.ffn));
         g.ffn_dim = cut.ffn;
+        if (g.is_moe())
+            g.expert_ffn_dim = cut.ffn;
         what += ", FFN " + std::to_string(cut.ffn);
+    }
+    if (cut.experts != 0 && !preset.is_moe())
+        throw Error("--experts: " + preset.name + " has no experts");
+    if (cut_asked(cut.experts, preset.n_experts_used, preset.n_experts, "--experts", preset)) {
+        g.n_experts = cut.experts;
+        what += ", " + std::to_string(cut.experts) + " of " + std::to_string(preset.n_experts) + " experts";
     }
     if (cut_asked(cut.context, 1, preset.context, "--context", preset)) {
         g.context = cut.context;

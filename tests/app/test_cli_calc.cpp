@@ -20,6 +20,7 @@ private slots:
     void gemma3_27b_window_groups_by_hand_and_against_vllm();
     void swa_full_and_chunk_change_the_window_groups_only();
     void mla_counts_one_latent_per_token_and_layer();
+    void mixtures_of_experts_with_their_windows();
     void list_shows_calculator_only_models_and_the_three_savings();
 };
 
@@ -200,19 +201,55 @@ void TestCliCalc::mla_counts_one_latent_per_token_and_layer() {
     QVERIFY2(int8.out.isEmpty(), int8.out.constData());
 }
 
+// The mixture-of-experts presets: KV as any attention's (experts hold no
+// KV), gpt-oss-20b's 12 window layers of 128 beside 12 full ones, every
+// Qwen3-30B-A3B layer full; weights counted with every expert.
+void TestCliCalc::mixtures_of_experts_with_their_windows() {
+    const auto gpt_oss = run_cli({"calc", "--preset", "gpt-oss-20b", "--tokens", "131072", "--json"});
+    QCOMPARE(gpt_oss.exit_code, 0);
+    const QJsonObject g = gpt_oss.json();
+    constexpr qint64 kGptOssLayerToken = 2 * 8 * 64 * 2; // K and V, 8 heads x 64 values, f16: 2,048 B
+    QCOMPARE(g["bytes_per_token"].toInteger(), 24 * kGptOssLayerToken); // 49,152
+    QCOMPARE(g["model"]["parameters"].toInteger(), Q_INT64_C(20914757184));
+    const QJsonArray kinds = g["kinds"].toArray();
+    QCOMPARE(kinds.size(), 2);
+    QCOMPARE(kinds[0]["kind"].toString(), QStringLiteral("full attention, 12 layers"));
+    QCOMPARE(kinds[0]["bytes_per_token"].toInteger(), 12 * kGptOssLayerToken);
+    QCOMPARE(kinds[0]["blocks_per_sequence"].toInteger(), 131072 / 16);
+    QCOMPARE(kinds[1]["kind"].toString(), QStringLiteral("sliding window 128, 12 layers"));
+    QCOMPARE(kinds[1]["bytes_per_token"].toInteger(), 12 * kGptOssLayerToken);
+    // min(8192, ceil((128 - 1 + 512) / 16) + 1) blocks: the window and a step's chunk.
+    QCOMPARE(kinds[1]["blocks_per_sequence"].toInteger(), (128 - 1 + 512 + 15) / 16 + 1);
+
+    const auto qwen = run_cli({"calc", "--preset", "qwen3-30b-a3b", "--tokens", "40960", "--json"});
+    QCOMPARE(qwen.exit_code, 0);
+    const QJsonObject q = qwen.json();
+    QCOMPARE(q["bytes_per_token"].toInteger(), 48 * 2 * 4 * 128 * 2); // 98,304
+    QCOMPARE(q["kinds"].toArray().size(), 1);
+    QCOMPARE(q["bytes_per_sequence"].toInteger(), Q_INT64_C(98304) * 40960);
+    QCOMPARE(q["model"]["parameters"].toInteger(), Q_INT64_C(30532122624));
+}
+
 void TestCliCalc::list_shows_calculator_only_models_and_the_three_savings() {
     const auto r = run_cli({"calc", "--list"});
     QCOMPARE(r.exit_code, 0);
     const QByteArray calcOnly = r.out.mid(r.out.indexOf(QByteArray("calculator-only presets")));
-    for (const char* name : {"gemma3-27b", "gpt-oss-20b", "gpt-oss-120b", "mistral-7b-v0.1", "deepseek-v3", "kimi-k2"})
+    for (const char* name : {"gemma3-27b", "gpt-oss-120b", "mistral-7b-v0.1", "deepseek-v3", "kimi-k2"})
         QVERIFY2(calcOnly.contains(QByteArray("  ") + name + ' '), name);
     QVERIFY2(calcOnly.contains("kvscope cannot load or make MLA models"), r.out.constData());
-    QVERIFY2(calcOnly.contains("window 128 on 12 of 24 layers (1 window : 1 global)"), r.out.constData());
+    QVERIFY2(calcOnly.contains("window 128 on 18 of 36 layers (1 window : 1 global)"), r.out.constData());
     QVERIFY2(calcOnly.contains("window 4096 on every layer"), r.out.constData());
     QVERIFY2(calcOnly.contains("latent 512 + 64 for 128 heads"), r.out.constData());
     QVERIFY2(calcOnly.contains("8 KV heads for 32; window 4096 on 32 of 32 layers"), r.out.constData());
-    // The preset list still starts with the loadable models only.
-    QVERIFY(r.out.indexOf(QByteArray("gpt-oss-20b")) > r.out.indexOf(QByteArray("calculator-only presets")));
+    // The preset list still starts with the loadable models only; gpt-oss-20b
+    // is one of them, with its windows.
+    const QByteArray loadable = r.out.left(r.out.indexOf(QByteArray("calculator-only presets")));
+    QVERIFY(r.out.indexOf(QByteArray("gpt-oss-120b")) > r.out.indexOf(QByteArray("calculator-only presets")));
+    QVERIFY2(loadable.contains("gpt-oss-20b      gpt-oss  24 layers") &&
+                 loadable.contains("20.91B parameters; window 128 on 12 of 24 layers (1 window : 1 global)"),
+             loadable.constData());
+    QVERIFY2(loadable.contains("qwen3-30b-a3b    qwen3moe 48 layers, 32 heads,  4 KV heads, head_dim 128"),
+             loadable.constData());
 }
 
 QTEST_GUILESS_MAIN(TestCliCalc)

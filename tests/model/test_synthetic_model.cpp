@@ -7,7 +7,12 @@
 // of its 24 layers and 4096 of its 151936 tokens. And every other family's
 // file, read back with our GGUF reader: each metadata key and tensor that
 // llama.cpp's loader reads (src/models/<family>.cpp), nothing more (llama.cpp
-// refuses a file with a tensor it did not ask for).
+// refuses a file with a tensor it did not ask for). The mixture-of-experts
+// presets (qwen3-30b-a3b, gpt-oss-20b): their files' keys and tensors,
+// their parameters with every expert and per token against the published
+// numbers, and --experts; that llama.cpp loads and runs them is
+// tests/data/llamacpp/make_references.sh's to show (it makes its
+// references from them), not a unit test's.
 #include <QtTest>
 
 #include <QTemporaryDir>
@@ -33,6 +38,8 @@ private slots:
     void files_hold_what_llama_cpp_reads();
     void layer_kinds_follow_the_config();
     void cuts_keep_the_layer_pattern_and_check_their_ranges();
+    void mixtures_of_experts_count_every_expert_and_the_active_ones();
+    void expert_cuts_check_their_ranges();
     void geometries_a_gguf_cannot_express_are_refused();
 };
 
@@ -201,6 +208,37 @@ void TestSyntheticModel::files_hold_what_llama_cpp_reads_data() {
            "attn_output.weight=2048x2048,ffn_norm.weight=2048,ffn_gate.weight=2048x64,ffn_up.weight=2048x64,"
            "ffn_down.weight=64x2048"
         << embd.arg(2048);
+    // Mixtures of experts, cut to as many experts as each token uses (the
+    // fewest --experts allows): ffn_gate_inp {dim, experts} and the experts'
+    // 3-D {dim, ffn, experts} / {ffn, dim, experts}; Qwen3's QK-norm.
+    QTest::newRow("qwen3-30b-a3b") << "qwen3-30b-a3b" << 1
+        << "block_count=1,context_length=40960,embedding_length=2048,feed_forward_length=64,expert_count=8,"
+           "expert_used_count=8,attention.head_count=32,attention.head_count_kv=4,attention.key_length=128,"
+           "attention.value_length=128,attention.layer_norm_rms_epsilon=1e-06,rope.freq_base=1000000,"
+           "rope.dimension_count=128,expert_feed_forward_length=64"
+        << "attn_norm.weight=2048,attn_q.weight=2048x4096,attn_k.weight=2048x512,attn_v.weight=2048x512,"
+           "attn_output.weight=4096x2048,attn_q_norm.weight=128,attn_k_norm.weight=128,ffn_norm.weight=2048,"
+           "ffn_gate_inp.weight=2048x8,ffn_gate_exps.weight=2048x64x8,ffn_up_exps.weight=2048x64x8,"
+           "ffn_down_exps.weight=64x2048x8"
+        << embd.arg(2048) + ",output.weight=2048x300";
+    // gpt-oss: biases on Q/K/V/O, router and experts ({ffn or dim,
+    // experts}), a sink per head, its FFN's norm named post_attention_norm,
+    // YaRN with gpt-oss's beta_fast/slow, windows of 128 on alternate layers
+    // (llama.cpp's default pattern for gpt-oss: no pattern key).
+    QTest::newRow("gpt-oss-20b") << "gpt-oss-20b" << 1
+        << "block_count=1,context_length=131072,embedding_length=2880,feed_forward_length=64,expert_count=4,"
+           "expert_used_count=4,attention.head_count=64,attention.head_count_kv=8,attention.key_length=64,"
+           "attention.value_length=64,attention.layer_norm_rms_epsilon=1e-05,rope.freq_base=150000,"
+           "rope.dimension_count=64,rope.scaling.type=yarn,rope.scaling.factor=32,"
+           "rope.scaling.original_context_length=4096,rope.scaling.yarn_beta_fast=32,"
+           "rope.scaling.yarn_beta_slow=1,attention.sliding_window=128,expert_feed_forward_length=64"
+        << "attn_norm.weight=2880,attn_q.weight=2880x4096,attn_k.weight=2880x512,attn_v.weight=2880x512,"
+           "attn_output.weight=4096x2880,attn_q.bias=4096,attn_k.bias=512,attn_v.bias=512,"
+           "attn_output.bias=2880,attn_sinks.weight=64,post_attention_norm.weight=2880,"
+           "ffn_gate_inp.weight=2880x4,ffn_gate_exps.weight=2880x64x4,ffn_up_exps.weight=2880x64x4,"
+           "ffn_down_exps.weight=64x2880x4,ffn_gate_inp.bias=4,ffn_gate_exps.bias=64x4,ffn_up_exps.bias=64x4,"
+           "ffn_down_exps.bias=2880x4"
+        << embd.arg(2880) + ",output.weight=2880x300";
 }
 
 void TestSyntheticModel::files_hold_what_llama_cpp_reads() {
@@ -215,7 +253,9 @@ void TestSyntheticModel::files_hold_what_llama_cpp_reads() {
     cut.layers = static_cast<std::uint32_t>(layers);
     cut.vocab = 300;
     cut.ffn = 64;
-    const ModelGeometry g = cut_geometry(find_model_preset(preset.toStdString()), cut);
+    const ModelGeometry& whole = find_model_preset(preset.toStdString());
+    cut.experts = whole.n_experts_used; // 0 for a dense model: its own
+    const ModelGeometry g = cut_geometry(whole, cut);
     write_synthetic_model(g, GgmlType::Q8_0, 3, path);
 
     const GgufFile f(path);
@@ -230,6 +270,10 @@ void TestSyntheticModel::files_hold_what_llama_cpp_reads() {
     if (g.has_longrope()) {
         const GgufTensorInfo* longs = f.find_tensor("rope_factors_long.weight");
         QCOMPARE(reinterpret_cast<const float*>(longs->data)[47], 47.77f);
+    }
+    if (g.is_moe()) { // the router in F32 whatever the type, as convert_hf_to_gguf.py writes it
+        QCOMPARE(f.find_tensor("blk.0.ffn_gate_inp.weight")->type, GgmlType::F32);
+        QCOMPARE(f.find_tensor("blk.0.ffn_up_exps.weight")->type, GgmlType::Q8_0);
     }
 }
 
@@ -246,6 +290,8 @@ void TestSyntheticModel::layer_kinds_follow_the_config() {
     QCOMPARE(windows("gemma2-2b", 5), QString("wgwgw"));
     QCOMPARE(windows("qwen3-0.6b", 3), QString("ggg"));
     QCOMPARE(windows("phi-4-mini", 3), QString("ggg")); // its file's window is ignored, as llama.cpp ignores it
+    QCOMPARE(windows("gpt-oss-20b", 5), QString("wgwgw")); // layer_types: sliding_attention first
+    QCOMPARE(windows("qwen3-30b-a3b", 3), QString("ggg"));
     const ModelGeometry& smol = find_model_preset("smollm3-3b");
     QString rope;
     for (std::uint32_t l = 0; l < 9; ++l)
@@ -272,6 +318,48 @@ void TestSyntheticModel::cuts_keep_the_layer_pattern_and_check_their_ranges() {
     QVERIFY_THROWS_EXCEPTION(Error, cut_geometry(find_model_preset("qwen3-0.6b"), GeometryCut{.window = 64}));
 }
 
+// Every expert counts towards parameters() (the file holds them all); a
+// token reads the router, n_experts_used experts and one embedding row.
+// Published: gpt-oss-20b 20.91B total, 3.61B active (OpenAI's model card,
+// which counts the output matrix and not the embedding, as this does);
+// Qwen3-30B-A3B 30.5B total, 29.9B without embeddings, 3.3B active (its
+// model card, which counts both vocabulary tables whole: 3.04B here plus
+// the 151,935 embedding rows a token does not read, 0.31B, is 3.35B).
+void TestSyntheticModel::mixtures_of_experts_count_every_expert_and_the_active_ones() {
+    const ModelGeometry& gpt_oss = find_model_preset("gpt-oss-20b");
+    QCOMPARE(gpt_oss.parameters(), Q_UINT64_C(20914757184));
+    QCOMPARE(gpt_oss.active_parameters(), Q_UINT64_C(3608310144));
+    const ModelGeometry& qwen = find_model_preset("qwen3-30b-a3b");
+    const std::uint64_t qwen_embedding = std::uint64_t{qwen.vocab} * qwen.dim;
+    QCOMPARE(qwen.parameters(), Q_UINT64_C(30532122624));
+    QCOMPARE(qwen.parameters() - 2 * qwen_embedding, Q_UINT64_C(29909792768));
+    QCOMPARE(qwen.active_parameters(), Q_UINT64_C(3041869824));
+    QCOMPARE(qwen.active_parameters() + qwen_embedding - qwen.dim, Q_UINT64_C(3353032704));
+    // A dense model reads all but the embedding rows of other tokens (its
+    // tied embedding whole, as the output).
+    const ModelGeometry& llama = find_model_preset("llama-2-7b");
+    QCOMPARE(llama.active_parameters(), llama.parameters() - std::uint64_t{llama.vocab - 1} * llama.dim);
+    QCOMPARE(find_model_preset("qwen3-0.6b").active_parameters(), find_model_preset("qwen3-0.6b").parameters());
+}
+
+void TestSyntheticModel::expert_cuts_check_their_ranges() {
+    const ModelGeometry& gpt_oss = find_model_preset("gpt-oss-20b");
+    const ModelGeometry g = cut_geometry(gpt_oss, {.layers = 2, .ffn = 512, .experts = 8});
+    QCOMPARE(g.n_experts, 8u);
+    QCOMPARE(g.n_experts_used, 4u);
+    QCOMPARE(g.expert_ffn_dim, 512u);
+    QVERIFY2(g.name.find("2 of 24 layers, FFN 512, 8 of 32 experts") != std::string::npos, g.name.c_str());
+    // A token leaves 4 of the 8 experts of each layer unread, each with its
+    // gate, up, down and their biases, and all embedding rows but its own.
+    constexpr std::uint64_t kExpert = 3 * 2880 * 512 + 2 * 512 + 2880;
+    QCOMPARE(g.parameters() - g.active_parameters(), 2 * 4 * kExpert + std::uint64_t{201088 - 1} * 2880);
+    for (const GeometryCut bad : {GeometryCut{.experts = 3}, GeometryCut{.experts = 33}, GeometryCut{.ffn = 2912}})
+        QVERIFY_THROWS_EXCEPTION(Error, cut_geometry(gpt_oss, bad));
+    // Qwen3-30B-A3B's --ffn is its experts' width (768), not its unused 6144.
+    QVERIFY_THROWS_EXCEPTION(Error, cut_geometry(find_model_preset("qwen3-30b-a3b"), GeometryCut{.ffn = 1024}));
+    QVERIFY_THROWS_EXCEPTION(Error, cut_geometry(find_model_preset("qwen3-0.6b"), GeometryCut{.experts = 4}));
+}
+
 void TestSyntheticModel::geometries_a_gguf_cannot_express_are_refused() {
     QTemporaryDir dir;
     const std::string path = dir.filePath("m.gguf").toStdString();
@@ -281,6 +369,14 @@ void TestSyntheticModel::geometries_a_gguf_cannot_express_are_refused() {
     ModelGeometry gemma = find_model_preset("gemma2-2b");
     gemma.query_pre_attn_scalar = 144; // llama.cpp scales by 1/sqrt(head_dim) but for the 27B
     QVERIFY_THROWS_EXCEPTION(Error, write_synthetic_model(gemma, GgmlType::F32, 1, path));
+    ModelGeometry tied_gpt_oss = cut_geometry(find_model_preset("gpt-oss-20b"), {.layers = 1, .vocab = 300});
+    tied_gpt_oss.tied_embeddings = true; // llama.cpp's gpt-oss requires output.weight
+    QVERIFY_THROWS_EXCEPTION(Error, write_synthetic_model(tied_gpt_oss, GgmlType::F32, 1, path));
+    ModelGeometry qwen3_with_experts = find_model_preset("qwen3-0.6b");
+    qwen3_with_experts.n_experts = 8; // qwen3 files have a dense FFN; experts are qwen3moe's
+    qwen3_with_experts.n_experts_used = 2;
+    qwen3_with_experts.expert_ffn_dim = 64;
+    QVERIFY_THROWS_EXCEPTION(Error, write_synthetic_model(qwen3_with_experts, GgmlType::F32, 1, path));
 }
 
 QTEST_APPLESS_MAIN(TestSyntheticModel)
