@@ -50,7 +50,7 @@ constexpr std::array kTraits{
     GgmlTypeTraits{T::BF16, "BF16", 1, 2, true},
     GgmlTypeTraits{T::TQ1_0, "TQ1_0", 256, 54, false},
     GgmlTypeTraits{T::TQ2_0, "TQ2_0", 256, 66, false},
-    GgmlTypeTraits{T::MXFP4, "MXFP4", 32, 17, false},
+    GgmlTypeTraits{T::MXFP4, "MXFP4", 32, 17, true},
 };
 
 // product = a * b; false (product untouched) when it does not fit in 64 bits.
@@ -137,6 +137,7 @@ void dequantize_row(GgmlType type, const void* src, float* dst, std::uint64_t n)
     case T::Q3_K: cpu::dequantize_row_q3_k(src, dst, n); return;
     case T::IQ4_NL: cpu::dequantize_row_iq4_nl(src, dst, n); return;
     case T::IQ4_XS: cpu::dequantize_row_iq4_xs(src, dst, n); return;
+    case T::MXFP4: cpu::dequantize_row_mxfp4(src, dst, n); return;
     default:
         throw Error("tensor type " + std::string(t.name) + " is not supported for computation");
     }

@@ -63,7 +63,7 @@ std::string_view to_string(GgmlType type);
 
 // The types the engine can compute with (dequantizable_type_names lists
 // them): F32, F16, BF16, the blocks of 32 Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// IQ4_NL, and the super-blocks Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS.
+// IQ4_NL, MXFP4, and the super-blocks Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS.
 bool is_dequantizable(GgmlType type);
 // Their names, comma-separated in ggml's order ("F32, F16, Q4_0, ..."), for
 // messages that say what is supported.

@@ -20,9 +20,10 @@ namespace cpu = kernels::cpu;
 constexpr std::uint64_t kBlock = cpu::kQuantBlockValues;
 constexpr std::uint64_t kSuper = cpu::kSuperBlockValues;
 
-constexpr GgmlType kQuantizable[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::Q4_0,   GgmlType::Q4_1,
-                                     GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,   GgmlType::Q2_K,
-                                     GgmlType::Q3_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::BF16};
+constexpr GgmlType kQuantizable[] = {GgmlType::F32,  GgmlType::F16,    GgmlType::Q4_0,   GgmlType::Q4_1,
+                                     GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::Q8_0,   GgmlType::Q2_K,
+                                     GgmlType::Q3_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::BF16,
+                                     GgmlType::MXFP4};
 
 // A float as stored in an f16 field, and the value it decodes to.
 struct Half {
@@ -297,6 +298,47 @@ void quantize_iq4_xs(const float* x, cpu::BlockIQ4_XS* out, std::uint64_t blocks
     }
 }
 
+// MXFP4 as ggml's quantize_row_mxfp4_ref, bit for bit: the scale is
+// 2^(floor(log2 max|x|) - 3) (E8M0 e = floor(log2 max|x|) + 125, so the
+// block's largest magnitude lands among the table's top values 8 and 12,
+// or beyond 12 and clamps), each value the table entry nearest x / scale
+// (the first of equally near ones), all in float as ggml computes it.
+// log2f is the C library's, as ggml's: its rounding decides e where max|x|
+// lies just below a power of two. ggml converts floor(...) + 125 to
+// uint8_t; below 2^-125 (e < 0) that conversion is undefined in C, and
+// this takes the x86 result, the low byte of the int32.
+std::uint8_t mxfp4_exponent(float amax) {
+    if (!(amax > 0.0f))
+        return 0;
+    const float e = std::floor(std::log2(amax)) - 2.0f + 127.0f;
+    return static_cast<std::uint8_t>(static_cast<std::int32_t>(e));
+}
+
+int nearest_mxfp4(float x, float d) {
+    int best = 0;
+    float best_error = std::abs(static_cast<float>(cpu::kMxfp4Values[0]) * d - x);
+    for (int i = 1; i < 16; ++i)
+        if (const float error = std::abs(static_cast<float>(cpu::kMxfp4Values[i]) * d - x); error < best_error) {
+            best = i;
+            best_error = error;
+        }
+    return best;
+}
+
+void quantize_mxfp4(const float* x, cpu::BlockMXFP4* out, std::uint64_t blocks) {
+    for (std::uint64_t b = 0; b < blocks; ++b, x += kBlock) {
+        float amax = 0;
+        for (std::uint64_t i = 0; i < kBlock; ++i)
+            amax = std::max(amax, std::abs(x[i]));
+        out[b].e = mxfp4_exponent(amax);
+        const float d = cpu::e8m0_half_to_f32(out[b].e);
+        int q[kBlock];
+        for (std::uint64_t i = 0; i < kBlock; ++i)
+            q[i] = nearest_mxfp4(x[i], d);
+        pack_nibbles32(q, out[b].qs);
+    }
+}
+
 // Q2_K and Q3_K: the 2-bit part of value 128h + 32k + l goes to bits 2k
 // of qs[32h + l] (quant_blocks.h).
 void put_low2(std::uint8_t* qs, std::size_t i, int code) {
@@ -399,6 +441,7 @@ void quantize_row(GgmlType type, const float* src, void* dst, std::uint64_t n) {
     case GgmlType::IQ4_XS: return quantize_iq4_xs(src, blocks_at<cpu::BlockIQ4_XS>(dst), blocks);
     case GgmlType::Q2_K: return quantize_q2_k(src, blocks_at<cpu::BlockQ2_K>(dst), blocks);
     case GgmlType::Q3_K: return quantize_q3_k(src, blocks_at<cpu::BlockQ3_K>(dst), blocks);
+    case GgmlType::MXFP4: return quantize_mxfp4(src, blocks_at<cpu::BlockMXFP4>(dst), blocks);
     default: break; // not in kQuantizable
     }
 }

@@ -9,7 +9,8 @@ namespace kvscope {
 
 // Encodes n floats (a whole number of blocks) into `type`'s GGUF block
 // format. F32, F16, BF16, Q8_0, Q4_0 and Q5_0 round as ggml's reference
-// quantizers do. Q4_1, Q5_1, IQ4_NL, IQ4_XS, Q2_K and Q3_K fit each
+// quantizers do; MXFP4 gives quantize_row_mxfp4_ref's bytes exactly (what
+// llama-quantize writes for MXFP4, which takes no importance matrix). Q4_1, Q5_1, IQ4_NL, IQ4_XS, Q2_K and Q3_K fit each
 // (sub-)block's scale (and min) by a small search: a few candidate scales,
 // each with round-to-nearest codes and a least-squares refit, the one of
 // least squared error kept; super-block scales are then rounded to their

@@ -212,6 +212,19 @@ void dequantize_row_iq4_nl(const void* src, float* dst, std::size_t n) {
     }
 }
 
+// Exact products (a small integer times a power of two), as llama.cpp's.
+void dequantize_row_mxfp4(const void* src, float* dst, std::size_t n) {
+    constexpr std::size_t half = kQuantBlockValues / 2;
+    for (std::size_t b = 0; b < n / kQuantBlockValues; ++b, dst += kQuantBlockValues) {
+        const auto block = load_block<BlockMXFP4>(src, b);
+        const float d = e8m0_half_to_f32(block.e);
+        for (std::size_t i = 0; i < half; ++i) {
+            dst[i] = static_cast<float>(kMxfp4Values[block.qs[i] & 0x0F]) * d;
+            dst[i + half] = static_cast<float>(kMxfp4Values[block.qs[i] >> 4]) * d;
+        }
+    }
+}
+
 void dequantize_row_iq4_xs(const void* src, float* dst, std::size_t n) {
     for (std::size_t b = 0; b < n / kSuperBlockValues; ++b) {
         const auto block = load_block<BlockIQ4_XS>(src, b);

@@ -7,12 +7,13 @@
 // memcpy, so source pointers need no alignment.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
 namespace kvscope::kernels::cpu {
 
-inline constexpr std::size_t kQuantBlockValues = 32; // Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL
+inline constexpr std::size_t kQuantBlockValues = 32; // Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4
 inline constexpr std::size_t kSuperBlockValues = 256; // the K-quants and IQ4_XS
 inline constexpr std::size_t kKScaleBytes = 12;        // Q4_K/Q5_K packed scales+mins
 
@@ -63,6 +64,22 @@ inline constexpr std::int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35,
 // value[i] = kIq4nlValues[qs[i] & 0x0F] * d, value[i + 16] from qs[i] >> 4.
 struct BlockIQ4_NL {
     std::uint16_t d;
+    std::uint8_t qs[kQuantBlockValues / 2];
+};
+
+// MXFP4 (OCP microscaling FP4): the 16 FP4 E2M1 values (sign, 2 exponent
+// bits, 1 mantissa bit: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives),
+// doubled so that they are integers, as ggml's kvalues_mxfp4. Code 8 is
+// E2M1's -0.
+inline constexpr std::int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// As Q4_0's nibbles with codes mapped through kMxfp4Values and one E8M0
+// scale e, the power of two 2^(e - 127) (e = 255, NaN in the OCP format,
+// read as a number, as ggml does):
+// value[i] = kMxfp4Values[qs[i] & 0x0F] * 2^(e - 128), value[i + 16]
+// from qs[i] >> 4 (the table's doubling undone by the halved scale).
+struct BlockMXFP4 {
+    std::uint8_t e;
     std::uint8_t qs[kQuantBlockValues / 2];
 };
 
@@ -142,6 +159,7 @@ static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockMXFP4) == 17);
 static_assert(sizeof(BlockIQ4_XS) == 136);
 static_assert(sizeof(BlockQ2_K) == 84);
 static_assert(sizeof(BlockQ3_K) == 110);
@@ -164,6 +182,7 @@ void dequantize_row_q6_k(const void* src, float* dst, std::size_t n);
 void dequantize_row_q4_1(const void* src, float* dst, std::size_t n);
 void dequantize_row_q5_1(const void* src, float* dst, std::size_t n);
 void dequantize_row_iq4_nl(const void* src, float* dst, std::size_t n);
+void dequantize_row_mxfp4(const void* src, float* dst, std::size_t n);
 void dequantize_row_iq4_xs(const void* src, float* dst, std::size_t n);
 void dequantize_row_q2_k(const void* src, float* dst, std::size_t n);
 void dequantize_row_q3_k(const void* src, float* dst, std::size_t n);
@@ -172,5 +191,15 @@ void dequantize_row_q3_k(const void* src, float* dst, std::size_t n);
 // IQ4_XS's 8 ls[j] - 32 and Q3_K's 16 sc[s] - 32, both in -32..31.
 void unpack_iq4xs_scales(const BlockIQ4_XS& block, int* scales);
 void unpack_q3k_scales(const std::uint8_t* packed, int* scales);
+
+// An MXFP4 block's scale e as the float 2^(e - 128), exact for every e
+// (e < 2 are the subnormals 2^-128 and 2^-127): ggml's
+// GGML_E8M0_TO_FP32_HALF. Internal linkage, as float16.h says why: the
+// SIMD files compile it too.
+namespace {
+inline float e8m0_half_to_f32(std::uint8_t e) {
+    return std::bit_cast<float>(e < 2 ? std::uint32_t{0x00200000} << e : (e - 1u) << 23);
+}
+} // namespace
 
 } // namespace kvscope::kernels::cpu

@@ -2,9 +2,11 @@
 // chosen integers and scales, packing them as the ggml layouts describe,
 // and checks the result against the formula computed here in double
 // precision, so a wrong bit position or scale order shows up as a mismatch.
-// For the types added later (Q4_1, Q5_1, IQ4_NL, IQ4_XS, Q2_K, Q3_K),
-// blocks that llama.cpp's llama-quantize wrote must also dequantize to
-// llama.cpp's own floats, bit for bit (tests/data/quant_reference).
+// For the types added later (Q4_1, Q5_1, IQ4_NL, IQ4_XS, Q2_K, Q3_K,
+// MXFP4), blocks that llama.cpp's quantizer wrote must also dequantize to
+// llama.cpp's own floats, bit for bit (tests/data/quant_reference); for
+// MXFP4, whose quantizer kvscope follows exactly, quantize_row must also
+// write llama.cpp's bytes from the same floats.
 #include <QTest>
 
 #include <cmath>
@@ -17,6 +19,7 @@
 
 #include "engine/core/error.h"
 #include "engine/model/ggml_type.h"
+#include "engine/model/quantize.h"
 
 using kvscope::GgmlType;
 
@@ -95,7 +98,8 @@ private slots:
             {GgmlType::Q5_K, 256, 176, true}, {GgmlType::Q6_K, 256, 210, true},
             {GgmlType::Q2_K, 256, 84, true}, {GgmlType::Q3_K, 256, 110, true},
             {GgmlType::Q5_1, 32, 24, true},  {GgmlType::IQ4_NL, 32, 18, true},
-            {GgmlType::IQ4_XS, 256, 136, true}, {GgmlType::Q8_1, 32, 36, false},
+            {GgmlType::IQ4_XS, 256, 136, true}, {GgmlType::MXFP4, 32, 17, true},
+            {GgmlType::Q8_1, 32, 36, false},
             {GgmlType::IQ2_XXS, 256, 66, false},
         };
         for (const Row& r : rows) {
@@ -109,7 +113,7 @@ private slots:
         QVERIFY(kvscope::find_ggml_type(1000) == nullptr);
         QCOMPARE(kvscope::dequantizable_type_names(),
                  std::string("F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, "
-                             "IQ4_XS, BF16"));
+                             "IQ4_XS, BF16, MXFP4"));
     }
 
     void tensorBytes() {
@@ -285,6 +289,35 @@ private slots:
         compare(dequantize(GgmlType::IQ4_NL, blocks, 64), expected);
     }
 
+    // MXFP4: Q4_0's nibbles are FP4 E2M1 codes (sign, 2 exponent bits,
+    // 1 mantissa bit), all sharing the E8M0 scale 2^(e - 127): from the
+    // OCP format's definition, here in double, then rounded to float. e = 1
+    // makes the values subnormal floats and e = 255 huge ones (beyond 2^128
+    // infinite): compared exactly.
+    void mxfp4() {
+        std::mt19937 rng(9);
+        std::string blocks;
+        std::vector<double> expected;
+        const auto e2m1 = [](int c) {
+            const int exponent = (c >> 1) & 3, mantissa = c & 1;
+            const double magnitude = exponent == 0 ? 0.5 * mantissa : (1 + 0.5 * mantissa) * std::ldexp(1.0, exponent - 1);
+            return c & 8 ? -magnitude : magnitude;
+        };
+        for (const int e : {127, 1, 255, 0, 140}) {
+            const auto q = random_ints(rng, 32, 0, 15);
+            blocks += static_cast<char>(e);
+            for (int j = 0; j < 16; ++j)
+                blocks += static_cast<char>(q[j] | (q[j + 16] << 4));
+            for (int v : q)
+                expected.push_back(e2m1(v) * std::ldexp(1.0, e - 127));
+        }
+        const std::vector<float> got = dequantize(GgmlType::MXFP4, blocks, expected.size());
+        for (std::size_t i = 0; i < got.size(); ++i)
+            QVERIFY2(got[i] == static_cast<float>(expected[i]),
+                     qPrintable(QStringLiteral("value %1: got %2, expected %3").arg(i)
+                                    .arg(static_cast<double>(got[i])).arg(expected[i])));
+    }
+
     // IQ4_XS: 8 sub-blocks of 32 with 6-bit scales ls (value ls - 32): low
     // 4 bits in nibble j % 2 of scales_l[j / 2], top 2 bits at 2j of the u16
     // scales_h; sub-block j's 16 bytes of nibbles as IQ4_NL's.
@@ -378,11 +411,12 @@ private slots:
     }
 
     // tests/data/quant_reference/<type>.txt (make.sh there writes them):
-    // "type NAME", "bytes HEX" (blocks llama-quantize wrote), "floats
-    // HEX..." (the IEEE bits llama.cpp's dequantization gives).
+    // "type NAME", "bytes HEX" (blocks llama.cpp's quantizer wrote),
+    // "floats HEX..." (the IEEE bits llama.cpp's dequantization gives) and
+    // for MXFP4 "input HEX..." (the floats it quantized).
     void matchesLlamaCppBitForBit_data() {
         QTest::addColumn<QString>("file");
-        for (const char* name : {"q4_1", "q5_1", "iq4_nl", "iq4_xs", "q2_k", "q3_k"})
+        for (const char* name : {"q4_1", "q5_1", "iq4_nl", "iq4_xs", "q2_k", "q3_k", "mxfp4"})
             QTest::newRow(name) << QString(name);
     }
     void matchesLlamaCppBitForBit() {
@@ -390,7 +424,7 @@ private slots:
         std::ifstream in(std::string(KVSCOPE_TEST_DATA) + "/quant_reference/" + file.toStdString() + ".txt");
         QVERIFY2(in, "reference file missing");
         std::string line, type_name, bytes;
-        std::vector<std::uint32_t> expected;
+        std::vector<std::uint32_t> expected, input;
         while (std::getline(in, line)) {
             std::istringstream words(line);
             std::string key;
@@ -399,9 +433,9 @@ private slots:
                 words >> type_name;
             else if (key == "bytes")
                 words >> bytes;
-            else if (key == "floats")
+            else if (key == "floats" || key == "input")
                 for (std::string hex; words >> hex;)
-                    expected.push_back(static_cast<std::uint32_t>(std::stoul(hex, nullptr, 16)));
+                    (key == "input" ? input : expected).push_back(static_cast<std::uint32_t>(std::stoul(hex, nullptr, 16)));
         }
         // ggml prints "q2_K"; kvscope's names are upper case.
         const std::string upper = QString::fromStdString(type_name).toUpper().toStdString();
@@ -423,6 +457,20 @@ private slots:
             if (bits != expected[i])
                 QFAIL(qPrintable(QStringLiteral("value %1: got %2 (%3), llama.cpp %4").arg(i).arg(bits, 8, 16, QChar('0'))
                                      .arg(static_cast<double>(got[i])).arg(expected[i], 8, 16, QChar('0'))));
+        }
+        if (input.empty())
+            return;
+        QCOMPARE(input.size(), expected.size());
+        std::vector<float> values(input.size());
+        std::memcpy(values.data(), input.data(), input.size() * sizeof(float));
+        std::string written(blocks.size(), '\0');
+        kvscope::quantize_row(type->type, values.data(), written.data(), values.size());
+        for (std::size_t b = 0; b < blocks.size() / type->block_bytes; ++b) {
+            const std::size_t at = b * type->block_bytes;
+            QVERIFY2(written.compare(at, type->block_bytes, blocks, at, type->block_bytes) == 0,
+                     qPrintable(QStringLiteral("block %1: kvscope wrote %2, llama.cpp %3").arg(b)
+                                    .arg(QByteArray::fromStdString(written.substr(at, type->block_bytes)).toHex())
+                                    .arg(QByteArray::fromStdString(blocks.substr(at, type->block_bytes)).toHex())));
         }
     }
 

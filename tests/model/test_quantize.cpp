@@ -54,6 +54,10 @@ void TestQuantize::round_trip_within_a_step_data() {
     QTest::newRow("IQ4_XS") << int(GgmlType::IQ4_XS) << 24.0 / 127 << 0.08;
     QTest::newRow("Q3_K") << int(GgmlType::Q3_K) << 1.0 / 3 << 0.16;
     QTest::newRow("Q2_K") << int(GgmlType::Q2_K) << 2.0 / 3 << 0.30;
+    // MXFP4 (llama.cpp's quantizer, bit for bit: test_quant_blocks): the
+    // scale puts max|x| in [8, 16) steps; the widest gap, 8..12, and the
+    // clamp above 12 both cost up to max|x| / 4.
+    QTest::newRow("MXFP4") << int(GgmlType::MXFP4) << 0.25 << 0.0;
 }
 
 void TestQuantize::round_trip_within_a_step() {
