@@ -1,6 +1,6 @@
 // Internal to matmul_avx2.cpp and matmul_avxvnni.cpp, the two files built
 // with AVX2 code generation: the row dot products of the blocks-of-32 weight
-// types (Q8_0, Q4_0, Q5_0) against 8-bit activations, written once and
+// types (Q8_0, Q4_0, Q5_0, MXFP4) against 8-bit activations, written once and
 // compiled twice (matmul_avx512vnni.cpp reuses the weight decoding). They
 // differ only in how 32 unsigned x signed byte products become 8 int32
 // sums (`IntDot`): AVX2's maddubs + madd, or AVX-VNNI's single dpbusd. Both sums are exact (|w| <= 128 and activations
@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/avx2_hsum.h"
@@ -30,6 +31,16 @@ float half(const std::byte* p) {
     std::uint16_t bits;
     std::memcpy(&bits, p, 2);
     return _cvtsh_ss(bits);
+}
+
+// A block's scale: the f16 d every type but MXFP4 starts with, or
+// MXFP4's E8M0 e.
+template <typename Block>
+float block_scale(const std::byte* block) {
+    if constexpr (std::is_same_v<Block, BlockMXFP4>)
+        return e8m0_half_to_f32(std::to_integer<std::uint8_t>(block[offsetof(BlockMXFP4, e)]));
+    else
+        return half(block);
 }
 
 __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
@@ -71,7 +82,7 @@ void dot_blocks32_n(const std::byte* w, const std::byte* xb, std::size_t x_strid
     }
     const auto block_terms = [&](std::size_t b, int k) {
         const std::byte* block = w + b * sizeof(Block);
-        const float dw = half(block);
+        const float dw = block_scale<Block>(block);
         const __m256i q = decode(block);
         const __m256i mag = _mm256_sign_epi8(q, q);
         for (int j = 0; j < N; ++j) {
@@ -120,6 +131,14 @@ __m256i decode_q5_0(const std::byte* block) {
     return _mm256_or_si256(nibbles32(qs), high);
 }
 
+// MXFP4's signed values, looked up from the nibbles. Inline: unused in
+// matmul_avx512vnni.cpp (no MXFP4 kernel there), which would warn.
+inline __m256i decode_mxfp4(const std::byte* block) {
+    const auto* qs = reinterpret_cast<const std::uint8_t*>(block + offsetof(BlockMXFP4, qs));
+    const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values));
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(table), nibbles32(qs));
+}
+
 template <typename IntDot>
 void multi_q8_0(const std::byte* w, const void* x, std::size_t s, std::size_t c, std::size_t cols, float* out) {
     // a lambda, not the function pointer: inlined into the block loop
@@ -134,6 +153,12 @@ template <typename IntDot>
 void multi_q5_0(const std::byte* w, const void* x, std::size_t s, std::size_t c, std::size_t cols, float* out) {
     // a lambda, not the function pointer: inlined into the block loop
     multi_blocks32<IntDot, BlockQ5_0>(w, x, s, c, cols, out, [](const std::byte* b) { return decode_q5_0(b); });
+}
+
+template <typename IntDot>
+void multi_mxfp4(const std::byte* w, const void* x, std::size_t s, std::size_t c, std::size_t cols, float* out) {
+    // a lambda, not the function pointer: inlined into the block loop
+    multi_blocks32<IntDot, BlockMXFP4>(w, x, s, c, cols, out, [](const std::byte* b) { return decode_mxfp4(b); });
 }
 
 // The single-input dot product is the multi-input kernel with one input:

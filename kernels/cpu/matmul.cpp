@@ -31,7 +31,8 @@ ActFormat act_format(WeightType type, SimdPath path) {
     case WeightType::Q8_0:
     case WeightType::Q4_0:
     case WeightType::Q5_0: return uses_avx512vnni(path) ? ActFormat::Q8x32Pairs : ActFormat::Q8x32;
-    case WeightType::IQ4_NL: return ActFormat::Q8x32;
+    case WeightType::IQ4_NL:
+    case WeightType::MXFP4: return ActFormat::Q8x32;
     case WeightType::Q4_1:
     case WeightType::Q5_1: return ActFormat::Q8x32Sums; // their mins need each block's code sum
     case WeightType::Q2_K:

@@ -6,7 +6,7 @@
 // _mm256_maddubs_epi16 multiplies unsigned by signed bytes and adds
 // neighbours into 16 bits, _mm256_madd_epi16 widens (and scales) to 32 bits.
 // maddubs needs its first operand unsigned: the K-quants' codes already are;
-// for signed codes (Q8_0/Q4_0/Q5_0) the sign of the weight moves onto the
+// for signed codes (Q8_0/Q4_0/Q5_0/MXFP4) the sign of the weight moves onto the
 // activation (|w| * sign(w)a), which is why activations avoid -128.
 #include <immintrin.h>
 
@@ -312,6 +312,7 @@ RowDot avx2_row_dot(WeightType type) {
     case WeightType::Q8_0: return single_input<multi_q8_0<MaddubsDot>>;
     case WeightType::Q4_0: return single_input<multi_q4_0<MaddubsDot>>;
     case WeightType::Q5_0: return single_input<multi_q5_0<MaddubsDot>>;
+    case WeightType::MXFP4: return single_input<multi_mxfp4<MaddubsDot>>;
     case WeightType::Q4_K: return single_input<multi_q4_k>;
     case WeightType::Q5_K: return single_input<multi_q5_k>;
     case WeightType::Q6_K: return single_input<multi_q6_k>;
@@ -327,6 +328,7 @@ RowDotMultiFn avx2_row_dot_multi(WeightType type) {
     case WeightType::Q8_0: return {multi_q8_0<MaddubsDot>, 4};
     case WeightType::Q4_0: return {multi_q4_0<MaddubsDot>, 4};
     case WeightType::Q5_0: return {multi_q5_0<MaddubsDot>, 4};
+    case WeightType::MXFP4: return {multi_mxfp4<MaddubsDot>, 4};
     case WeightType::Q4_K: return {multi_q4_k, 2};
     case WeightType::Q5_K: return {multi_q5_k, 2};
     case WeightType::Q6_K: return {multi_q6_k, 2};

@@ -1,4 +1,4 @@
-// The blocks-of-32 row dot products (Q8_0, Q4_0, Q5_0) with AVX-VNNI's
+// The blocks-of-32 row dot products (Q8_0, Q4_0, Q5_0, MXFP4) with AVX-VNNI's
 // dpbusd, which turns 32 byte products into 8 int32 sums in one instruction
 // where AVX2 needs two (maddubs, madd). This file alone is compiled with
 // -mavxvnni; matmul.cpp calls it only on CPUs that report AVX-VNNI, within
@@ -27,6 +27,7 @@ RowDot avxvnni_row_dot(WeightType type) {
     case WeightType::Q8_0: return single_input<multi_q8_0<VnniDot>>;
     case WeightType::Q4_0: return single_input<multi_q4_0<VnniDot>>;
     case WeightType::Q5_0: return single_input<multi_q5_0<VnniDot>>;
+    case WeightType::MXFP4: return single_input<multi_mxfp4<VnniDot>>;
     default: return nullptr;
     }
 }
@@ -38,6 +39,7 @@ RowDotMultiFn avxvnni_row_dot_multi(WeightType type) {
     case WeightType::Q8_0: return {multi_q8_0<VnniDot>, 4};
     case WeightType::Q4_0: return {multi_q4_0<VnniDot>, 4};
     case WeightType::Q5_0: return {multi_q5_0<VnniDot>, 4};
+    case WeightType::MXFP4: return {multi_mxfp4<VnniDot>, 4};
     default: return {};
     }
 }

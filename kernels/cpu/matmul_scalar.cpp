@@ -4,6 +4,7 @@
 // so both paths agree to float rounding.
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/float16.h"
@@ -71,6 +72,15 @@ int block_isum(const Block& block, const std::int8_t* act, Decode decode) {
     return isum;
 }
 
+// A block of 32's scale: its f16 d, or MXFP4's E8M0 e.
+template <typename Block>
+float block_scale(const Block& block) {
+    if constexpr (std::is_same_v<Block, BlockMXFP4>)
+        return e8m0_half_to_f32(block.e);
+    else
+        return f16_to_f32(block.d);
+}
+
 // Blocks of 32: the weight's 32 integers (already offset) times the
 // activation's, scaled by both block scales.
 template <typename Block, typename Decode>
@@ -79,7 +89,7 @@ float dot_blocks32(const std::byte* w, const void* xv, std::size_t cols, Decode 
     float sum = 0.0f;
     for (std::size_t b = 0; b < cols / kActBlockValues; ++b) {
         const auto block = load_block<Block>(w, b);
-        sum += f16_to_f32(block.d) * x[b].d * static_cast<float>(block_isum(block, x[b].qs, decode));
+        sum += block_scale(block) * x[b].d * static_cast<float>(block_isum(block, x[b].qs, decode));
     }
     return sum;
 }
@@ -235,6 +245,17 @@ float dot_iq4_nl(const std::byte* w, const void* x, std::size_t cols) {
     });
 }
 
+// llama.cpp's ggml_vec_dot_mxfp4_q8_0 the same way: per block
+// (e8m0 x activation d) x the integer sum.
+float dot_mxfp4(const std::byte* w, const void* x, std::size_t cols) {
+    return dot_blocks32<BlockMXFP4>(w, x, cols, [](const BlockMXFP4& block, int* q) {
+        for (std::size_t i = 0; i < kActBlockValues / 2; ++i) {
+            q[i] = kMxfp4Values[block.qs[i] & 0x0F];
+            q[i + 16] = kMxfp4Values[block.qs[i] >> 4];
+        }
+    });
+}
+
 // The integer dot product of sub-block s (`len` values) of codes q with
 // the activation codes.
 int sub_dot(const int* q, const ActBlock256& a, int s, int len) {
@@ -327,6 +348,7 @@ RowDot scalar_row_dot(WeightType type) {
     case WeightType::Q4_1: return dot_q4_1;
     case WeightType::Q5_1: return dot_q5_1;
     case WeightType::IQ4_NL: return dot_iq4_nl;
+    case WeightType::MXFP4: return dot_mxfp4;
     case WeightType::IQ4_XS: return dot_iq4_xs;
     case WeightType::Q2_K: return dot_q2_k;
     case WeightType::Q3_K: return dot_q3_k;

@@ -1,12 +1,12 @@
 // The tile layout of the blocks-of-32 types (Q8_0, Q4_0, Q5_0, Q4_1,
-// Q5_1, IQ4_NL) and the
+// Q5_1, IQ4_NL, MXFP4) and the
 // choice of kernel per instruction set (packed_kernel.h says what tiles are
 // for; packed_blocks32.h holds the numbers).
 //
 // One tile: kPackedRows = 16 rows of `cols` values, B = cols / 32 blocks.
 //
 //   codes    [block b][code_bytes(type)]      B x code_bytes, 64-byte lines
-//   scales   [block b][row r] f16 d           B x 32 bytes
+//   scales   [block b][row r] f16 d           B x 32 bytes (MXFP4: E8M0 e, B x 16)
 //   mins     [block b][row r] f16 m           B x 32 bytes (Q4_1, Q5_1 only)
 //   padding  zeros, to a multiple of 64 bytes
 //
@@ -29,9 +29,13 @@
 //   Q5_1  as Q5_0, codes q (0..31)
 //   IQ4_NL as Q4_0, the nibbles the GGUF's table indices; the kernels look
 //          each up as kIq4nlValues[i] + 128 (offset 128, as Q8_0)
+//   MXFP4 as IQ4_NL with kMxfp4Values[i] + 12 (offset 12: codes 0..24);
+//          its scales the GGUF's E8M0 bytes, which the kernels turn into
+//          the float 2^(e - 128) (f16 has neither the range nor, below
+//          2^-24, the exact values)
 //
-// Sizes are those of the GGUF rows: 16 x 34, 18, 22, 20, 24 and 18 bytes
-// per block column, before the tile's padding to a cache line.
+// Sizes are those of the GGUF rows: 16 x 34, 18, 22, 20, 24, 18 and 17
+// bytes per block column, before the tile's padding to a cache line.
 #include "kernels/cpu/packed_blocks32.h"
 
 #include <cstring>
@@ -42,7 +46,8 @@ namespace {
 using blocks32::code_bytes;
 using blocks32::kGroupBytes;
 using blocks32::kGroupValues;
-using blocks32::kScaleBytes;
+using blocks32::scale_bytes;
+using blocks32::scale_size;
 
 constexpr std::size_t kHalfBlock = kQuantBlockValues / 2; // Q4_0/Q5_0: values per nibble half
 
@@ -62,6 +67,7 @@ constexpr std::size_t qs_offset() {
     case WeightType::Q4_1: return offsetof(BlockQ4_1, qs);
     case WeightType::Q5_1: return offsetof(BlockQ5_1, qs);
     case WeightType::IQ4_NL: return offsetof(BlockIQ4_NL, qs);
+    case WeightType::MXFP4: return offsetof(BlockMXFP4, qs);
     default: return offsetof(BlockQ8_0, qs);
     }
 }
@@ -111,11 +117,12 @@ void pack_tile(const std::byte* w, std::size_t row_bytes, std::size_t rows, std:
     for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t b = 0; b < blocks; ++b) {
             const std::byte* block = w + r * row_bytes + b * block_bytes;
-            // Every type's block starts with its f16 d; Q4_1's and Q5_1's m follows.
-            std::memcpy(scales + b * kScaleBytes + r * sizeof(std::uint16_t), block, sizeof(std::uint16_t));
+            // Every type's block starts with its scale (f16 d, MXFP4's e);
+            // Q4_1's and Q5_1's m follows.
+            std::memcpy(scales + b * scale_bytes(T) + r * scale_size(T), block, scale_size(T));
             if constexpr (blocks32::has_min(T))
-                std::memcpy(mins + b * kScaleBytes + r * sizeof(std::uint16_t), block + offsetof(BlockQ4_1, m),
-                            sizeof(std::uint16_t));
+                std::memcpy(mins + b * scale_bytes(T) + r * scale_size(T), block + offsetof(BlockQ4_1, m),
+                            scale_size(T));
             for (std::size_t i = 0; i < kQuantBlockValues; ++i)
                 place_code<T>(stored_code<T>(block, i), r, i, codes + b * code_bytes(T));
         }
@@ -134,6 +141,7 @@ const PackedLayout* blocks32_packed_layout(WeightType type) {
     case WeightType::Q4_1: return &kLayout<WeightType::Q4_1>;
     case WeightType::Q5_1: return &kLayout<WeightType::Q5_1>;
     case WeightType::IQ4_NL: return &kLayout<WeightType::IQ4_NL>;
+    case WeightType::MXFP4: return &kLayout<WeightType::MXFP4>;
     default: return nullptr;
     }
 }

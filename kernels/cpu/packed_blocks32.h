@@ -1,5 +1,5 @@
 // Internal to the blocks-of-32 tile kernels (packed_blocks32*.cpp; Q8_0,
-// Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL): the
+// Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4): the
 // numbers of the tile layout drawn in packed_blocks32.cpp, the per-ISA
 // kernels, what the kernels of both register widths share (group decoding,
 // prefetch), and the 256-bit kernel that the AVX2 and AVX-VNNI files both
@@ -23,7 +23,6 @@ inline constexpr std::size_t kGroups = kQuantBlockValues / kGroupValues; // 8
 inline constexpr std::size_t kNibbleBytes = kGroups / 2 * kGroupBytes; // 256
 // Q5_0: one 64-bit byte mask per group, after the nibbles.
 inline constexpr std::size_t kHighBitBytes = kGroups * sizeof(std::uint64_t); // 64
-inline constexpr std::size_t kScaleBytes = kPackedRows * sizeof(std::uint16_t); // 16 f16 per block
 
 // Code bytes per block (all 16 rows): a multiple of 64.
 constexpr std::size_t code_bytes(WeightType type) {
@@ -31,7 +30,8 @@ constexpr std::size_t code_bytes(WeightType type) {
     case WeightType::Q8_0: return kGroups * kGroupBytes;
     case WeightType::Q4_0:
     case WeightType::Q4_1:
-    case WeightType::IQ4_NL: return kNibbleBytes;
+    case WeightType::IQ4_NL:
+    case WeightType::MXFP4: return kNibbleBytes;
     case WeightType::Q5_0:
     case WeightType::Q5_1: return kNibbleBytes + kHighBitBytes;
     default: return 0;
@@ -41,9 +41,17 @@ constexpr std::size_t code_bytes(WeightType type) {
 // Whether codes carry a fifth bit (Q5_0, Q5_1).
 constexpr bool has_fifth_bit(WeightType type) { return type == WeightType::Q5_0 || type == WeightType::Q5_1; }
 
-// Whether the nibbles index kIq4nlValues (IQ4_NL): the kernels look the
-// codes up, as kIq4nlValues + 128, when they decode a group.
-constexpr bool is_table(WeightType type) { return type == WeightType::IQ4_NL; }
+// Whether the nibbles index a table (IQ4_NL: kIq4nlValues, MXFP4:
+// kMxfp4Values): the kernels look the codes up, as the table's values +
+// code_offset, when they decode a group.
+constexpr bool is_table(WeightType type) { return type == WeightType::IQ4_NL || type == WeightType::MXFP4; }
+
+// Bytes of one row's block scale: an f16 d, or MXFP4's E8M0 byte, which
+// f16 cannot hold (2^-128..2^127); the kernels turn it into the float
+// 2^(e - 128) exactly.
+constexpr std::size_t scale_size(WeightType type) { return type == WeightType::MXFP4 ? 1 : sizeof(std::uint16_t); }
+// A block's scales for the 16 rows.
+constexpr std::size_t scale_bytes(WeightType type) { return kPackedRows * scale_size(type); }
 
 // Whether rows have a min m per block (value = d q + m: Q4_1, Q5_1); its
 // f16 values follow the scales, and each block adds m x s (the activation
@@ -57,6 +65,7 @@ constexpr std::int32_t code_offset(WeightType type) {
     switch (type) {
     case WeightType::Q8_0:
     case WeightType::IQ4_NL: return 128;
+    case WeightType::MXFP4: return 12; // -12..12 as 0..24: AVX2's maddubs takes them unsigned, unsaturated
     case WeightType::Q4_0: return 8;
     case WeightType::Q5_0: return 16;
     default: return 0; // Q4_1, Q5_1: unsigned codes, the min apart
@@ -68,12 +77,12 @@ constexpr std::size_t scales_offset(WeightType type, std::size_t cols) {
     return cols / kQuantBlockValues * code_bytes(type);
 }
 constexpr std::size_t mins_offset(WeightType type, std::size_t cols) {
-    return scales_offset(type, cols) + cols / kQuantBlockValues * kScaleBytes;
+    return scales_offset(type, cols) + cols / kQuantBlockValues * scale_bytes(type);
 }
 
 // Bytes a block column takes in a tile: codes, scale and min.
 constexpr std::size_t block_tile_bytes(WeightType type) {
-    return code_bytes(type) + kScaleBytes * (has_min(type) ? 2 : 1);
+    return code_bytes(type) + scale_bytes(type) * (has_min(type) ? 2 : 1);
 }
 
 #if defined(KVSCOPE_KERNELS_AVX512VNNI)
@@ -94,6 +103,7 @@ PackedGemmFn avx2_packed_gemm(WeightType type);
 #if defined(__AVX2__)
 #include <immintrin.h>
 
+#include <array>
 #include <cstring>
 
 #include "kernels/cpu/activation_quant.h"
@@ -113,12 +123,31 @@ inline std::int32_t load_i32(const void* p) {
     return v;
 }
 
-// kIq4nlValues + 128, the unsigned codes of IQ4_NL, as a pshufb table.
-inline __m128i iq4nl_table() {
-    alignas(16) std::uint8_t table[16];
+// The unsigned codes of a table type (is_table): its values + code_offset.
+template <WeightType T>
+inline constexpr std::array<std::uint8_t, 16> kCodeTable = [] {
+    const std::int8_t* values = T == WeightType::MXFP4 ? kMxfp4Values : kIq4nlValues;
+    std::array<std::uint8_t, 16> table{};
     for (std::size_t i = 0; i < 16; ++i)
-        table[i] = static_cast<std::uint8_t>(kIq4nlValues[i] + 128);
-    return _mm_load_si128(reinterpret_cast<const __m128i*>(table));
+        table[i] = static_cast<std::uint8_t>(values[i] + code_offset(T));
+    return table;
+}();
+
+// kCodeTable<T> as a pshufb table.
+template <WeightType T>
+inline __m128i code_table() {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(kCodeTable<T>.data()));
+}
+
+// 2^(e - 128) as floats from E8M0 bytes e widened to int32 lanes, exactly
+// as e8m0_half_to_f32 (quant_blocks.h): the bits (e - 1) << 23 for e >= 2;
+// for e < 2 those are negative or 0 and the subnormal 0x200000 << e, which
+// is at most 0x800000 (e clamped to 2) below them, is the larger.
+template <typename Simd>
+inline typename Simd::Reg e8m0_half_bits(typename Simd::Reg e) {
+    const auto normal = Simd::sub32(Simd::shl32(e, 23), Simd::set32(0x00800000));
+    const auto subnormal = Simd::shlv32(Simd::set32(0x00200000), Simd::min_u32(e, Simd::set32(2)));
+    return Simd::max_i32(normal, subnormal);
 }
 
 // A decode step streams the tiles in order (codes, scales, the next tile)
@@ -157,8 +186,8 @@ inline void for_each_group(const std::byte* codes, const std::byte* fifth, F f) 
                 hi = Simd::add_fifth_bits(hi, fifth + (k + kGroups / 2) * sizeof(std::uint64_t));
             }
             if constexpr (is_table(T)) {
-                lo = Simd::iq4nl_codes(lo);
-                hi = Simd::iq4nl_codes(hi);
+                lo = Simd::template table_codes<T>(lo);
+                hi = Simd::template table_codes<T>(hi);
             }
             f(k, lo);
             f(k + kGroups / 2, hi);
@@ -180,11 +209,29 @@ struct Ymm {
         const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
         return _mm256_or_si256(nibbles, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
     }
-    // kIq4nlValues[i] + 128 for each byte i (0..15).
-    static Reg iq4nl_codes(Reg nibbles) {
-        return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(iq4nl_table()), nibbles);
+    // code_table<T>()[i] for each byte i (0..15).
+    template <WeightType T>
+    static Reg table_codes(Reg nibbles) {
+        return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(code_table<T>()), nibbles);
     }
+    static Reg set32(std::int32_t v) { return _mm256_set1_epi32(v); }
+    static Reg shl32(Reg v, int bits) { return _mm256_slli_epi32(v, bits); }
+    static Reg shlv32(Reg v, Reg bits) { return _mm256_sllv_epi32(v, bits); }
+    static Reg sub32(Reg a, Reg b) { return _mm256_sub_epi32(a, b); }
+    static Reg min_u32(Reg a, Reg b) { return _mm256_min_epu32(a, b); }
+    static Reg max_i32(Reg a, Reg b) { return _mm256_max_epi32(a, b); }
 };
+
+// The 8 rows' block scales at p as floats: f16 d, or MXFP4's E8M0 e.
+template <WeightType T>
+inline __m256 ymm_scales(const std::byte* p) {
+    if constexpr (T == WeightType::MXFP4) {
+        const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+        return _mm256_castsi256_ps(e8m0_half_bits<Ymm>(e));
+    } else {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
+}
 
 // Inputs i < N against one half of a tile. IntDot::start<T>(sum) is the
 // int32 sums' start for an activation block with code sum `sum`;
@@ -195,8 +242,8 @@ template <typename IntDot, WeightType T, std::size_t N>
 void ymm_gemm_half(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols,
                    std::size_t h, float* y, std::size_t y_stride, std::size_t rows) {
     const std::size_t blocks = cols / kQuantBlockValues;
-    const std::byte* scales = tile + scales_offset(T, cols) + h * kHalfRows * sizeof(std::uint16_t);
-    const std::byte* mins = tile + mins_offset(T, cols) + h * kHalfRows * sizeof(std::uint16_t);
+    const std::byte* scales = tile + scales_offset(T, cols) + h * kHalfRows * scale_size(T);
+    const std::byte* mins = tile + mins_offset(T, cols) + h * kHalfRows * scale_size(T);
     const ActBlock32Sum* a[N];
     __m256 acc[N];
     for (std::size_t j = 0; j < N; ++j) {
@@ -217,12 +264,12 @@ void ymm_gemm_half(const std::byte* tile, const std::byte* act, std::size_t act_
                 sums[j] = IntDot::template dot<T>(sums[j], w,
                                                   _mm256_set1_epi32(load_i32(a[j][b].qs + g * kGroupValues)));
         });
-        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * kScaleBytes)));
+        const __m256 dw = ymm_scales<T>(scales + b * scale_bytes(T));
         for (std::size_t j = 0; j < N; ++j)
             acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a[j][b].d)), _mm256_cvtepi32_ps(sums[j]),
                                      acc[j]);
         if constexpr (has_min(T)) {
-            const __m256 m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mins + b * kScaleBytes)));
+            const __m256 m = ymm_scales<T>(mins + b * scale_bytes(T));
             for (std::size_t j = 0; j < N; ++j)
                 acc[j] = _mm256_fmadd_ps(m, _mm256_set1_ps(a[j][b].s), acc[j]);
         }
@@ -263,6 +310,7 @@ PackedGemmFn ymm_packed_gemm(WeightType type) {
     case WeightType::Q4_1: return {ymm_gemm<IntDot, WeightType::Q4_1>, kYmmMaxInputs};
     case WeightType::Q5_1: return {ymm_gemm<IntDot, WeightType::Q5_1>, kYmmMaxInputs};
     case WeightType::IQ4_NL: return {ymm_gemm<IntDot, WeightType::IQ4_NL>, kYmmMaxInputs};
+    case WeightType::MXFP4: return {ymm_gemm<IntDot, WeightType::MXFP4>, kYmmMaxInputs};
     default: return {};
     }
 }

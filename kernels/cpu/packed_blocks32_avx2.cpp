@@ -1,4 +1,5 @@
-// The blocks-of-32 tile kernels (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL) with AVX2 alone: the
+// The blocks-of-32 tile kernels (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL,
+// MXFP4) with AVX2 alone: the
 // kernel of packed_blocks32.h, each dpbusd done as maddubs (u8 x s8 ->
 // pairs in s16) + madd (-> s32) + add. This file alone is compiled with
 // -mavx2 -mfma -mf16c.
@@ -9,8 +10,8 @@
 namespace kvscope::kernels::cpu::detail::blocks32 {
 namespace {
 
-// maddubs saturates a pair sum above 32767. Q4_0/Q5_0/Q4_1/Q5_1 codes
-// are at most 31 (31 x 127 x 2 fits). Q8_0's and IQ4_NL's codes + 128
+// maddubs saturates a pair sum above 32767. Q4_0/Q5_0/Q4_1/Q5_1/MXFP4
+// codes are at most 31 (31 x 127 x 2 fits). Q8_0's and IQ4_NL's codes + 128
 // would not, so they take the signed codes back (q = code ^ 0x80) and
 // multiply |q| by a with q's sign: |pair| <= 128 x 127 x 2 fits, and with
 // no offset in the codes the sums start at 0. The int32 sums equal

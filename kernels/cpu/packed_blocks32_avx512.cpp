@@ -1,4 +1,5 @@
-// The blocks-of-32 tile kernels (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL) with AVX-512 VNNI: the
+// The blocks-of-32 tile kernels (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL,
+// MXFP4) with AVX-512 VNNI: the
 // 16 rows of a tile in the 16 int32 lanes of a zmm (layout in
 // packed_blocks32.cpp). Per block, each of the 8 groups of 4 values is
 // decoded once into a register, then each input adds its 4 activation
@@ -31,10 +32,28 @@ struct Zmm {
         std::memcpy(&mask, p, sizeof mask);
         return _mm512_mask_add_epi8(nibbles, mask, nibbles, _mm512_set1_epi8(0x10));
     }
-    static Reg iq4nl_codes(Reg nibbles) {
-        return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(iq4nl_table()), nibbles);
+    template <WeightType T>
+    static Reg table_codes(Reg nibbles) {
+        return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(code_table<T>()), nibbles);
     }
+    static Reg set32(std::int32_t v) { return _mm512_set1_epi32(v); }
+    static Reg shl32(Reg v, int bits) { return _mm512_slli_epi32(v, static_cast<unsigned>(bits)); }
+    static Reg shlv32(Reg v, Reg bits) { return _mm512_sllv_epi32(v, bits); }
+    static Reg sub32(Reg a, Reg b) { return _mm512_sub_epi32(a, b); }
+    static Reg min_u32(Reg a, Reg b) { return _mm512_min_epu32(a, b); }
+    static Reg max_i32(Reg a, Reg b) { return _mm512_max_epi32(a, b); }
 };
+
+// The 16 rows' block scales at p as floats: f16 d, or MXFP4's E8M0 e.
+template <WeightType T>
+__m512 zmm_scales(const std::byte* p) {
+    if constexpr (T == WeightType::MXFP4) {
+        const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        return _mm512_castsi512_ps(e8m0_half_bits<Zmm>(e));
+    } else {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    }
+}
 
 template <WeightType T, std::size_t N>
 void gemm_n(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols, float* y,
@@ -60,11 +79,11 @@ void gemm_n(const std::byte* tile, const std::byte* act, std::size_t act_stride,
                 sums[j] = _mm512_dpbusd_epi32(sums[j], w, x);
             }
         });
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kScaleBytes)));
+        const __m512 dw = zmm_scales<T>(scales + b * scale_bytes(T));
         for (std::size_t j = 0; j < N; ++j)
             acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(a[j][b].d)), _mm512_cvtepi32_ps(sums[j]), acc[j]);
         if constexpr (has_min(T)) {
-            const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mins + b * kScaleBytes)));
+            const __m512 m = zmm_scales<T>(mins + b * scale_bytes(T));
             for (std::size_t j = 0; j < N; ++j)
                 acc[j] = _mm512_fmadd_ps(m, _mm512_set1_ps(a[j][b].s), acc[j]);
         }
@@ -100,6 +119,7 @@ PackedGemmFn avx512_packed_gemm(WeightType type) {
     case WeightType::Q4_1: return {gemm<WeightType::Q4_1>, kMaxInputs};
     case WeightType::Q5_1: return {gemm<WeightType::Q5_1>, kMaxInputs};
     case WeightType::IQ4_NL: return {gemm<WeightType::IQ4_NL>, kMaxInputs};
+    case WeightType::MXFP4: return {gemm<WeightType::MXFP4>, kMaxInputs};
     default: return {};
     }
 }

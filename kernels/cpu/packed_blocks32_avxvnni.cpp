@@ -1,4 +1,5 @@
-// The blocks-of-32 tile kernels (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL) with AVX-VNNI's 256-bit
+// The blocks-of-32 tile kernels (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL,
+// MXFP4) with AVX-VNNI's 256-bit
 // dpbusd: the kernel of packed_blocks32.h, one dpbusd per group of 4
 // values, 8 rows and input. This file alone is compiled with -mavxvnni;
 // packed_gemm calls it only on CPUs that report AVX-VNNI.

@@ -82,7 +82,7 @@ PackedGemmFn best_packed_gemm(WeightType type);
 // family, one more per instruction set). They return null / {} for types
 // outside the family or instruction sets they have no kernel for; they do
 // not check the CPU (packed_gemm does).
-const PackedLayout* blocks32_packed_layout(WeightType type); // Q8_0, Q4_0, Q5_0
+const PackedLayout* blocks32_packed_layout(WeightType type); // Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4
 PackedGemmFn blocks32_packed_gemm(WeightType type, PackedIsa isa);
 const PackedLayout* q4k_q5k_packed_layout(WeightType type); // Q4_K, Q5_K, IQ4_XS
 PackedGemmFn q4k_q5k_packed_gemm(WeightType type, PackedIsa isa);

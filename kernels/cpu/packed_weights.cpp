@@ -1,5 +1,6 @@
 #include "kernels/cpu/packed_weights.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <new>
@@ -84,7 +85,7 @@ PackedGemmFn find_best_packed_gemm(WeightType type) {
 PackedGemmFn best_packed_gemm(WeightType type) {
     // matmul asks for every packed job of every call; the answer depends only
     // on the type and the CPU, so it is worked out once per process.
-    constexpr std::size_t kTypes = static_cast<std::size_t>(WeightType::BF16) + 1;
+    constexpr std::size_t kTypes = static_cast<std::size_t>(std::ranges::max(kWeightTypes)) + 1;
     static const std::array<PackedGemmFn, kTypes> table = [] {
         std::array<PackedGemmFn, kTypes> best{};
         for (std::size_t raw = 0; raw < kTypes; ++raw)

@@ -12,7 +12,7 @@ namespace kvscope::kernels::cpu::detail {
 // How the activation row is prepared for a weight type.
 enum class ActFormat {
     F32,        // the floats as given (F32, F16, BF16 weights)
-    Q8x32,      // ActBlock32[cols / 32]   (Q8_0, Q4_0, Q5_0, IQ4_NL)
+    Q8x32,      // ActBlock32[cols / 32]   (Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4)
     Q8x256,     // ActBlock256[cols / 256] (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS)
     Q8x32Pairs, // ActPair64[(cols / 32 + 1) / 2] (Q8_0, Q4_0, Q5_0 on AVX-512 VNNI)
     Q8x32Sums,  // ActBlock32Sum[cols / 32] (Q4_1, Q5_1; packed blocks-of-32 tiles)
@@ -33,7 +33,7 @@ RowDot scalar_row_dot(WeightType type);
 RowDot avx2_row_dot(WeightType type);
 #endif
 #if defined(KVSCOPE_KERNELS_AVXVNNI)
-// The blocks-of-32 types (Q8_0, Q4_0, Q5_0) with AVX-VNNI, bit-identical to
+// The blocks-of-32 types (Q8_0, Q4_0, Q5_0, MXFP4) with AVX-VNNI, bit-identical to
 // avx2_row_dot and used in its place on the AVX2 path; null for the other
 // types and on CPUs without AVX-VNNI.
 RowDot avxvnni_row_dot(WeightType type);

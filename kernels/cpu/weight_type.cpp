@@ -32,6 +32,7 @@ constexpr Geometry kGeometry[] = {
     {WeightType::IQ4_NL, "IQ4_NL", kQuantBlockValues, sizeof(BlockIQ4_NL)},
     {WeightType::IQ4_XS, "IQ4_XS", kSuperBlockValues, sizeof(BlockIQ4_XS)},
     {WeightType::BF16, "BF16", 1, 2},
+    {WeightType::MXFP4, "MXFP4", kQuantBlockValues, sizeof(BlockMXFP4)},
 };
 static_assert(std::size(kGeometry) == std::size(kWeightTypes));
 

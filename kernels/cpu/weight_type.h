@@ -24,6 +24,7 @@ enum class WeightType : std::uint32_t {
     IQ4_NL = 20,
     IQ4_XS = 23,
     BF16 = 30,
+    MXFP4 = 39,
 };
 
 // Every WeightType, in ggml's numbering order.
@@ -31,6 +32,7 @@ inline constexpr WeightType kWeightTypes[] = {
     WeightType::F32,  WeightType::F16,  WeightType::Q4_0, WeightType::Q4_1,   WeightType::Q5_0,
     WeightType::Q5_1, WeightType::Q8_0, WeightType::Q2_K, WeightType::Q3_K,   WeightType::Q4_K,
     WeightType::Q5_K, WeightType::Q6_K, WeightType::IQ4_NL, WeightType::IQ4_XS, WeightType::BF16,
+    WeightType::MXFP4,
 };
 
 // True when `raw` (a ggml type number) is one of the types above.
@@ -39,7 +41,7 @@ bool is_weight_type(std::uint32_t raw);
 std::string_view to_string(WeightType type); // "Q4_K", "F16", ...
 
 // Values per block (1 for F32/F16/BF16, 32 for Q8_0, Q4_0, Q4_1, Q5_0,
-// Q5_1, IQ4_NL, 256 for the K-quants and IQ4_XS) and bytes per block.
+// Q5_1, IQ4_NL, MXFP4, 256 for the K-quants and IQ4_XS) and bytes per block.
 std::size_t block_values(WeightType type);
 std::size_t block_bytes(WeightType type);
 

@@ -68,6 +68,7 @@ private slots:
     void matmul_equals_matvecs_data() { add_type_rows(); }
     void matmul_equals_matvecs();
     void float_rows_of_any_length();
+    void mxfp4_scales_exact_for_every_exponent();
     void activation_codes_follow_definition();
     void threads_do_not_change_results();
     void matmuls_equal_matmul();
@@ -147,7 +148,7 @@ void TestMatmul::avx_vnni_equals_avx2() {
     if (avxvnni_row_dot_multi(WeightType::Q8_0).fn == nullptr)
         QSKIP("this CPU has no AVX-VNNI");
     std::mt19937 rng(250);
-    for (const WeightType type : {WeightType::Q8_0, WeightType::Q4_0, WeightType::Q5_0}) {
+    for (const WeightType type : {WeightType::Q8_0, WeightType::Q4_0, WeightType::Q5_0, WeightType::MXFP4}) {
         const Matrix m = random_matrix(type, 16, 1024, rng);
         const std::size_t a_row_bytes = m.cols / kActBlockValues * sizeof(ActBlock32);
         const std::vector<float> X = random_activations(4 * m.cols, rng);
@@ -284,6 +285,22 @@ void TestMatmul::float_rows_of_any_length() {
                 check_against_reference(m, x.data(), run_matvec(m, x).data(), 0);
             }
         }
+}
+
+void TestMatmul::mxfp4_scales_exact_for_every_exponent() {
+    // Row kernels, one input and groups of inputs (the diagonal of X W^T).
+    const EveryMxfp4Exponent t = every_mxfp4_exponent();
+    const std::size_t n = t.m.rows;
+    for (const SimdPath path : kernel_test::available_paths()) {
+        PathScope scope(path);
+        std::vector<float> Y(n * t.m.rows, std::nanf(""));
+        matmul(WeightType::MXFP4, t.m.bytes.data(), t.m.rows, t.m.cols, t.x.data(), n, Y.data(), kThreads);
+        for (std::size_t e = 0; e < n; ++e)
+            QVERIFY2(Y[e * t.m.rows + e] == t.expected[e],
+                     qPrintable(QStringLiteral("path %1, e %2: got %3, expected %4")
+                                    .arg(to_string(path)).arg(e).arg(static_cast<double>(Y[e * t.m.rows + e]), 0, 'g', 9)
+                                    .arg(static_cast<double>(t.expected[e]), 0, 'g', 9)));
+    }
 }
 
 namespace {
@@ -470,6 +487,8 @@ void TestMatmul::row_bytes_match_ggml() {
     QCOMPARE(weight_row_bytes(WeightType::Q2_K, 4096), std::size_t{16 * 84});
     QCOMPARE(weight_row_bytes(WeightType::Q3_K, 4096), std::size_t{16 * 110});
     QCOMPARE(weight_row_bytes(WeightType::IQ4_XS, 4096), std::size_t{16 * 136});
+    QCOMPARE(weight_row_bytes(WeightType::MXFP4, 4096), std::size_t{128 * 17});
+    QVERIFY(is_weight_type(39)); // MXFP4
     QVERIFY(is_weight_type(8));
     QVERIFY(is_weight_type(23)); // IQ4_XS
     QVERIFY(!is_weight_type(9)); // Q8_1: not computed with

@@ -74,6 +74,20 @@ std::vector<std::byte> prepare(detail::ActFormat format, const std::vector<float
     return out;
 }
 
+// Y = X W^T with one instruction set's kernel called directly, every tile
+// and group of inputs.
+std::vector<float> isa_matmul(const detail::PackedGemmFn& gemm, const PackedWeights& packed,
+                              const std::vector<std::byte>& act, std::size_t stride, std::size_t n) {
+    std::vector<float> Y(n * packed.rows(), std::nanf(""));
+    for (std::size_t t = 0; t < packed.tiles(); ++t) {
+        const std::size_t r = t * detail::kPackedRows, rows = std::min(detail::kPackedRows, packed.rows() - r);
+        for (std::size_t i = 0; i < n; i += gemm.max_inputs)
+            gemm.fn(packed.tile(t), act.data() + i * stride, stride, std::min(gemm.max_inputs, n - i), packed.cols(),
+                    Y.data() + i * packed.rows() + r, packed.rows(), rows);
+    }
+    return Y;
+}
+
 bool has_packed_kernel(WeightType type) {
     return best_simd_path() == SimdPath::Avx2 && detail::best_packed_gemm(type).fn != nullptr;
 }
@@ -100,6 +114,7 @@ private slots:
     void every_instruction_set_gives_the_same_bits_data() { add_packed_type_rows(); }
     void every_instruction_set_gives_the_same_bits();
     void float_rows_of_any_length();
+    void mxfp4_scales_exact_for_every_exponent();
     void matmuls_mix_packed_and_plain_jobs();
     void scalar_path_reads_the_file_layout();
     void rejects_packed_weights_of_another_shape();
@@ -204,13 +219,7 @@ void TestPackedMatmul::every_instruction_set_gives_the_same_bits() {
         if (gemm.fn == nullptr)
             continue;
         ++ran;
-        std::vector<float> Y(n * m.rows, std::nanf(""));
-        for (std::size_t t = 0; t < packed.tiles(); ++t) {
-            const std::size_t r = t * detail::kPackedRows, rows = std::min(detail::kPackedRows, m.rows - r);
-            for (std::size_t i = 0; i < n; i += gemm.max_inputs)
-                gemm.fn(packed.tile(t), act.data() + i * stride, stride, std::min(gemm.max_inputs, n - i), m.cols,
-                        Y.data() + i * m.rows + r, m.rows, rows);
-        }
+        const std::vector<float> Y = isa_matmul(gemm, packed, act, stride, n);
         QVERIFY2(std::memcmp(Y.data(), expected.data(), Y.size() * sizeof(float)) == 0, isa_name(isa));
     }
     QVERIFY(ran > 0);
@@ -231,6 +240,29 @@ void TestPackedMatmul::float_rows_of_any_length() {
             for (std::size_t i = 0; i < n; ++i)
                 check_against_reference(m, X.data() + i * cols, Y.data() + i * m.rows, i);
         }
+    }
+}
+
+void TestPackedMatmul::mxfp4_scales_exact_for_every_exponent() {
+    // The tiles keep MXFP4's E8M0 bytes and every instruction set turns
+    // them into floats itself (weight_matrices.h: every_mxfp4_exponent).
+    if (!has_packed_kernel(WeightType::MXFP4))
+        QSKIP("no tile kernel for MXFP4 on this build or CPU");
+    const EveryMxfp4Exponent t = every_mxfp4_exponent();
+    const PackedWeights packed = PackedWeights::pack(WeightType::MXFP4, t.m.bytes.data(), t.m.rows, t.m.cols, kThreads);
+    const detail::ActFormat format = detail::packed_layout(WeightType::MXFP4)->act;
+    const std::vector<std::byte> act = prepare(format, t.x, t.m.cols);
+    const std::size_t n = t.m.rows, stride = detail::act_row_bytes(format, t.m.cols);
+    for (const detail::PackedIsa isa : kIsas) {
+        const detail::PackedGemmFn gemm = detail::packed_gemm(WeightType::MXFP4, isa);
+        if (gemm.fn == nullptr)
+            continue;
+        const std::vector<float> Y = isa_matmul(gemm, packed, act, stride, n);
+        for (std::size_t e = 0; e < n; ++e)
+            QVERIFY2(Y[e * t.m.rows + e] == t.expected[e],
+                     qPrintable(QStringLiteral("%1, e %2: got %3, expected %4")
+                                    .arg(isa_name(isa)).arg(e).arg(static_cast<double>(Y[e * t.m.rows + e]), 0, 'g', 9)
+                                    .arg(static_cast<double>(t.expected[e]), 0, 'g', 9)));
     }
 }
 

@@ -61,6 +61,7 @@ inline void dequantize(WeightType type, const std::byte* row, float* out, std::s
     case WeightType::IQ4_XS: dequantize_row_iq4_xs(row, out, cols); return;
     case WeightType::Q2_K: dequantize_row_q2_k(row, out, cols); return;
     case WeightType::Q3_K: dequantize_row_q3_k(row, out, cols); return;
+    case WeightType::MXFP4: dequantize_row_mxfp4(row, out, cols); return;
     }
 }
 
@@ -128,6 +129,9 @@ inline Matrix random_matrix(WeightType type, std::size_t rows, std::size_t cols,
             break;
         case WeightType::Q3_K: put_u16(block + offsetof(BlockQ3_K, d), random_scale(rng)); break;
         case WeightType::Q6_K: put_u16(block + offsetof(BlockQ6_K, d), random_scale(rng)); break;
+        case WeightType::MXFP4: // E8M0: 2^-9 .. 2^-4 (values up to 12 times that)
+            block[offsetof(BlockMXFP4, e)] = static_cast<std::byte>(std::uniform_int_distribution<int>(119, 124)(rng));
+            break;
         }
     }
     m.values.resize(rows * cols);
@@ -205,6 +209,35 @@ inline Expected expected_dot(const Matrix& m, std::size_t r, const float* x) {
         magnitude += std::fabs(w[j]) * (std::fabs(x[j]) + steps[j]);
     }
     return {dot, quant_error, magnitude};
+}
+
+// MXFP4's scale 2^(e - 128) must reach the kernels exactly for every e,
+// subnormal (e < 2) and huge alike: row e (0..255) is one block whose
+// value 0 is 12 x 2^(e - 128) (code 7) and the rest 0, and the input's
+// value 0 is 127 x 2^k, so its 8-bit code is 127 and its f16 scale 2^k
+// exactly, k chosen to keep the product a normal float. Each row's
+// output must be 12 x 127 x 2^(e - 128 + k), exactly.
+struct EveryMxfp4Exponent {
+    Matrix m;
+    std::vector<float> x;        // inputs, one per row: X is rows x 32
+    std::vector<float> expected; // output of row r for input r
+};
+
+inline EveryMxfp4Exponent every_mxfp4_exponent() {
+    constexpr std::size_t kRows = 256, kCols = 32;
+    EveryMxfp4Exponent t{{WeightType::MXFP4, kRows, kCols, std::vector<std::byte>(kRows * sizeof(BlockMXFP4)), {}},
+                         std::vector<float>(kRows * kCols, 0.0f), {}};
+    for (std::size_t e = 0; e < kRows; ++e) {
+        std::byte* block = t.m.bytes.data() + e * sizeof(BlockMXFP4);
+        block[offsetof(BlockMXFP4, e)] = static_cast<std::byte>(e);
+        block[offsetof(BlockMXFP4, qs)] = std::byte{7}; // kMxfp4Values[7] = 12
+        const int k = e < 128 ? 10 : -14;
+        t.x[e * kCols] = std::ldexp(127.0f, k);
+        t.expected.push_back(std::ldexp(12.0f * 127.0f, static_cast<int>(e) - 128 + k));
+    }
+    t.m.values.resize(kRows * kCols);
+    dequantize(WeightType::MXFP4, t.m.bytes.data(), t.m.values.data(), kRows * kCols);
+    return t;
 }
 
 inline void check_against_reference(const Matrix& m, const float* x, const float* y, std::size_t input) {
