@@ -154,10 +154,12 @@ void Engine::step() {
     const double started = now();
     last_batch_ = {};
     sampled_this_step_ = 0;
+    step_expert_s_ = 0;
     const Schedule schedule = scheduler_.schedule();
     const std::uint64_t prompt_tokens = schedule.chunks.empty() ? 0 : run(schedule.chunks);
     std::erase_if(ended_seqs_, [&](const auto& e) { return kv_.pool().cached_blocks_of(e.first) == 0; });
     ++step_;
+    last_step_expert_s_ = step_expert_s_;
     metrics_.on_step(started, now(), prompt_tokens, sampled_this_step_);
 }
 
@@ -200,6 +202,7 @@ std::string Engine::forward(std::span<const ScheduledChunk> chunks, bool from_bl
     }
     try {
         runner_->forward(batch_, kv_, logits_);
+        step_expert_s_ += runner_->last_expert_seconds();
         return {};
     } catch (const Error& e) {
         return e.what();
@@ -387,6 +390,7 @@ std::shared_ptr<const EngineSnapshot> Engine::snapshot() const {
     snap->generation_tokens_per_s = metrics_.generation_tokens_per_s();
     snap->busy_s = metrics_.busy_s();
     snap->last_step_s = metrics_.last_step_s();
+    snap->last_step_expert_s = last_step_expert_s_;
     snap->ttft = metrics_.ttft();
     snap->itl = metrics_.itl();
     snap->prefix_hit_tokens = snap->pool->prefix_hit_tokens;

@@ -198,6 +198,8 @@ private:
     std::uint64_t completed_ = 0;
     std::uint64_t refused_ = 0;
     std::uint64_t sampled_this_step_ = 0;
+    double step_expert_s_ = 0;      // this step's forward passes' time in MoE FFNs
+    double last_step_expert_s_ = 0; // the last finished step's
     StepBatch last_batch_;
     ServingMetrics metrics_;
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();

@@ -103,6 +103,9 @@ struct EngineSnapshot {
     // time_s's growth it was idle (or between steps).
     double busy_s = 0;
     double last_step_s = 0; // how long the last step took; 0 before the first
+    // Of last_step_s, the seconds in mixture-of-experts FFNs (router and
+    // experts); 0 for a dense model or a backend that does not measure it.
+    double last_step_expert_s = 0;
     Percentiles ttft;                     // time to first token
     Percentiles itl;                      // inter-token latency
     double prefix_hit_rate = 0;           // prefix-cache hits / prompt tokens looked up; 0 before any lookup

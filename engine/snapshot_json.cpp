@@ -337,6 +337,7 @@ Json to_json(const EngineSnapshot& s) {
             {"generation_tokens_per_s", s.generation_tokens_per_s},
             {"busy_s", s.busy_s},
             {"last_step_s", s.last_step_s},
+            {"last_step_expert_s", s.last_step_expert_s},
             {"ttft", to_json(s.ttft)},
             {"itl", to_json(s.itl)},
             {"prefix_hit_rate", s.prefix_hit_rate},
@@ -369,6 +370,7 @@ EngineSnapshot engine_snapshot_from_json(const Json& j) {
     s.generation_tokens_per_s = read<double>(j, "generation_tokens_per_s");
     s.busy_s = read<double>(j, "busy_s");
     s.last_step_s = read<double>(j, "last_step_s");
+    s.last_step_expert_s = read<double>(j, "last_step_expert_s");
     s.ttft = read_percentiles(at(j, "ttft"));
     s.itl = read_percentiles(at(j, "itl"));
     s.prefix_hit_rate = read<double>(j, "prefix_hit_rate");

@@ -14,7 +14,8 @@ namespace kvscope {
 // and p99_ms, each sequence's client_tag. 4: KV cache groups: the
 // layout's layer_windows and keep_whole, the pool's chunk_tokens, blocks'
 // group and left_window, sequences' group_blocks and left_window_blocks.
-inline constexpr int kSnapshotSchemaVersion = 4;
+// 5: last_step_expert_s (mixture-of-experts models).
+inline constexpr int kSnapshotSchemaVersion = 5;
 
 // Every field of the snapshot, keys in the documented order; unknown values
 // are null.

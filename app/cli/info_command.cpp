@@ -36,7 +36,13 @@ nlohmann::ordered_json info_json(const GgufFile& file, const ModelConfig& c, con
                              {"tied_embeddings", c.tied_embeddings},
                              {"tokenizer", file.get_string("tokenizer.ggml.model").value_or("")},
                              {"parameters", stats.parameters},
+                             {"active_parameters", stats.active_parameters(c.experts.count, c.experts.used)},
                              {"tensor_bytes", stats.bytes}};
+    if (c.is_moe())
+        j["experts"] = {{"count", c.experts.count},
+                        {"used", c.experts.used},
+                        {"ffn_dim", c.experts.ffn_dim},
+                        {"parameters", stats.expert_parameters}};
     for (const LayerAttention& a : c.layers)
         j["layer_attention"].push_back({{"window", a.window}, {"rope", a.rope}, {"rope_theta", a.rope_theta},
                                         {"rope_scaled", a.rope_scaled}});
@@ -76,6 +82,10 @@ void print_text(const nlohmann::ordered_json& j) {
                 j["tied_embeddings"].get<bool>() ? ", tied embeddings" : "", j["tokenizer"].get<std::string>().c_str());
     std::printf("  %llu parameters in %llu bytes\n", j["parameters"].get<unsigned long long>(),
                 j["tensor_bytes"].get<unsigned long long>());
+    if (j.contains("experts"))
+        std::printf("  %u experts of FFN %u, %u per token: %llu parameters active per token\n",
+                    j["experts"]["count"].get<unsigned>(), j["experts"]["ffn_dim"].get<unsigned>(),
+                    j["experts"]["used"].get<unsigned>(), j["active_parameters"].get<unsigned long long>());
     std::printf("\n  %-8s %8s %14s %14s\n", "type", "tensors", "parameters", "bytes");
     for (const auto& [type, t] : j["tensor_types"].items())
         std::printf("  %-8s %8llu %14llu %14llu\n", type.c_str(), t["tensors"].get<unsigned long long>(),

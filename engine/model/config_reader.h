@@ -102,9 +102,11 @@ public:
         if (t->dims != dims)
             fail("tensor " + quoted(name) + " has shape " + shape_text(t->dims) + ", expected " +
                  shape_text(dims) + " from the metadata");
-        if (dims.size() == 1 && t->type != GgmlType::F32)
+        // Norms and biases are F32 in every converter's output (experts'
+        // biases are 2-D: one row per expert).
+        if ((dims.size() == 1 || name.ends_with(".bias")) && t->type != GgmlType::F32)
             fail("tensor " + quoted(name) + " has type " + std::string(to_string(t->type)) +
-                 ", expected F32 for a 1-D tensor (norm or bias)");
+                 ", expected F32 for a norm or bias");
         if (!is_dequantizable(t->type))
             fail("tensor " + quoted(name) + " has type " + std::string(to_string(t->type)) +
                  ", which kvscope cannot compute with (supported: " + dequantizable_type_names() + ")");

@@ -16,15 +16,31 @@ namespace {
 
 using detail::ConfigReader;
 
+// expert_count > 0 makes the FFN a mixture of experts; the family says how
+// its router gates (model_families.cpp).
+void read_experts(const ConfigReader& r, ModelConfig& c) {
+    const std::uint64_t count = r.uint("expert_count").value_or(0);
+    if (count == 0)
+        return;
+    Experts& e = c.experts;
+    e.count = r.in_range(r.described("expert_count"), count);
+    e.used = r.dimension("expert_used_count");
+    e.ffn_dim = r.dimension("expert_feed_forward_length");
+    if (e.used > e.count)
+        r.fail(r.described("expert_used_count") + " is " + grouped(e.used) + ", more than the " +
+               grouped(e.count) + " experts");
+}
+
 void read_dimensions(const ConfigReader& r, ModelConfig& c) {
     c.n_layers = r.dimension("block_count");
     c.embedding_dim = r.dimension("embedding_length");
-    c.ffn_dim = r.dimension("feed_forward_length");
     c.context_length = r.dimension("context_length");
     c.n_heads = r.dimension("attention.head_count");
     c.n_kv_heads = r.optional_dimension("attention.head_count_kv").value_or(c.n_heads);
-    if (r.uint("expert_count").value_or(0) > 0)
-        r.fail("mixture-of-experts models are not supported");
+    read_experts(r, c);
+    // A MoE model's dense FFN width is unused (qwen3moe keeps its config's).
+    c.ffn_dim = c.is_moe() ? r.optional_dimension("feed_forward_length").value_or(c.experts.ffn_dim)
+                           : r.dimension("feed_forward_length");
     if (c.n_heads % c.n_kv_heads != 0)
         r.fail(std::to_string(c.n_heads) + " attention heads cannot be shared evenly by " +
                std::to_string(c.n_kv_heads) + " KV heads");
@@ -74,6 +90,13 @@ void read_rope(const ConfigReader& r, ModelConfig& c) {
         return;
     c.rope_scaling = RopeScaling{type.value_or("linear"), factor,
                                  r.uint("rope.scaling.original_context_length").value_or(0)};
+    if (c.rope_scaling->type == "yarn") {
+        RopeScaling& s = *c.rope_scaling;
+        s.yarn_beta_fast = r.positive("rope.scaling.yarn_beta_fast", s.yarn_beta_fast);
+        s.yarn_beta_slow = r.positive("rope.scaling.yarn_beta_slow", s.yarn_beta_slow);
+        if (r.has("rope.scaling.yarn_log_multiplier"))
+            s.yarn_log_mul = r.positive("rope.scaling.yarn_log_multiplier", std::nullopt);
+    }
 }
 
 // Vocabulary size: the explicit key, else the tokenizer's token count, else
@@ -99,6 +122,25 @@ std::uint32_t read_vocab_size(const ConfigReader& r) {
     return vocab;
 }
 
+// A MoE layer's router and experts: ffn_gate_inp {embd, experts}, the
+// experts' gate and up {embd, ffn, experts} and down {ffn, embd, experts},
+// with biases {experts}, {ffn, experts} and {embd, experts} where the
+// family has them.
+void check_expert_tensors(const ConfigReader& r, const ModelConfig& c, std::uint32_t layer) {
+    const std::uint64_t embd = c.embedding_dim, ffn = c.experts.ffn_dim, n = c.experts.count;
+    const auto name = [layer](const char* suffix) { return block_tensor_name(layer, suffix); };
+    r.tensor(name("ffn_gate_inp.weight"), {embd, n});
+    r.tensor(name("ffn_gate_exps.weight"), {embd, ffn, n});
+    r.tensor(name("ffn_up_exps.weight"), {embd, ffn, n});
+    r.tensor(name("ffn_down_exps.weight"), {ffn, embd, n});
+    if (!c.experts.biases)
+        return;
+    r.tensor(name("ffn_gate_inp.bias"), {n});
+    r.tensor(name("ffn_gate_exps.bias"), {ffn, n});
+    r.tensor(name("ffn_up_exps.bias"), {ffn, n});
+    r.tensor(name("ffn_down_exps.bias"), {embd, n});
+}
+
 // The tensors of one layer, as the config's features say it has them.
 void check_layer_tensors(const ConfigReader& r, const ModelConfig& c, std::uint32_t layer) {
     const std::uint64_t embd = c.embedding_dim, hd = c.head_dim;
@@ -121,14 +163,21 @@ void check_layer_tensors(const ConfigReader& r, const ModelConfig& c, std::uint3
         r.tensor(name("attn_k_norm.weight"), {hd});
     }
     r.tensor(name("attn_output.weight"), {c.q_dim(), embd});
-    r.tensor(name("ffn_norm.weight"), {embd});
-    if (c.fused_gate_up) {
+    if (c.output_bias)
+        r.tensor(name("attn_output.bias"), {embd});
+    if (c.attn_sinks)
+        r.tensor(name("attn_sinks.weight"), {c.n_heads});
+    r.tensor(block_tensor_name(layer, c.ffn_norm_tensor()), {embd});
+    if (c.is_moe()) {
+        check_expert_tensors(r, c, layer);
+    } else if (c.fused_gate_up) {
         r.tensor(name("ffn_up.weight"), {embd, 2 * std::uint64_t{c.ffn_dim}});
     } else {
         r.tensor(name("ffn_gate.weight"), {embd, c.ffn_dim});
         r.tensor(name("ffn_up.weight"), {embd, c.ffn_dim});
     }
-    r.tensor(name("ffn_down.weight"), {c.ffn_dim, embd});
+    if (!c.is_moe())
+        r.tensor(name("ffn_down.weight"), {c.ffn_dim, embd});
     if (c.post_norms) {
         r.tensor(name("post_attention_norm.weight"), {embd});
         r.tensor(name("post_ffw_norm.weight"), {embd});
@@ -208,8 +257,13 @@ std::string ModelConfig::layer_kinds() const {
 
 std::string ModelConfig::features() const {
     std::vector<std::string> parts;
+    if (is_moe())
+        parts.push_back(std::to_string(experts.count) + " experts (" + std::to_string(experts.used) +
+                        " per token)");
     if (qkv_bias)
-        parts.push_back("QKV bias");
+        parts.push_back(output_bias ? "QKV and output bias" : "QKV bias");
+    if (attn_sinks)
+        parts.push_back("attention sinks");
     if (fused_qkv || fused_gate_up)
         parts.push_back("fused matrices");
     if (qk_norm)
@@ -220,6 +274,8 @@ std::string ModelConfig::features() const {
         parts.push_back(std::string(to_string(ffn_activation)) + " FFN");
     if (rope_dims != head_dim)
         parts.push_back("RoPE on " + std::to_string(rope_dims) + " of " + std::to_string(head_dim) + " dims");
+    if (rope_scaling && rope_scaling->type == "yarn")
+        parts.push_back("YaRN RoPE x" + decimal(rope_scaling->factor));
     if (long_rope || rope_freq_factors)
         parts.push_back(long_rope ? "LongRoPE (long factors)" : "RoPE frequency factors");
     if (attn_softcap > 0)
@@ -237,7 +293,19 @@ std::string ModelConfig::features() const {
 }
 
 std::string_view to_string(FfnActivation activation) {
-    return activation == FfnActivation::GeluTanh ? "gelu (tanh)" : "silu";
+    switch (activation) {
+    case FfnActivation::GeluTanh:
+        return "gelu (tanh)";
+    case FfnActivation::SwiGluClamped:
+        return "clamped swiglu";
+    case FfnActivation::SiLU:
+        break;
+    }
+    return "silu";
+}
+
+std::string_view ModelConfig::ffn_norm_tensor() const {
+    return architecture == "gpt-oss" ? "post_attention_norm.weight" : "ffn_norm.weight";
 }
 
 ModelConfig read_model_config(const GgufFile& file) {

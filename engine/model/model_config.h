@@ -26,13 +26,41 @@ struct RopeScaling {
     std::string type;                     // "linear", "yarn", ...
     double factor = 1.0;                  // positions are divided by this
     std::uint64_t original_context = 0;   // context the model was trained with; 0 if unknown
+    // YaRN only (rope.scaling.yarn_*; llama.cpp's defaults where absent):
+    // the rotations per context below which dimensions interpolate and
+    // above which they extrapolate, and the log multiplier of its
+    // magnitude scale (0: the plain 1 + 0.1 ln(factor)).
+    double yarn_beta_fast = 32.0;
+    double yarn_beta_slow = 1.0;
+    double yarn_log_mul = 0.0;
 };
 
 // The FFN's gate activation: SwiGLU's silu(gate)·up, or GeGLU's
 // gelu_tanh(gate)·up (Gemma).
-enum class FfnActivation { SiLU, GeluTanh };
+// The FFN's gate activation: SwiGLU's silu(gate)·up, GeGLU's
+// gelu_tanh(gate)·up (Gemma), or gpt-oss's clamped SwiGLU
+// x·sigmoid(1.702 x)·(y + 1) with x = min(gate, 7), y = clamp(up, ±7).
+enum class FfnActivation { SiLU, GeluTanh, SwiGluClamped };
 
-std::string_view to_string(FfnActivation activation); // "silu", "gelu (tanh)"
+std::string_view to_string(FfnActivation activation); // "silu", "gelu (tanh)", "clamped swiglu"
+
+// How a mixture-of-experts router turns its logits into the weights of the
+// experts it picks: qwen3moe takes the softmax over every expert, keeps the
+// top k and rescales those to sum to 1; gpt-oss keeps the top k logits and
+// takes the softmax over those k only.
+enum class ExpertGating { SoftmaxTopKRenormalized, TopKSoftmax };
+
+// A mixture-of-experts FFN: `count` expert FFNs of width `ffn_dim`
+// (ffn_{gate,up,down}_exps, expert e being rows [e·ffn_dim, (e+1)·ffn_dim)
+// of gate and up and the e-th slice of down), of which the router
+// (ffn_gate_inp) picks `used` per token. count == 0: a dense FFN.
+struct Experts {
+    std::uint32_t count = 0;
+    std::uint32_t used = 0;
+    std::uint32_t ffn_dim = 0;
+    ExpertGating gating = ExpertGating::SoftmaxTopKRenormalized;
+    bool biases = false; // the router and every expert matrix have .bias tensors (gpt-oss)
+};
 
 // What one layer's attention does: how far back it sees and how it turns
 // positions into angles. Most models have one kind of layer; Gemma mixes
@@ -50,7 +78,8 @@ struct LayerAttention {
 };
 
 struct ModelConfig {
-    // "llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3" or "smollm3"
+    // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3",
+    // "smollm3" or "gpt-oss"
     // (model_families.h says what each one adds).
     std::string architecture;
     std::string name;         // general.name, may be empty
@@ -78,6 +107,7 @@ struct ModelConfig {
     double norm_eps = 1e-5;   // RMSNorm epsilon
     bool tied_embeddings = false; // no output.weight: logits use token_embd.weight
     bool qkv_bias = false;        // attn_q/k/v have .bias tensors
+    bool output_bias = false;     // attn_output has a .bias tensor (gpt-oss)
 
     // Beyond llama: the features of model_families.h, each false/0 for llama.
     bool fused_qkv = false;       // one attn_qkv matrix: Q, K and V rows in turn (Phi-3)
@@ -89,8 +119,19 @@ struct ModelConfig {
     double attention_scale = 0.0; // multiplies q·k; 0: 1/sqrt(head_dim)
     double attn_softcap = 0.0;    // > 0: scores become cap·tanh(score/cap) (Gemma 2)
     double final_softcap = 0.0;   // > 0: the same for the output logits
+    // Attention sinks (gpt-oss, attn_sinks): one logit per query head that
+    // joins the softmax's denominator with no value, so a head can attend
+    // to nothing.
+    bool attn_sinks = false;
+    Experts experts;              // count 0: a dense FFN
     std::vector<LayerAttention> layers; // n_layers entries
 
+    bool is_moe() const { return experts.count > 0; }
+    // The FFN's width a token runs through: an expert's for a MoE model.
+    std::uint32_t token_ffn_dim() const { return is_moe() ? experts.ffn_dim : ffn_dim; }
+    // The per-layer tensor of the FFN's input norm: "ffn_norm.weight", or
+    // gpt-oss's "post_attention_norm.weight" (its checkpoint's name).
+    std::string_view ffn_norm_tensor() const;
     std::uint32_t q_dim() const { return n_heads * head_dim; }
     std::uint32_t kv_dim() const { return n_kv_heads * head_dim; }
     KvGeometry kv_geometry() const { return {n_layers, n_kv_heads, head_dim}; }

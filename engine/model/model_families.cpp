@@ -102,6 +102,33 @@ void read_phi3(const ConfigReader& r, ModelConfig& c) {
                                                            : 1.0;
 }
 
+// Qwen3's attention with a mixture-of-experts FFN: softmax over every
+// expert, the top k renormalised (llama.cpp's qwen3moe: norm_w).
+void read_qwen3moe(const ConfigReader& r, ModelConfig& c) {
+    read_qwen3(r, c);
+    if (!c.is_moe())
+        r.fail("a qwen3moe model needs expert_count");
+    c.experts.gating = ExpertGating::SoftmaxTopKRenormalized;
+}
+
+// gpt-oss: biases on Q/K/V/O, the router and the experts; attention sinks;
+// windows (128) on alternate layers starting with layer 0, every layer with
+// the same YaRN-scaled RoPE; top-k of the router's logits, softmax over
+// those k; the clamped SwiGLU.
+void read_gpt_oss(const ConfigReader& r, ModelConfig& c) {
+    if (!c.is_moe())
+        r.fail("a gpt-oss model needs expert_count");
+    c.rope_style = RopeStyle::NeoXHalves;
+    c.qkv_bias = true;
+    c.output_bias = true;
+    c.attn_sinks = true;
+    c.experts.biases = true;
+    c.experts.gating = ExpertGating::TopKSoftmax;
+    c.ffn_activation = FfnActivation::SwiGluClamped;
+    const std::uint32_t window = r.dimension("attention.sliding_window");
+    set_windows(r, c, window, 2, r.positive("rope.freq_base_swa", c.rope_theta), true);
+}
+
 // SmolLM3 leaves RoPE out of layers 3, 7, 11, ... (llama.cpp's
 // n_no_rope_layer_step, fixed at 4 for this family).
 void read_smollm3(const ConfigReader&, ModelConfig& c) {
@@ -112,12 +139,13 @@ void read_smollm3(const ConfigReader&, ModelConfig& c) {
 struct Family {
     std::string_view name;
     void (*read)(const ConfigReader&, ModelConfig&);
+    bool experts = false; // a mixture-of-experts family (expert_count)
 };
 
 constexpr std::array kFamilies{
-    Family{"llama", read_llama},   Family{"qwen2", read_qwen2}, Family{"qwen3", read_qwen3},
-    Family{"gemma2", read_gemma2}, Family{"gemma3", read_gemma3}, Family{"phi3", read_phi3},
-    Family{"smollm3", read_smollm3},
+    Family{"llama", read_llama},       Family{"qwen2", read_qwen2},   Family{"qwen3", read_qwen3},
+    Family{"qwen3moe", read_qwen3moe, true}, Family{"gemma2", read_gemma2}, Family{"gemma3", read_gemma3},
+    Family{"phi3", read_phi3},         Family{"smollm3", read_smollm3}, Family{"gpt-oss", read_gpt_oss, true},
 };
 
 } // namespace
@@ -141,8 +169,13 @@ namespace detail {
 void read_family(const ConfigReader& r, ModelConfig& c) {
     uniform_layers(c);
     for (const Family& f : kFamilies)
-        if (f.name == c.architecture)
+        if (f.name == c.architecture) {
+            // Other families' MoE variants (Mixtral's llama) route and
+            // weigh experts their own ways, not checked against llama.cpp.
+            if (c.is_moe() && !f.experts)
+                r.fail("mixture-of-experts " + c.architecture + " models are not supported (experts: qwen3moe, gpt-oss)");
             return f.read(r, c);
+        }
     r.fail("unsupported architecture \"" + c.architecture + "\" (supported: " + supported_architecture_list() + ")");
 }
 

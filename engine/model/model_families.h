@@ -18,6 +18,12 @@
 //            rotary and LongRoPE factors (Phi-4-mini); the files' sliding
 //            window is ignored, as llama.cpp ignores it
 //   smollm3  llama with no RoPE on every fourth layer
+//   qwen3moe qwen3's attention with a mixture-of-experts FFN: a router
+//            softmax over every expert, the top k renormalised, SiLU experts
+//   gpt-oss  biases on Q/K/V/O, router and experts, attention sinks,
+//            128-token windows on alternate layers, YaRN RoPE (NeoX), top k
+//            of the router's logits then a softmax over those k, the clamped
+//            SwiGLU, untied output; its FFN norm is post_attention_norm
 #pragma once
 
 #include <string>

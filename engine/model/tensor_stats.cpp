@@ -20,6 +20,8 @@ TensorStats tensor_stats(const GgufFile& file) {
         ++stats.tensors;
         stats.parameters += values;
         stats.bytes += t.n_bytes;
+        if (t.name.find("_exps.") != std::string::npos)
+            stats.expert_parameters += values;
         ++it->tensors;
         it->parameters += values;
         it->bytes += t.n_bytes;
@@ -27,6 +29,13 @@ TensorStats tensor_stats(const GgufFile& file) {
     std::sort(stats.by_type.begin(), stats.by_type.end(),
               [](const auto& a, const auto& b) { return a.type < b.type; });
     return stats;
+}
+
+std::uint64_t TensorStats::active_parameters(std::uint32_t experts, std::uint32_t used) const {
+    if (experts == 0)
+        return parameters;
+    const std::uint64_t idle = expert_parameters / experts * (experts - std::min(used, experts));
+    return parameters - idle;
 }
 
 } // namespace kvscope

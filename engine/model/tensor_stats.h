@@ -19,7 +19,16 @@ struct TensorStats {
     std::uint64_t tensors = 0;
     std::uint64_t parameters = 0; // values over all tensors; a tied embedding counts once
     std::uint64_t bytes = 0;
+    // Values in a mixture-of-experts model's expert tensors (ffn_*_exps,
+    // weights and biases, every expert); 0 for a dense model.
+    std::uint64_t expert_parameters = 0;
     std::vector<TensorTypeStats> by_type; // one per type present, in ggml type order
+
+    // The values one token computes with: all but the experts the router
+    // does not pick, i.e. parameters less (1 - used / experts) of
+    // expert_parameters (every expert has the same size). `parameters` for
+    // a dense model (experts 0).
+    std::uint64_t active_parameters(std::uint32_t experts, std::uint32_t used) const;
 };
 
 TensorStats tensor_stats(const GgufFile& file);

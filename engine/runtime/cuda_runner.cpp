@@ -32,6 +32,10 @@ void add_bias(cuda::DeviceBuffer& rows, const cuda::DeviceBuffer& bias, std::uin
 // The first feature of model_families.h the CUDA kernels lack ("sliding
 // windows are"), or empty for a plain llama/qwen2 decoder.
 std::string beyond_llama(const ModelConfig& c) {
+    if (c.is_moe())
+        return "mixture of experts is";
+    if (c.attn_sinks || c.output_bias)
+        return "attention sinks and output biases are";
     if (c.has_windows())
         return "sliding windows are";
     if (c.qk_norm)

@@ -58,6 +58,9 @@ public:
         return logits;
     }
     virtual const ModelConfig& config() const = 0;
+    // Seconds the last forward() spent in mixture-of-experts FFNs (router
+    // and experts); 0 for a dense model or a backend that does not measure it.
+    virtual double last_expert_seconds() const { return 0; }
 
 protected:
     // The backend's pass; may throw anything forward() translates.

@@ -29,14 +29,20 @@ Model::Model(const std::string& path)
 
 const ModelWeights& Model::cpu_weights(int threads) const {
     std::call_once(pack_once_, [this, threads] {
-        auto packed = std::make_unique<CpuWeights>(CpuWeights{{}, weights_});
+        auto packed = std::make_unique<CpuWeights>(CpuWeights{{}, weights_, nullptr});
         // token_embd is only read a row at a time (the embedding lookup)
         // unless it is also the output matrix, which `output` then packs.
         const int workers = cpu::resolve_threads(threads);
         std::size_t released = pack(packed->weights.output, packed->packed, workers, file_);
         for (LayerWeights& w : packed->weights.layers)
-            for (WeightMatrix* m : {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down})
-                released += pack(*m, packed->packed, workers, file_);
+            for (WeightMatrix* m : {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down, &w.experts.router})
+                if (m->data != nullptr) // a dense model's experts, a MoE model's dense FFN
+                    released += pack(*m, packed->packed, workers, file_);
+        if (config_.is_moe()) {
+            const std::size_t matrices = expert_matrix_index(config_.n_layers, 0, 0, config_.experts.count);
+            packed->experts = std::make_unique<ExpertPacks>(file_, matrices);
+            packed->weights.expert_packs = packed->experts.get();
+        }
         std::size_t bytes = 0;
         for (const cpu::PackedWeights& p : packed->packed)
             bytes += p.bytes();

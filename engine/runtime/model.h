@@ -7,6 +7,7 @@
 
 #include "engine/model/gguf_file.h"
 #include "engine/model/model_config.h"
+#include "engine/runtime/expert_packs.h"
 #include "engine/runtime/model_weights.h"
 
 namespace kvscope {
@@ -31,7 +32,9 @@ public:
     // core), once per Model whichever thread calls: every engine sharing
     // this Model shares the copy. The file's pages of each packed matrix are
     // then released (MappedFile::release), so the weights count once in the
-    // process's resident memory. Throws std::bad_alloc when memory runs out.
+    // process's resident memory. A MoE model's experts are packed later, as
+    // the router first picks each (expert_packs.h). Throws std::bad_alloc
+    // when memory runs out.
     const ModelWeights& cpu_weights(int threads = 0) const;
 
 private:
@@ -40,6 +43,7 @@ private:
     struct CpuWeights {
         std::deque<kernels::cpu::PackedWeights> packed;
         ModelWeights weights;
+        std::unique_ptr<ExpertPacks> experts; // null for a dense model
     };
 
     GgufFile file_;

@@ -70,14 +70,56 @@ void bind_attention(const GgufFile& file, const ModelConfig& config, std::uint32
         w.k_norm = vector_f32(file, name("attn_k_norm.weight"));
     }
     w.o = matrix(file, name("attn_output.weight"));
+    if (config.output_bias)
+        w.o_bias = vector_f32(file, name("attn_output.bias"));
+    if (config.attn_sinks)
+        w.sinks = vector_f32(file, name("attn_sinks.weight"));
     if (config.post_norms)
         w.attn_post_norm = vector_f32(file, name("post_attention_norm.weight"));
 }
 
+// A 3-D expert tensor {cols, rows, experts} seen as `experts` matrices of
+// `rows` rows each.
+std::vector<WeightMatrix> expert_matrices(const GgufFile& file, const std::string& name) {
+    const GgufTensorInfo& t = tensor(file, name);
+    if (t.dims.size() != 3)
+        throw Error(file.path() + ": tensor " + name + " must be 3-D (one matrix per expert)");
+    const auto raw = static_cast<std::uint32_t>(t.type);
+    if (!kernels::cpu::is_weight_type(raw))
+        throw Error(file.path() + ": tensor " + name + " of type " + std::string(to_string(t.type)) +
+                    " cannot be used as a weight matrix");
+    WeightMatrix all;
+    all.type = static_cast<kernels::cpu::WeightType>(raw);
+    all.data = t.data;
+    all.cols = t.dims[0];
+    all.rows = t.dims[1] * t.dims[2];
+    all.row_bytes = kernels::cpu::weight_row_bytes(all.type, all.cols);
+    std::vector<WeightMatrix> experts;
+    for (std::size_t e = 0; e < t.dims[2]; ++e)
+        experts.push_back(row_range(all, e * t.dims[1], t.dims[1]));
+    return experts;
+}
+
+void bind_experts(const GgufFile& file, const ModelConfig& config, std::uint32_t l, ExpertWeights& x) {
+    auto name = [l](const char* suffix) { return block_tensor_name(l, suffix); };
+    x.router = matrix(file, name("ffn_gate_inp.weight"));
+    x.gate = expert_matrices(file, name("ffn_gate_exps.weight"));
+    x.up = expert_matrices(file, name("ffn_up_exps.weight"));
+    x.down = expert_matrices(file, name("ffn_down_exps.weight"));
+    if (!config.experts.biases)
+        return;
+    x.router_bias = vector_f32(file, name("ffn_gate_inp.bias"));
+    x.gate_bias = vector_f32(file, name("ffn_gate_exps.bias"));
+    x.up_bias = vector_f32(file, name("ffn_up_exps.bias"));
+    x.down_bias = vector_f32(file, name("ffn_down_exps.bias"));
+}
+
 void bind_ffn(const GgufFile& file, const ModelConfig& config, std::uint32_t l, LayerWeights& w) {
     auto name = [l](const char* suffix) { return block_tensor_name(l, suffix); };
-    w.ffn_norm = vector_f32(file, name("ffn_norm.weight"));
-    if (config.fused_gate_up) {
+    w.ffn_norm = vector_f32(file, block_tensor_name(l, config.ffn_norm_tensor()));
+    if (config.is_moe()) {
+        bind_experts(file, config, l, w.experts);
+    } else if (config.fused_gate_up) {
         const WeightMatrix gate_up = matrix(file, name("ffn_up.weight"));
         w.gate = row_range(gate_up, 0, config.ffn_dim);
         w.up = row_range(gate_up, config.ffn_dim, config.ffn_dim);
@@ -85,7 +127,8 @@ void bind_ffn(const GgufFile& file, const ModelConfig& config, std::uint32_t l, 
         w.gate = matrix(file, name("ffn_gate.weight"));
         w.up = matrix(file, name("ffn_up.weight"));
     }
-    w.down = matrix(file, name("ffn_down.weight"));
+    if (!config.is_moe())
+        w.down = matrix(file, name("ffn_down.weight"));
     if (config.post_norms)
         w.ffn_post_norm = vector_f32(file, name("post_ffw_norm.weight"));
 }
@@ -104,7 +147,7 @@ const float* rope_factors(const GgufFile& file, const ModelConfig& config) {
 ModelWeights::ModelWeights(const GgufFile& file, const ModelConfig& config)
     : token_embd(matrix(file, "token_embd.weight")),
       output(config.tied_embeddings ? token_embd : matrix(file, "output.weight")),
-      output_norm(vector_f32(file, "output_norm.weight")) {
+      output_norm(vector_f32(file, "output_norm.weight")), experts_used(config.experts.used) {
     rope_factors = kvscope::rope_factors(file, config);
     for (std::uint32_t l = 0; l < config.n_layers; ++l) {
         LayerWeights w;
@@ -117,8 +160,15 @@ ModelWeights::ModelWeights(const GgufFile& file, const ModelConfig& config)
 std::size_t ModelWeights::bytes_read_per_token() const {
     auto bytes = [](const WeightMatrix& m) { return m.packed != nullptr ? m.packed->bytes() : m.rows * m.row_bytes; };
     std::size_t total = bytes(output);
-    for (const LayerWeights& w : layers)
+    for (const LayerWeights& w : layers) {
         total += bytes(w.q) + bytes(w.k) + bytes(w.v) + bytes(w.o) + bytes(w.gate) + bytes(w.up) + bytes(w.down);
+        const ExpertWeights& x = w.experts;
+        if (x.count() == 0)
+            continue;
+        // Every expert has the same size; a token reads `used` of them.
+        const std::size_t expert = bytes(x.gate[0]) + bytes(x.up[0]) + bytes(x.down[0]);
+        total += bytes(x.router) + expert * experts_used;
+    }
     return total;
 }
 

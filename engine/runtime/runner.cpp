@@ -1,12 +1,14 @@
 #include "engine/runtime/runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "engine/core/error.h"
 #include "engine/model/ggml_type.h"
+#include "engine/runtime/expert_packs.h"
 #include "engine/runtime/paged_kv_view.h"
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/kv_write.h"
@@ -64,6 +66,52 @@ void rms_norm_heads(std::vector<float>& rows, const float* weight, std::size_t h
     cpu::rms_norm_rows(rows.data(), weight, rows.size() / head_dim, head_dim, eps, rows.data(), threads);
 }
 
+// The FFN's gate activation in place: gate = act(gate) · up.
+void activate(FfnActivation activation, std::vector<float>& gate, const std::vector<float>& up, int threads) {
+    switch (activation) {
+    case FfnActivation::GeluTanh:
+        return cpu::gelu_mul(gate.data(), up.data(), gate.data(), gate.size(), threads);
+    case FfnActivation::SwiGluClamped:
+        return cpu::swiglu_clamped_mul(gate.data(), up.data(), gate.data(), gate.size(), threads);
+    case FfnActivation::SiLU:
+        return cpu::silu_mul(gate.data(), up.data(), gate.data(), gate.size(), threads);
+    }
+}
+
+// The indices of the k largest of `values` in descending order (ties: the
+// lower index first), into `top`.
+void top_k(const float* values, std::uint32_t n, std::uint32_t k, std::vector<std::uint32_t>& top) {
+    top.resize(n);
+    for (std::uint32_t i = 0; i < n; ++i)
+        top[i] = i;
+    std::partial_sort(top.begin(), top.begin() + k, top.end(), [values](std::uint32_t a, std::uint32_t b) {
+        return values[a] > values[b] || (values[a] == values[b] && a < b);
+    });
+    top.resize(k);
+}
+
+// The weights of the experts `top` picks out of a token's router logits,
+// as the model's gating has them (ExpertGating).
+void expert_weights(ExpertGating gating, float* logits, std::uint32_t n, std::vector<std::uint32_t>& top,
+                    std::uint32_t k, float* weights) {
+    if (gating == ExpertGating::TopKSoftmax) {
+        top_k(logits, n, k, top);
+        for (std::uint32_t i = 0; i < k; ++i)
+            weights[i] = logits[top[i]];
+        cpu::softmax(weights, k);
+        return;
+    }
+    cpu::softmax(logits, n);
+    top_k(logits, n, k, top);
+    float sum = 0;
+    for (std::uint32_t i = 0; i < k; ++i)
+        sum += weights[i] = logits[top[i]];
+    // llama.cpp's clamp: the smallest normal f16, so a sum of zeros cannot divide.
+    sum = std::max(sum, 6.103515625e-5f);
+    for (std::uint32_t i = 0; i < k; ++i)
+        weights[i] /= sum;
+}
+
 void add_rows(std::vector<float>& x, const std::vector<float>& y) {
     for (std::size_t i = 0; i < x.size(); ++i)
         x[i] += y[i];
@@ -73,7 +121,8 @@ void add_rows(std::vector<float>& x, const std::vector<float>& y) {
 
 Runner::Runner(const ModelConfig& config, const ModelWeights& weights, const KvLayout& layout, int threads)
     : config_(config), weights_(weights), layout_(layout), threads_(cpu::resolve_threads(threads)) {
-    if (config.rope_scaling && config.rope_scaling->factor != 1.0 && config.rope_scaling->type != "linear")
+    if (config.rope_scaling && config.rope_scaling->factor != 1.0 && config.rope_scaling->type != "linear" &&
+        config.rope_scaling->type != "yarn")
         throw Error("RoPE scaling '" + config.rope_scaling->type + "' is not supported yet");
     const KvGeometry& g = layout.geometry();
     if (g.n_layers != config.n_layers || g.n_kv_heads != config.n_kv_heads || g.head_dim != config.head_dim)
@@ -93,9 +142,13 @@ void Runner::forward_batch(std::span<const SeqChunk> batch, KvCacheManager& kv, 
     }
     rope_tables();
     embed(batch);
+    expert_seconds_ = 0;
     for (std::uint32_t l = 0; l < config_.n_layers; ++l) {
         attention_block(weights_.layers[l], l, batch, kv);
-        ffn_block(weights_.layers[l]);
+        if (config_.is_moe())
+            moe_block(weights_.layers[l], l);
+        else
+            ffn_block(weights_.layers[l]);
     }
     this->logits(batch, logits);
     if (config_.final_softcap > 0)
@@ -127,8 +180,17 @@ void Runner::rope_tables() {
 cpu::RopeFrequencies Runner::rope_frequencies(const LayerAttention& a) const {
     cpu::RopeFrequencies f;
     f.theta_base = static_cast<float>(a.rope_theta);
-    if (a.rope_scaled && config_.rope_scaling)
-        f.freq_scale = static_cast<float>(1.0 / config_.rope_scaling->factor);
+    if (a.rope_scaled && config_.rope_scaling) {
+        const RopeScaling& s = *config_.rope_scaling;
+        f.freq_scale = static_cast<float>(1.0 / s.factor);
+        // YaRN's ramp is over the context the model was trained with
+        // (llama.cpp's n_ctx_orig_yarn: the file's, else its context).
+        if (s.type == "yarn" && s.factor != 1.0)
+            f.yarn = cpu::RopeYarn{static_cast<std::uint32_t>(s.original_context ? s.original_context
+                                                                                  : config_.context_length),
+                                   static_cast<float>(s.yarn_beta_fast), static_cast<float>(s.yarn_beta_slow),
+                                   static_cast<float>(s.yarn_log_mul)};
+    }
     f.factors = weights_.rope_factors;
     f.attn_factor = static_cast<float>(config_.rope_attn_factor);
     return f;
@@ -202,6 +264,7 @@ void Runner::attention_block(const LayerWeights& w, std::uint32_t layer, std::sp
     }
     cpu::paged_attention_decode_batch(pkv, decode_seqs_, config_.n_heads, scratch_, threads_, options);
     matmul(w.o, att_, n_, proj_, threads_);
+    add_bias(proj_, w.o_bias, dim);
     if (w.attn_post_norm)
         rms_norm_rows(proj_, w.attn_post_norm, dim, eps, proj_, threads_);
     add_rows(x_, proj_);
@@ -226,21 +289,95 @@ void Runner::rotate(std::uint32_t layer) {
 
 cpu::AttentionOptions Runner::attention_options(std::uint32_t layer) const {
     return {static_cast<float>(config_.attention_scale), static_cast<float>(config_.attn_softcap),
-            config_.layers[layer].window};
+            config_.layers[layer].window, weights_.layers[layer].sinks};
 }
 
 void Runner::ffn_block(const LayerWeights& w) {
     const auto eps = static_cast<float>(config_.norm_eps);
     rms_norm_rows(x_, w.ffn_norm, config_.embedding_dim, eps, xn_, threads_);
     project(xn_, n_, threads_, {{w.gate, gate_}, {w.up, up_}});
-    if (config_.ffn_activation == FfnActivation::GeluTanh)
-        cpu::gelu_mul(gate_.data(), up_.data(), gate_.data(), gate_.size(), threads_);
-    else
-        cpu::silu_mul(gate_.data(), up_.data(), gate_.data(), gate_.size(), threads_);
+    activate(config_.ffn_activation, gate_, up_, threads_);
     matmul(w.down, gate_, n_, proj_, threads_);
     if (w.ffn_post_norm)
         rms_norm_rows(proj_, w.ffn_post_norm, config_.embedding_dim, eps, proj_, threads_);
     add_rows(x_, proj_);
+}
+
+// A mixture of experts: the router picks each token's experts and their
+// weights, then each expert the step routes to runs once over all of its
+// tokens (one matrix product per matrix, its rows read once for the
+// batch); an expert no token picked is not touched.
+void Runner::moe_block(const LayerWeights& w, std::uint32_t layer) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::size_t dim = config_.embedding_dim;
+    rms_norm_rows(x_, w.ffn_norm, dim, static_cast<float>(config_.norm_eps), xn_, threads_);
+    route(w.experts);
+    proj_.assign(n_ * dim, 0.0f);
+    for (std::uint32_t e = 0; e < config_.experts.count; ++e)
+        if (const std::size_t count = expert_first_[e + 1] - expert_first_[e]; count > 0)
+            run_expert(w.experts, layer, e, expert_first_[e], count);
+    if (w.ffn_post_norm)
+        rms_norm_rows(proj_, w.ffn_post_norm, dim, static_cast<float>(config_.norm_eps), proj_, threads_);
+    add_rows(x_, proj_);
+    expert_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The router's logits for the step's normed rows, each token's top experts
+// and weights, then those (row, weight) pairs grouped by expert (routed_,
+// expert_first_).
+void Runner::route(const ExpertWeights& x) {
+    const std::uint32_t n_experts = config_.experts.count, k = config_.experts.used;
+    matmul(x.router, xn_, n_, router_logits_, threads_);
+    add_bias(router_logits_, x.router_bias, n_experts);
+    std::vector<std::uint32_t> picked(n_ * k), top;
+    std::vector<float> weights(n_ * k);
+    for (std::size_t r = 0; r < n_; ++r) {
+        expert_weights(config_.experts.gating, router_logits_.data() + r * n_experts, n_experts, top, k,
+                       weights.data() + r * k);
+        std::copy(top.begin(), top.end(), picked.begin() + static_cast<std::ptrdiff_t>(r * k));
+    }
+    expert_first_.assign(n_experts + 1, 0);
+    for (std::uint32_t e : picked)
+        ++expert_first_[e + 1];
+    for (std::uint32_t e = 0; e < n_experts; ++e)
+        expert_first_[e + 1] += expert_first_[e];
+    routed_.resize(picked.size());
+    std::vector<std::size_t> next(expert_first_.begin(), expert_first_.end() - 1);
+    for (std::size_t i = 0; i < picked.size(); ++i)
+        routed_[next[picked[i]]++] = {static_cast<std::uint32_t>(i / k), weights[i]};
+}
+
+// Expert `expert` over its `count` routed rows from routed_[first]: gather
+// the rows, gate and up, activation, down, then each row's output, times
+// its weight, added to proj_.
+void Runner::run_expert(const ExpertWeights& x, std::uint32_t layer, std::uint32_t expert, std::size_t first,
+                        std::size_t count) {
+    const std::size_t dim = config_.embedding_dim, ffn = config_.experts.ffn_dim;
+    expert_in_.resize(count * dim);
+    for (std::size_t i = 0; i < count; ++i)
+        std::copy_n(xn_.begin() + static_cast<std::ptrdiff_t>(routed_[first + i].row * dim), dim,
+                    expert_in_.begin() + static_cast<std::ptrdiff_t>(i * dim));
+    const auto matrix = [&](const std::vector<WeightMatrix>& all, std::size_t which) {
+        const ExpertPacks* packs = weights_.expert_packs;
+        return packs ? packs->get(expert_matrix_index(layer, expert, which, config_.experts.count), all[expert],
+                                  threads_)
+                     : all[expert];
+    };
+    project(expert_in_, count, threads_, {{matrix(x.gate, 0), expert_gate_}, {matrix(x.up, 1), expert_up_}});
+    if (x.gate_bias) {
+        add_bias(expert_gate_, x.gate_bias + expert * ffn, ffn);
+        add_bias(expert_up_, x.up_bias + expert * ffn, ffn);
+    }
+    activate(config_.ffn_activation, expert_gate_, expert_up_, threads_);
+    matmul(matrix(x.down, 2), expert_gate_, count, expert_out_, threads_);
+    add_bias(expert_out_, x.down_bias ? x.down_bias + expert * dim : nullptr, dim);
+    for (std::size_t i = 0; i < count; ++i) {
+        const Routed& r = routed_[first + i];
+        float* out = proj_.data() + r.row * dim;
+        const float* y = expert_out_.data() + i * dim;
+        for (std::size_t j = 0; j < dim; ++j)
+            out[j] += r.weight * y[j];
+    }
 }
 
 void Runner::logits(std::span<const SeqChunk> batch, std::vector<float>& out) {

@@ -18,9 +18,9 @@ namespace kvscope {
 //   embed (x scale) -> per layer [RMSNorm -> Q,K,V (+bias) (-> per-head
 //   QK-norm) -> RoPE (the layer's kind, or none) -> write K,V to their
 //   slots, quantized to the KV dtype -> paged attention (the layer's window,
-//   scale, soft-cap) -> output proj (-> post-norm) -> residual -> RMSNorm ->
-//   SwiGLU or GeGLU FFN (-> post-norm) -> residual] -> RMSNorm -> logits
-//   (-> soft-cap)
+//   scale, soft-cap, sinks) -> output proj (+bias) (-> post-norm) ->
+//   residual -> RMSNorm -> SwiGLU or GeGLU FFN, or a mixture of experts
+//   (-> post-norm) -> residual] -> RMSNorm -> logits (-> soft-cap)
 // The parts in parentheses are the model's features (ModelConfig; which
 // family has which: engine/model/model_families.h).
 class Runner : public ForwardPass {
@@ -33,6 +33,7 @@ public:
 
     const ModelConfig& config() const override { return config_; }
     int threads() const { return threads_; } // resolved: at least 1
+    double last_expert_seconds() const override { return expert_seconds_; }
 
 protected:
     void forward_batch(std::span<const SeqChunk> batch, KvCacheManager& kv, std::vector<float>& logits) override;
@@ -54,6 +55,10 @@ private:
     void attention_block(const LayerWeights& w, std::uint32_t layer, std::span<const SeqChunk> batch,
                          KvCacheManager& kv);
     void ffn_block(const LayerWeights& w);
+    void moe_block(const LayerWeights& w, std::uint32_t layer);
+    void route(const ExpertWeights& x);
+    void run_expert(const ExpertWeights& x, std::uint32_t layer, std::uint32_t expert, std::size_t first,
+                    std::size_t count);
     void logits(std::span<const SeqChunk> batch, std::vector<float>& out);
 
     const ModelConfig& config_;
@@ -69,6 +74,18 @@ private:
     std::vector<RopeKind> rope_kinds_;
     std::vector<int> layer_rope_; // each layer's index into rope_kinds_, -1: no RoPE
     std::vector<float> scratch_;
+    // A MoE layer's routing: the router's logits (n_ x experts), then the
+    // step's (token row, weight) pairs grouped by expert: expert e's are
+    // routed_[expert_first_[e] .. expert_first_[e + 1]).
+    struct Routed {
+        std::uint32_t row;
+        float weight;
+    };
+    std::vector<float> router_logits_;
+    std::vector<Routed> routed_;
+    std::vector<std::size_t> expert_first_;
+    std::vector<float> expert_in_, expert_gate_, expert_up_, expert_out_; // one expert's rows
+    double expert_seconds_ = 0; // this step's time in MoE FFNs (router and experts)
     std::vector<kernels::cpu::DecodeSeq> decode_seqs_; // a layer's decode steps, for one batch call
 };
 

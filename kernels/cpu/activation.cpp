@@ -77,6 +77,17 @@ void gelu_mul(const float* gate, const float* up, float* out, std::size_t n, int
     });
 }
 
+void swiglu_clamped_mul(const float* gate, const float* up, float* out, std::size_t n, int threads) {
+    constexpr float alpha = 1.702f, limit = 7.0f;
+    in_pieces(n, threads, [&](std::size_t first, std::size_t count) {
+        for (std::size_t i = first; i < first + count; ++i) {
+            const float x = std::min(gate[i], limit);
+            const float y = std::clamp(up[i], -limit, limit);
+            out[i] = x / (1.0f + std::exp(-alpha * x)) * (y + 1.0f);
+        }
+    });
+}
+
 void softcap(float* x, std::size_t n, float cap) {
     if (!std::isfinite(cap) || cap <= 0.0f)
         throw std::invalid_argument("softcap: the cap must be finite and > 0 (got " + std::to_string(cap) + ")");

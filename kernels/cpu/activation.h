@@ -35,6 +35,12 @@ void silu_mul(const float* gate, const float* up, float* out, std::size_t n, int
 // SIMD path in use, on up to `threads` threads as silu_mul.
 void gelu_mul(const float* gate, const float* up, float* out, std::size_t n, int threads = 1);
 
+// gpt-oss's clamped SwiGLU (llama.cpp's swiglu_oai, alpha 1.702, limit 7):
+// out[i] = x sigmoid(1.702 x) (y + 1) with x = min(gate[i], 7) and
+// y = clamp(up[i], -7, 7). Portable code (std::exp, as llama.cpp's expf):
+// a MoE step runs it over only the routed experts' rows, a small share of
+// the step. out may alias gate or up; up to `threads` threads as silu_mul.
+void swiglu_clamped_mul(const float* gate, const float* up, float* out, std::size_t n, int threads = 1);
 // Soft-capping in place, as llama.cpp's Gemma 2 final logits:
 // x[i] = cap * tanh(x[i] * (1 / cap)). Runs on the SIMD path in use (AVX2:
 // a polynomial tanh within a few ulp of std::tanh). Throws

@@ -90,6 +90,7 @@ void compare_snapshots(const EngineSnapshot& a, const EngineSnapshot& b) {
     QCOMPARE(a.generation_tokens_per_s, b.generation_tokens_per_s);
     QCOMPARE(a.busy_s, b.busy_s);
     QCOMPARE(a.last_step_s, b.last_step_s);
+    QCOMPARE(a.last_step_expert_s, b.last_step_expert_s);
     QVERIFY(a.ttft == b.ttft);
     QVERIFY(a.itl == b.itl);
     QCOMPARE(a.prefix_hit_rate, b.prefix_hit_rate);

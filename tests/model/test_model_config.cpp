@@ -229,8 +229,8 @@ private slots:
     void unsupportedArchitecture() {
         TinyModel m;
         m.arch = "gemma";
-        expect_error(m, "unsupported architecture 'gemma' (supported: llama, qwen2, qwen3, gemma2, gemma3, phi3, "
-                        "smollm3)");
+        expect_error(m, "unsupported architecture 'gemma' (supported: llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, "
+                        "smollm3, gpt-oss)");
     }
 
     void qwen3() {
@@ -396,7 +396,7 @@ private slots:
         norm.dim = 32;
         norm.head_dim = 16;
         norm.types["output_norm.weight"] = 9;
-        expect_error(norm, "tensor 'output_norm.weight' has type Q8_1, expected F32 for a 1-D tensor");
+        expect_error(norm, "tensor 'output_norm.weight' has type Q8_1, expected F32 for a norm or bias");
     }
 
     void badMetadata() {
@@ -409,8 +409,12 @@ private slots:
         rope.extra_metadata = [](GgufWriter& w) { w.add_u32("llama.rope.dimension_count", 2); };
         expect_error(rope, "rope.dimension_count 2 differs from the head size 4, which a llama model cannot have");
         TinyModel moe;
-        moe.extra_metadata = [](GgufWriter& w) { w.add_u32("llama.expert_count", 8); };
-        expect_error(moe, "mixture-of-experts models are not supported");
+        moe.extra_metadata = [](GgufWriter& w) {
+            w.add_u32("llama.expert_count", 8);
+            w.add_u32("llama.expert_used_count", 2);
+            w.add_u32("llama.expert_feed_forward_length", 16);
+        };
+        expect_error(moe, "mixture-of-experts llama models are not supported (experts: qwen3moe, gpt-oss)");
         TinyModel vocab;
         vocab.extra_metadata = [](GgufWriter& w) { w.add_u32("llama.vocab_size", 9); };
         expect_error(vocab, "the tokenizer has 10 tokens but the model's vocabulary is 9");
