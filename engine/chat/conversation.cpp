@@ -13,7 +13,7 @@ Conversation Conversation::from_messages(std::span<const ChatMessage> messages, 
     Conversation c(has_system ? std::optional(messages.front().content) : std::nullopt);
     for (const ChatMessage& m : messages.subspan(has_system ? 1 : 0)) {
         if (m.role == "assistant")
-            c.add_reply(encoder.reply(m.content), m.content);
+            c.add_reply(encoder.reply(m.content), m.content, m.reasoning);
         else
             c.add_user(m.content, encoder);
     }
@@ -21,7 +21,7 @@ Conversation Conversation::from_messages(std::span<const ChatMessage> messages, 
 }
 
 void Conversation::add_user(std::string text, const TurnEncoder& encoder) {
-    Exchange next{std::move(text), {}, std::nullopt, {}};
+    Exchange next{std::move(text), {}, std::nullopt, {}, {}};
     if (exchanges_.empty()) {
         next.lead = encoder.opening(system_, next.user);
     } else if (exchanges_.back().reply) {
@@ -32,11 +32,12 @@ void Conversation::add_user(std::string text, const TurnEncoder& encoder) {
     exchanges_.push_back(std::move(next));
 }
 
-void Conversation::add_reply(std::vector<TokenId> ids, std::string text) {
+void Conversation::add_reply(std::vector<TokenId> ids, std::string text, std::string reasoning) {
     if (exchanges_.empty() || exchanges_.back().reply)
         throw Error("a conversation takes a reply after a user message");
     exchanges_.back().reply = std::move(ids);
     exchanges_.back().reply_text = std::move(text);
+    exchanges_.back().reply_reasoning = std::move(reasoning);
 }
 
 void Conversation::drop_last() {
@@ -59,7 +60,7 @@ std::vector<ChatMessage> Conversation::messages() const {
     for (const Exchange& e : exchanges_) {
         out.push_back({"user", e.user});
         if (e.reply)
-            out.push_back({"assistant", e.reply_text});
+            out.push_back({"assistant", e.reply_text, e.reply_reasoning});
     }
     return out;
 }

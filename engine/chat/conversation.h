@@ -33,8 +33,9 @@ public:
     // kvscope::Error when that reply has not come.
     void add_user(std::string text, const TurnEncoder& encoder);
     // The reply to the last user message: its ids as sampled (with the
-    // end-of-turn token that ended it, if one did) and its text.
-    void add_reply(std::vector<TokenId> ids, std::string text);
+    // end-of-turn token that ended it, if one did), its text and, apart,
+    // its reasoning (ChatMessage::reasoning, for a template that reads it).
+    void add_reply(std::vector<TokenId> ids, std::string text, std::string reasoning = {});
     // Forgets the last user message (one that could not be answered).
     void drop_last();
     // Back to the system message alone.
@@ -61,6 +62,7 @@ private:
         std::vector<TokenId> lead; // the ids before the reply: the opening, or what follows the previous reply
         std::optional<std::vector<TokenId>> reply;
         std::string reply_text;
+        std::string reply_reasoning;
     };
 
     std::optional<std::string> system_;

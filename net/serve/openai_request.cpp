@@ -306,6 +306,21 @@ std::string message_content(const json& message, const std::string& role, std::s
                   (content ? content->type_name() : "null"), "messages");
 }
 
+// An assistant message's reasoning as a client sends it back: llama.cpp's
+// and vLLM's reasoning_content, or vLLM's newer `reasoning`.
+std::string message_reasoning(const json& message, const std::string& role, std::size_t index) {
+    for (const char* name : {"reasoning_content", "reasoning"}) {
+        const json* reasoning = field(message, name);
+        if (!reasoning)
+            continue;
+        if (role != "assistant" || !reasoning->is_string())
+            throw bad("messages[" + std::to_string(index) + "]." + name + " must be a string in an assistant message",
+                      "messages");
+        return reasoning->get<std::string>();
+    }
+    return {};
+}
+
 ChatMessage chat_message(const json& message, std::size_t index) {
     const std::string where = "messages[" + std::to_string(index) + "]";
     if (!message.is_object())
@@ -316,7 +331,7 @@ ChatMessage chat_message(const json& message, std::size_t index) {
     const std::string r = role->get<std::string>();
     if (r != "system" && r != "user" && r != "assistant")
         throw bad(where + " has role '" + r + "'; kvscope renders system, user and assistant messages", "messages");
-    return {r, message_content(message, r, index)};
+    return {r, message_content(message, r, index), message_reasoning(message, r, index)};
 }
 
 std::vector<ChatMessage> chat_messages(const json& body) {
@@ -521,6 +536,7 @@ GenerationRequest parse_chat_request(const json& body, const ServedModel& model,
     if (messages.back().role == "user" && model.max_model_len > 0 &&
         ChatSession::is_history(std::span(messages).first(messages.size() - 1))) {
         plan_chat(r, messages, max_tokens.value_or(0), options, model, param);
+        r.reasoning = reasoning_mode(*model.chat_template, *model.tokenizer, r.prompt);
         return r;
     }
     // Any other list of messages, rendered as it is: it has to fit.
@@ -530,6 +546,7 @@ GenerationRequest parse_chat_request(const json& body, const ServedModel& model,
                                    : 1; // no room: check_context below says so
     r.params.max_new_tokens = max_tokens.value_or(rest);
     check_context(r.prompt.size(), r.params.max_new_tokens, model, "messages", param);
+    r.reasoning = reasoning_mode(*model.chat_template, *model.tokenizer, r.prompt);
     return r;
 }
 

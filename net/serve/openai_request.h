@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "net/serve/api_error.h"
+#include "engine/chat/reasoning_split.h"
 #include "engine/engine.h"
 #include "engine/tokenizer/chat_template.h"
 
@@ -71,6 +72,9 @@ struct GenerationRequest {
     // the room left. Both 0 when everything fit (the response then says nothing).
     std::uint32_t dropped_messages = 0;
     std::uint32_t reply_limit = 0;
+    // Chat: how the reply carries its reasoning (the template's format, and
+    // whether the prompt opened it), for reasoning_content.
+    ReasoningMode reasoning;
     Echo echo = Echo::None;
     std::string prompt_text;    // with echo: the prompt as the client wrote it (its ids decoded when it sent ids)
     bool tokens_as_ids = false; // return_tokens_as_token_ids: tokens named "token_id:N"
@@ -97,7 +101,8 @@ GenerationRequest parse_completion_request(const nlohmann::json& body, const Ser
 
 // POST /v1/chat/completions. `messages`: role + content, content a string or
 // an array of {"type":"text","text":...} parts, rendered by the model's chat
-// template; 400 pointing at /v1/completions when the model has no template
+// template; an assistant message's `reasoning_content` (or vLLM's
+// `reasoning`), a string, goes to the template as ChatMessage::reasoning; 400 pointing at /v1/completions when the model has no template
 // kvscope can render. max_tokens (or max_completion_tokens) defaults to the
 // rest of the context. A conversation ([system,] user, assistant, ...,
 // user) gets the context policy every kvscope chat has (ChatSession): while

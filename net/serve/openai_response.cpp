@@ -57,12 +57,31 @@ ojson logprobs_object(Api api, const ChoiceContent& c, std::span<const LoggedTok
     return api == Api::Completions ? completion_logprobs(tokens, c.tokens, offset) : chat_logprobs(tokens, c.tokens);
 }
 
+// A chat delta: the parts that have text, or an empty content (a delta that
+// carries log-probabilities only, or the role's).
+ojson delta_json(const ReasoningText& text) {
+    ojson delta = ojson::object();
+    if (!text.reasoning.empty())
+        delta["reasoning_content"] = text.reasoning;
+    if (!text.content.empty() || text.reasoning.empty())
+        delta["content"] = text.content;
+    return delta;
+}
+
+// A whole chat message; reasoning_content only when the reply reasoned.
+ojson message_json(const ReasoningText& text) {
+    ojson message = {{"role", "assistant"}, {"content", text.content}};
+    if (!text.reasoning.empty())
+        message["reasoning_content"] = text.reasoning;
+    return message;
+}
+
 } // namespace
 
 ChoiceContent choice_content(const GenerationRequest& request, const Tokenizer& tokenizer) {
     const bool echo = request.echo != Echo::None;
     return {request.params.logprobs.has_value(), {&tokenizer, request.tokens_as_ids}, request.echo,
-            request.prompt_text, echo ? request.prompt : std::vector<TokenId>{}};
+            request.prompt_text, echo ? request.prompt : std::vector<TokenId>{}, request.reasoning};
 }
 
 std::string_view finish_reason_word(FinishReason reason) {
@@ -106,7 +125,7 @@ ApiError service_error(const ServiceRefusal& refusal) {
 ResponseStream::ResponseStream(ResponseHeader header, std::uint32_t n, bool include_usage, std::uint32_t prompt_tokens,
                                ChoiceContent content)
     : header_(std::move(header)), n_(n), include_usage_(include_usage), usage_{prompt_tokens, 0},
-      content_(std::move(content)), states_(n) {}
+      content_(std::move(content)), states_(n, ChoiceState{.split = ReasoningSplitter(content_.reasoning)}) {}
 
 ojson ResponseStream::chunk(ojson choices) {
     ojson c = identity(header_, true);
@@ -119,14 +138,15 @@ ojson ResponseStream::chunk(ojson choices) {
     return c;
 }
 
-// Completions: {index, text, logprobs, finish_reason}; chat: a delta with
-// the text, or empty once the sample has finished.
-ojson ResponseStream::choice(std::uint32_t index, std::string_view text, std::optional<FinishReason> finish) const {
+// Completions: {index, text, logprobs, finish_reason} (all of it is
+// content); chat: a delta with the text, or empty once the sample has
+// finished.
+ojson ResponseStream::choice(std::uint32_t index, const ReasoningText& text, std::optional<FinishReason> finish) const {
     ojson c = {{"index", index}};
     if (header_.api == Api::Completions)
-        c["text"] = text;
+        c["text"] = text.content;
     else
-        c["delta"] = finish ? ojson::object() : ojson{{"content", text}};
+        c["delta"] = finish ? ojson::object() : delta_json(text);
     c["logprobs"] = nullptr;
     c["finish_reason"] = finish_json(finish);
     return c;
@@ -137,7 +157,7 @@ std::string ResponseStream::begin() {
         return {};
     std::string events;
     for (std::uint32_t i = 0; i < n_; ++i) {
-        ojson c = choice(i, "", std::nullopt);
+        ojson c = choice(i, {}, std::nullopt);
         c["delta"] = {{"role", "assistant"}, {"content", ""}};
         events += sse_event(chunk(ojson::array({c})));
     }
@@ -154,7 +174,7 @@ std::string ResponseStream::on_output(const RequestOutput& out) {
     usage_.completion_tokens += static_cast<std::uint32_t>(out.tokens.size());
     std::string events = delta(out);
     if (out.finish)
-        events += sse_event(chunk(ojson::array({choice(out.index, "", out.finish)})));
+        events += sse_event(chunk(ojson::array({choice(out.index, {}, out.finish)})));
     return events;
 }
 
@@ -166,7 +186,9 @@ std::string ResponseStream::delta(const RequestOutput& out) {
     ChoiceState& state = states_[out.index];
     const bool first = !state.started && !out.tokens.empty();
     state.started = state.started || first;
-    const std::string text = shown_text(content_, first, out.text);
+    ReasoningText text = state.split.push(shown_text(content_, first, out.text));
+    if (out.finish)
+        text += state.split.finish();
     const std::vector<LoggedToken> tokens =
         content_.logprobs ? shown_tokens(content_, first, out.prompt_logprobs, out.tokens, out.logprobs)
                           : std::vector<LoggedToken>{};
@@ -230,7 +252,7 @@ ojson ResponseCollector::to_json() const {
         if (header_.api == Api::Completions)
             c["text"] = shown_text(content_, true, choices_[i].text);
         else
-            c["message"] = {{"role", "assistant"}, {"content", choices_[i].text}};
+            c["message"] = message_json(split_reasoning(choices_[i].text, content_.reasoning));
         c["logprobs"] = logprobs_json(choices_[i]);
         c["finish_reason"] = finish_json(choices_[i].finish);
         choices.push_back(std::move(c));

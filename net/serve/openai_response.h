@@ -53,6 +53,9 @@ struct ChoiceContent {
     Echo echo = Echo::None; // completions: the prompt in front of the text and of the tokens
     std::string prompt_text;
     std::vector<TokenId> prompt;
+    // Chat: the reply's reasoning goes apart, as `reasoning_content`
+    // (ReasoningFormat::none: all of it is content, as for completions).
+    ReasoningMode reasoning;
 };
 
 // `request`'s, read before its prompt is moved to the engine.
@@ -76,13 +79,19 @@ ApiError engine_error(const RequestOutput& out, bool any_token);
 ApiError service_error(const ServiceRefusal& refusal);
 
 // A streamed response, event by event. Chat sends each sample's role first
-// (begin), then content deltas, then a chunk with its finish reason; with
+// (begin), then deltas, then a chunk with its finish reason; with
 // include_usage one chunk with `choices: []` and the usage, then [DONE].
 // The first chunk carries "kvscope_context" when the header has one.
 // completion_tokens counts what the engine sampled (RequestOutput::tokens,
 // the stop token included, as vLLM counts). With log-probabilities each
 // delta carries its tokens' (one is sent for tokens whose text is not out
 // yet, such as the stop token's); an echo comes with a sample's first token.
+// A chat delta carries `content`, or with ChoiceContent::reasoning its text
+// split as vLLM and llama.cpp stream it: `reasoning_content` for the
+// reasoning, `content` for the answer, each only when it has text (a delta
+// with neither, carrying log-probabilities only, has an empty `content`).
+// Text that may be a marker cut between two tokens waits for the next
+// output, and the sample's last output sends what waited.
 class ResponseStream {
 public:
     ResponseStream(ResponseHeader header, std::uint32_t n, bool include_usage, std::uint32_t prompt_tokens,
@@ -101,9 +110,10 @@ private:
     struct ChoiceState {
         bool started = false;    // its first token (and an echo) went out
         std::size_t offset = 0;  // text_offset of its next token
+        ReasoningSplitter split; // chat: its text into reasoning and content
     };
     nlohmann::ordered_json chunk(nlohmann::ordered_json choices);
-    nlohmann::ordered_json choice(std::uint32_t index, std::string_view text, std::optional<FinishReason> finish) const;
+    nlohmann::ordered_json choice(std::uint32_t index, const ReasoningText& text, std::optional<FinishReason> finish) const;
     std::string delta(const RequestOutput& out);
 
     ResponseHeader header_;
@@ -116,7 +126,9 @@ private:
     bool chunk_sent_ = false; // the first one carries kvscope_context
 };
 
-// A whole (non-streamed) response, collected output by output.
+// A whole (non-streamed) response, collected output by output. A chat
+// message has `content`, and with ChoiceContent::reasoning its reasoning
+// apart as `reasoning_content` when there was any.
 class ResponseCollector {
 public:
     ResponseCollector(ResponseHeader header, std::uint32_t n, std::uint32_t prompt_tokens, ChoiceContent content = {});

@@ -40,6 +40,11 @@ public:
             return {0, nlohmann::json()};
         return {r->status, nlohmann::json::parse(r->body)};
     }
+    // The same, the body as it came (a stream's events); status 0 when no answer came.
+    std::pair<int, std::string> post_text(const char* path, const nlohmann::json& body) {
+        const httplib::Result r = client_.Post(path, body.dump(), "application/json");
+        return r ? std::pair(r->status, r->body) : std::pair(0, std::string());
+    }
 
 private:
     static serve::HttpServerOptions options(int http_threads) {
