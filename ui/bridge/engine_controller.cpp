@@ -145,7 +145,7 @@ void EngineController::loadModel(const ModelSource& source) {
         source_ = source;
         config_ = config;
         emit configApplied(config_);
-        emit modelLoaded(summarize(source, model_, *service_, template_->description(), template_->supported()));
+        emit modelLoaded(summarize(source, model_, *service_, *template_));
     } catch (const std::exception& e) {
         emit modelLoadFailed(errorText(e));
     }
@@ -165,7 +165,7 @@ void EngineController::applyConfig(const EngineConfig& config) {
             session.set_encoder(encoder()); // the new engine's tokenizer
         config_ = next;
         emit configApplied(config_);
-        emit modelLoaded(summarize(*source_, model_, *service_, template_->description(), template_->supported()));
+        emit modelLoaded(summarize(*source_, model_, *service_, *template_));
     } catch (const std::exception& e) {
         emit errorOccurred(tr("The configuration was not applied: %1").arg(errorText(e)));
     }

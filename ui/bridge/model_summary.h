@@ -7,12 +7,14 @@
 
 #include <QMetaType>
 
+#include "engine/chat/reasoning_split.h"
 #include "engine/engine_snapshot.h"
 #include "engine/model/model_config.h"
 #include "engine/model/tensor_stats.h"
 #include "ui/bridge/model_source.h"
 
 namespace kvscope {
+class ChatTemplate;
 class EngineService;
 class Model;
 } // namespace kvscope
@@ -29,6 +31,7 @@ struct ModelSummary {
     TensorStats tensors;
     std::string chat_template; // "llama3 (3.1+, dated)", or "none" (plain completion)
     bool chat_template_known = false;
+    ReasoningMode reasoning; // how the template's replies carry reasoning (the chat shows it apart)
     std::string kv_dtype;
     std::size_t kv_bytes_per_token = 0;
     std::uint32_t block_size = 0;
@@ -38,9 +41,9 @@ struct ModelSummary {
     int threads = 0;
 };
 
-// `chatTemplate`: the description of the template the controller uses.
+// `chat`: the template the controller uses.
 ModelSummary summarize(const ModelSource& source, std::shared_ptr<const Model> model, const EngineService& engine,
-                       const std::string& chatTemplate, bool chatTemplateKnown);
+                       const ChatTemplate& chat);
 
 } // namespace kvscope::ui
 

@@ -13,14 +13,27 @@
 #include <QScrollBar>
 #include <QShortcut>
 #include <QSpinBox>
+#include <QRegularExpression>
+#include <QTextBlock>
 #include <QTextBrowser>
 #include <QTextCursor>
+#include <QUrl>
 #include <QVBoxLayout>
 
 #include "engine/chat/chat_session.h"
 
 namespace kvscope::ui {
 namespace {
+
+// The link and text of a reply's reasoning carry its number, so that its
+// link can find what to show or hide.
+constexpr int kReasoningNumber = QTextFormat::UserProperty + 1;
+const QString kReasoningScheme = QStringLiteral("reasoning");
+
+int wordCount(const QString& text) {
+    static const QRegularExpression space(QStringLiteral("\\s+"));
+    return static_cast<int>(text.split(space, Qt::SkipEmptyParts).size());
+}
 
 QString finishWord(FinishReason reason) {
     switch (reason) {
@@ -112,6 +125,7 @@ ChatPanel::ChatPanel(int chat, QColor color, QWidget* parent)
 
     // The document lays out new text after it is inserted: follow it there too.
     connect(transcript_->verticalScrollBar(), &QScrollBar::rangeChanged, this, &ChatPanel::scrollToNewest);
+    connect(transcript_, &QTextBrowser::anchorClicked, this, &ChatPanel::onAnchor);
     connect(send_, &QPushButton::clicked, this, &ChatPanel::sendInput);
     connect(stop_, &QPushButton::clicked, this, &ChatPanel::stop);
     auto* sendKey = new QShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return), this);
@@ -210,7 +224,9 @@ void ChatPanel::submit(const QString& text) {
     cursor.insertText(text);
     appendHeading(tr("Model"), color_);
     scrollToNewest();
-    reply_.clear();
+    split_ = ReasoningSplitter(reasoningMode_);
+    reply_ = {};
+    replyStart_ = transcript_->document()->characterCount() - 1;
 
     ChatTurn turn{chat_, {}, requestParams()};
     if (const QString system = systemPrompt_->text().trimmed(); !system.isEmpty())
@@ -239,15 +255,106 @@ void ChatPanel::appendHeading(const QString& who, const QColor& color) {
 }
 
 void ChatPanel::appendText(const QString& text) {
-    reply_ += text.toStdString();
-    QTextCursor cursor(transcript_->document());
-    cursor.movePosition(QTextCursor::End);
-    cursor.insertText(text, QTextCharFormat());
+    const ReasoningText more = split_.push(text.toStdString());
+    reply_ += more;
+    if (reasoningMode_.format == ReasoningFormat::none) {
+        // No reasoning to place above the answer: the text goes at the end.
+        QTextCursor cursor(transcript_->document());
+        cursor.movePosition(QTextCursor::End);
+        cursor.insertText(QString::fromStdString(more.content), QTextCharFormat());
+    } else if (!more.empty()) {
+        drawReply(static_cast<int>(reasonings_.size()), true);
+    }
     setWaiting({}); // the first token came
     scrollToNewest();
 }
 
+QColor ChatPanel::dimmed() const {
+    // Between the text and its background: readable, and quieter than the answer, in either theme.
+    const QColor text = palette().color(QPalette::Text);
+    const QColor base = palette().color(QPalette::Base);
+    return QColor::fromRgbF(0.6f * text.redF() + 0.4f * base.redF(), 0.6f * text.greenF() + 0.4f * base.greenF(),
+                            0.6f * text.blueF() + 0.4f * base.blueF());
+}
+
+void ChatPanel::insertReasoning(QTextCursor& cursor, int n, bool shown) const {
+    QTextCharFormat link;
+    link.setAnchor(true);
+    link.setAnchorHref(kReasoningScheme + QLatin1Char(':') + QString::number(n));
+    link.setForeground(dimmed());
+    link.setFontPointSize(font().pointSizeF() * 0.85);
+    link.setProperty(kReasoningNumber, n);
+    const QString text = QString::fromStdString(reply_.reasoning);
+    const QString& reasoning = n < static_cast<int>(reasonings_.size()) ? reasonings_[static_cast<std::size_t>(n)].text : text;
+    const int words = wordCount(reasoning);
+    cursor.insertText(shown         ? tr("\u25BE Reasoning")
+                      : words == 1 ? tr("\u25B8 Reasoning \u00B7 1 word")
+                                   : tr("\u25B8 Reasoning \u00B7 %1 words").arg(words),
+                      link);
+    if (!shown)
+        return;
+    QTextCharFormat thought;
+    thought.setForeground(dimmed());
+    thought.setFontItalic(true);
+    thought.setProperty(kReasoningNumber, n);
+    cursor.insertBlock();
+    cursor.insertText(reasoning, thought);
+}
+
+void ChatPanel::drawReply(int n, bool shown) {
+    QTextCursor cursor(transcript_->document());
+    cursor.setPosition(replyStart_);
+    cursor.movePosition(QTextCursor::End, QTextCursor::KeepAnchor);
+    cursor.removeSelectedText();
+    if (!reply_.reasoning.empty()) {
+        insertReasoning(cursor, n, shown);
+        cursor.insertBlock();
+    }
+    cursor.insertText(QString::fromStdString(reply_.content), QTextCharFormat());
+}
+
+bool ChatPanel::reasoningShown(int n) const {
+    return n >= 0 && n < static_cast<int>(reasonings_.size()) && reasonings_[static_cast<std::size_t>(n)].shown;
+}
+
+void ChatPanel::toggleReasoning(int n) {
+    if (n < 0 || n >= static_cast<int>(reasonings_.size()))
+        return; // the reply still streaming shows its reasoning until it ends
+    int first = -1;
+    int end = -1;
+    for (QTextBlock block = transcript_->document()->begin(); block.isValid(); block = block.next())
+        for (auto it = block.begin(); !it.atEnd(); ++it) {
+            const QTextFragment f = it.fragment();
+            const QTextCharFormat format = f.charFormat();
+            if (format.hasProperty(kReasoningNumber) && format.intProperty(kReasoningNumber) == n) {
+                first = first < 0 ? f.position() : first;
+                end = f.position() + f.length();
+            }
+        }
+    if (first < 0)
+        return;
+    Reasoning& r = reasonings_[static_cast<std::size_t>(n)];
+    r.shown = !r.shown;
+    QTextCursor cursor(transcript_->document());
+    cursor.setPosition(first);
+    cursor.setPosition(end, QTextCursor::KeepAnchor);
+    cursor.removeSelectedText();
+    insertReasoning(cursor, n, r.shown);
+}
+
+void ChatPanel::onAnchor(const QUrl& url) {
+    if (url.scheme() == kReasoningScheme)
+        toggleReasoning(url.path().toInt());
+}
+
 void ChatPanel::finishTurn(const TurnStats& stats) {
+    reply_ += split_.finish();
+    if (!reply_.reasoning.empty()) { // folded into its link, now that the answer is there
+        reasonings_.push_back({QString::fromStdString(reply_.reasoning), false});
+        drawReply(static_cast<int>(reasonings_.size()) - 1, false);
+    } else if (reasoningMode_.format != ReasoningFormat::none) {
+        drawReply(static_cast<int>(reasonings_.size()), false);
+    }
     QTextCursor cursor(transcript_->document());
     cursor.movePosition(QTextCursor::End);
     cursor.insertBlock();
@@ -273,9 +380,9 @@ void ChatPanel::finishTurn(const TurnStats& stats) {
         cursor.insertText(tr("The engine refused this turn: %1").arg(QString::fromStdString(stats.error)), error);
         history_.pop_back(); // the user turn never happened; roles keep alternating
     } else {
-        history_.push_back({"assistant", reply_});
+        history_.push_back({"assistant", reply_.content, reply_.reasoning});
     }
-    reply_.clear();
+    reply_ = {};
     setWaiting({});
     scrollToNewest();
     setBusy(false);

@@ -6,6 +6,7 @@
 #include <QColor>
 #include <QWidget>
 
+#include "engine/chat/reasoning_split.h"
 #include "engine/engine_snapshot.h"
 #include "engine/tokenizer/chat_template.h"
 #include "ui/bridge/chat_turn.h"
@@ -17,6 +18,8 @@ class QPlainTextEdit;
 class QPushButton;
 class QSpinBox;
 class QTextBrowser;
+class QTextCursor;
+class QUrl;
 
 namespace kvscope::ui {
 
@@ -26,6 +29,12 @@ namespace kvscope::ui {
 //
 // The transcript follows the newest line as text arrives. While a turn
 // waits in the engine's queue, a line under the transcript says what for.
+//
+// A reasoning model's reasoning (setReasoningMode: gpt-oss's analysis
+// channel, a <think> block) streams in dimmed under a "Reasoning" link above
+// the answer; when the turn ends it folds into that link ("Reasoning · N
+// words"), which shows and hides it again. History keeps the answer as the
+// assistant's content and the reasoning apart (ChatMessage::reasoning).
 //
 // Object names for tests: systemPrompt, transcript, waiting, input, send,
 // stop, temperature, topP, topK, maxTokens, seed.
@@ -46,6 +55,12 @@ public:
     QString waitingLine() const;
     // Tells the user that the model has no known chat template.
     void setTemplateNote(const QString& note);
+    // How the model's replies carry reasoning; from the next turn on.
+    void setReasoningMode(ReasoningMode mode) { reasoningMode_ = mode; }
+    // Whether the reasoning of finished reply `n` (0: the first with any) is shown.
+    bool reasoningShown(int n) const;
+    // Shows or hides it, as its link does.
+    void toggleReasoning(int n);
     // Sends `text` as the next user message (what Send does with the input).
     void submit(const QString& text);
     void stop();
@@ -66,11 +81,27 @@ private:
     void setBusy(bool busy);
     void appendHeading(const QString& who, const QColor& color);
     void scrollToNewest();
+    // The reply streaming in, drawn again from replyStart_ on: its reasoning
+    // (reasoning `n`, its text shown or not) and its answer.
+    void drawReply(int n, bool shown);
+    // Reply `n`'s reasoning link and, when `shown`, its text, at `cursor`.
+    void insertReasoning(QTextCursor& cursor, int n, bool shown) const;
+    QColor dimmed() const;
+    void onAnchor(const QUrl& url);
+
+    struct Reasoning {
+        QString text;
+        bool shown = false;
+    };
 
     int chat_;
     QColor color_;
     std::vector<ChatMessage> history_; // user and assistant turns, without the system prompt
-    std::string reply_;                // the assistant turn streaming in
+    ReasoningMode reasoningMode_;
+    ReasoningSplitter split_;          // the reply streaming in, into its two parts
+    ReasoningText reply_;              // what it has shown of each
+    int replyStart_ = 0;               // where it starts in the transcript
+    std::vector<Reasoning> reasonings_; // finished replies' reasoning, by link number
     bool busy_ = false;
     QLineEdit* systemPrompt_;
     QLabel* templateNote_;

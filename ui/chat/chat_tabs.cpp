@@ -42,6 +42,7 @@ ChatPanel* ChatTabs::newChat() {
     const int chat = nextChat_++;
     auto* panel = new ChatPanel(chat, colorOf(chat));
     panel->setTemplateNote(templateNote_);
+    panel->setReasoningMode(reasoningMode_);
     connect(panel, &ChatPanel::submitRequested, this, &ChatTabs::submitRequested);
     connect(panel, &ChatPanel::stopRequested, this, &ChatTabs::stopRequested);
     setCurrentIndex(addTab(panel, swatch(panel->color()), tr("Chat %1").arg(chat)));
@@ -73,6 +74,13 @@ void ChatTabs::setTemplateNote(const QString& note) {
     for (int i = 0; i < count(); ++i)
         if (auto* p = qobject_cast<ChatPanel*>(widget(i)))
             p->setTemplateNote(note);
+}
+
+void ChatTabs::setReasoningMode(ReasoningMode mode) {
+    reasoningMode_ = mode;
+    for (int i = 0; i < count(); ++i)
+        if (auto* p = qobject_cast<ChatPanel*>(widget(i)))
+            p->setReasoningMode(mode);
 }
 
 void ChatTabs::showWaiting(const EngineSnapshot& snapshot) {

@@ -3,6 +3,7 @@
 #include <QColor>
 #include <QTabWidget>
 
+#include "engine/chat/reasoning_split.h"
 #include "engine/engine_snapshot.h"
 #include "ui/chat/chat_palette.h"
 #include "ui/bridge/chat_turn.h"
@@ -28,6 +29,8 @@ public:
     ChatPanel* panel(int chat) const;
     // Shown in every chat (and new ones): how turns are rendered for this model.
     void setTemplateNote(const QString& note);
+    // How this model's replies carry reasoning, for every chat (and new ones).
+    void setReasoningMode(ReasoningMode mode);
 
     // Each busy chat's waiting line from the snapshot (ChatPanel::setWaiting):
     // `chats` says which requests are whose.
@@ -44,6 +47,7 @@ signals:
 private:
     int nextChat_ = 1;
     QString templateNote_;
+    ReasoningMode reasoningMode_;
 };
 
 } // namespace kvscope::ui

@@ -520,6 +520,7 @@ void MainWindow::onModelLoaded(const ModelSummary& summary) {
                                 ? QString()
                                 : tr("This model has no chat template kvscope knows: each turn is sent as plain text "
                                      "for the model to continue."));
+    chats_->setReasoningMode(summary.reasoning);
     if (chats_->count() == 0)
         chats_->newChat();
     chatStack_->setCurrentIndex(1);
