@@ -100,6 +100,7 @@ private slots:
     void window_groups_by_kind_as_the_cli_counts_them();
     void swa_full_and_chunk_as_the_cli_options();
     void latent_models_answer_in_float_dtypes();
+    void mixture_of_experts_presets_with_their_windows();
 };
 
 void TestKvCalculatorDialog::preset_without_a_gpu() {
@@ -269,6 +270,23 @@ void TestKvCalculatorDialog::latent_models_answer_in_float_dtypes() {
     setCombo(dialog, "dtype", QStringLiteral("int8"));
     QVERIFY(dialog.errorText().isEmpty());
     QCOMPARE(*dialog.kindValue(0, KindColumn::kKindPerToken), 61.0 * (512 + 64) * 2);
+}
+
+// gpt-oss-20b and Qwen3-30B-A3B are model presets (kvscope makes and runs
+// them), listed as such: gpt-oss-20b's 128-token window layers apart from
+// its full-attention ones, Qwen3-30B-A3B global on every layer.
+void TestKvCalculatorDialog::mixture_of_experts_presets_with_their_windows() {
+    KvCalculatorDialog dialog;
+    auto* model = dialog.findChild<QComboBox*>(QStringLiteral("model"));
+    QVERIFY(dialog.selectPreset(QStringLiteral("gpt-oss-20b")));
+    QCOMPARE(model->currentText(), QStringLiteral("gpt-oss-20b"));
+    QCOMPARE(dialog.kindRows(), 2);
+    QCOMPARE(dialog.kindText(0, KindColumn::kKind), QStringLiteral("full attention, 12 layers"));
+    QCOMPARE(dialog.kindText(1, KindColumn::kKind), QStringLiteral("sliding window 128, 12 layers"));
+    QVERIFY(dialog.selectPreset(QStringLiteral("qwen3-30b-a3b")));
+    QCOMPARE(model->currentText(), QStringLiteral("qwen3-30b-a3b"));
+    QCOMPARE(dialog.kindRows(), 0);
+    compareWithCli(dialog, {"--preset", "qwen3-30b-a3b", "--tokens", "40960"});
 }
 
 QTEST_MAIN(TestKvCalculatorDialog)

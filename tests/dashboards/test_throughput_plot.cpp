@@ -1,8 +1,12 @@
 // The throughput plot on hand-made snapshot sequences, without a model: a
 // burst, an idle gap between two bursts, a step longer than a second under
 // load. It must draw what happened: tokens where steps ran, 0 where none did,
-// and as many tokens under the curve as the engine made.
+// and as many tokens under the curve as the engine made. And the experts'
+// share of a mixture of experts' steps, in the figures and the CSV, absent
+// for a dense model.
 #include <QtTest>
+
+#include <QBuffer>
 
 #include <cmath>
 
@@ -76,6 +80,8 @@ private slots:
     void the_panel_plots_the_spans();
     void the_panel_plots_only_its_window();
     void dashboards_fit_the_dock_of_a_1024x700_window();
+    void the_experts_share_of_a_step();
+    void the_csv_has_each_steps_expert_share();
 };
 
 void TestThroughputPlot::a_burst_is_drawn_where_it_ran() {
@@ -178,6 +184,55 @@ void TestThroughputPlot::dashboards_fit_the_dock_of_a_1024x700_window() {
                                 .arg(panel->metaObject()->className())
                                 .arg(smallest.width())
                                 .arg(smallest.height())));
+    }
+}
+
+namespace {
+
+// A step of `step_s` seconds, `expert_s` of them in experts (0: a dense model's).
+std::shared_ptr<const EngineSnapshot> stepSnapshot(double time_s, std::uint64_t step, double step_s, double expert_s) {
+    auto s = std::make_shared<EngineSnapshot>(*snapshot({time_s, time_s / 2, step, 20, step}));
+    s->last_step_s = step_s;
+    s->last_step_expert_s = expert_s;
+    return s;
+}
+
+} // namespace
+
+void TestThroughputPlot::the_experts_share_of_a_step() {
+    ThroughputPanel panel;
+    panel.show();
+    panel.setSnapshot(stepSnapshot(1.0, 1, 0.040, 0.0284));
+    QVERIFY2(panel.figuresText().contains(QStringLiteral("last step 40.0 ms (experts 71%)")),
+             qPrintable(panel.figuresText()));
+    panel.setSnapshot(stepSnapshot(1.1, 2, 0.020, 0.0022));
+    QVERIFY2(panel.figuresText().contains(QStringLiteral("last step 20.0 ms (experts 11%)")),
+             qPrintable(panel.figuresText()));
+    // A dense model's engine (its clock starts over): the step time alone.
+    panel.setSnapshot(stepSnapshot(0.5, 1, 0.040, 0.0));
+    QVERIFY2(panel.figuresText().contains(QStringLiteral("last step 40.0 ms   |")), qPrintable(panel.figuresText()));
+    QVERIFY(!panel.figuresText().contains(QStringLiteral("experts")));
+}
+
+void TestThroughputPlot::the_csv_has_each_steps_expert_share() {
+    SnapshotHistory history;
+    history.record(*stepSnapshot(0.0, 0, 0.0, 0.0)); // before the first step
+    history.record(*stepSnapshot(1.0, 1, 0.040, 0.0284));
+    history.record(*stepSnapshot(2.0, 2, 0.020, 0.0022));
+    QBuffer buffer;
+    QVERIFY(buffer.open(QIODevice::ReadWrite));
+    QVERIFY(history.writeCsv(buffer));
+    const QList<QByteArray> lines = buffer.data().trimmed().split('\n');
+    QCOMPARE(lines.size(), 4);
+    const QList<QByteArray> header = lines[0].split(',');
+    const qsizetype seconds = header.indexOf("last_step_expert_s"), share = header.indexOf("last_step_expert_pct");
+    QVERIFY(seconds >= 0 && share >= 0);
+    const double expectedShare[] = {0.0, 71.0, 11.0};
+    const double expectedSeconds[] = {0.0, 0.0284, 0.0022};
+    for (int i = 0; i < 3; ++i) {
+        const QList<QByteArray> row = lines[i + 1].split(',');
+        QCOMPARE(row[seconds].toDouble(), expectedSeconds[i]);
+        QVERIFY2(std::abs(row[share].toDouble() - expectedShare[i]) < 1e-3, row[share].constData());
     }
 }
 

@@ -1,7 +1,9 @@
 // The model panel's rows as a person reads them (ModelInfoPanel), for
 // synthetic models read from their files: a windowed Gemma 3 (its layers
 // by kind, what it computes beyond llama, RoPE by layer kind) and a plain
-// llama; and Gemma 3's RoPE scaling, which only its global layers get.
+// llama; Gemma 3's RoPE scaling, which only its global layers get; and a
+// mixture of experts' rows (experts, active experts, active parameters),
+// which a dense model does not have.
 #include <QtTest>
 
 #include <QTemporaryDir>
@@ -51,6 +53,7 @@ private slots:
     void windowed_model();
     void llama();
     void rope_scaling_on_global_layers();
+    void mixture_of_experts();
 
 private:
     // The summary of a preset cut for a test, written and read back.
@@ -97,6 +100,10 @@ void TestModelInfoPanel::llama() {
     QCOMPARE(row(panel, QStringLiteral("Layers")), QStringLiteral("6 layers, all global"));
     QCOMPARE(row(panel, QStringLiteral("Beyond llama")), QStringLiteral("none"));
     QCOMPARE(row(panel, QStringLiteral("RoPE")), QStringLiteral("base 10000; adjacent pairs"));
+    QCOMPARE(row(panel, QStringLiteral("Embedding / FFN")), QStringLiteral("288 / 768"));
+    // A dense model has no expert rows.
+    for (const char* key : {"Active parameters", "Experts", "Active experts", "Embedding"})
+        QVERIFY2(row(panel, QLatin1String(key)).isEmpty(), key);
 }
 
 void TestModelInfoPanel::rope_scaling_on_global_layers() {
@@ -109,6 +116,28 @@ void TestModelInfoPanel::rope_scaling_on_global_layers() {
     panel.setSummary(s);
     QCOMPARE(row(panel, QStringLiteral("RoPE")),
              QStringLiteral("base 1000000, sliding-window layers 10000; linear \u00d78 on 1 of 6 layers; neox halves"));
+}
+
+// Qwen3-30B-A3B's first layer with 16 experts 64 wide, of which each token
+// is routed to 8 (the preset's): the other 8 experts' gate, up and down
+// matrices (3 × 2048 × 64 each) are not active.
+void TestModelInfoPanel::mixture_of_experts() {
+    const ModelSummary s = summary(QStringLiteral("qwen3-30b-a3b"), {.layers = 1, .vocab = 512, .ffn = 64, .experts = 16});
+    ModelInfoPanel panel;
+    panel.setSummary(s);
+    QCOMPARE(row(panel, QStringLiteral("Architecture")), QStringLiteral("qwen3moe"));
+    QCOMPARE(row(panel, QStringLiteral("Experts")), QStringLiteral("16 in each layer, each an FFN 64 wide"));
+    QCOMPARE(row(panel, QStringLiteral("Active experts")),
+             QStringLiteral("8 of 16 per token in each layer, picked by a router"));
+    QCOMPARE(row(panel, QStringLiteral("Embedding")), QStringLiteral("2048"));
+    QVERIFY(row(panel, QStringLiteral("Embedding / FFN")).isEmpty()); // no one FFN: the experts' rows say it
+    const std::uint64_t idle = 8ull * 3 * 2048 * 64;
+    const double active = static_cast<double>(s.tensors.parameters - idle);
+    QCOMPARE(row(panel, QStringLiteral("Active parameters")),
+             QStringLiteral("%1 per token (%2% of all)")
+                 .arg(countText(active))
+                 .arg(100.0 * active / static_cast<double>(s.tensors.parameters), 0, 'f', 0));
+    QCOMPARE(row(panel, QStringLiteral("Parameters")), countText(static_cast<double>(s.tensors.parameters)));
 }
 
 QTEST_MAIN(TestModelInfoPanel)

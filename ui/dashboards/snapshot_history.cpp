@@ -31,6 +31,9 @@ const std::vector<CsvColumn>& csvColumns() {
         {"generation_tokens_per_s", [](const SnapshotFigures& f) { return number(f.generation_tokens_per_s); }},
         {"busy_s", [](const SnapshotFigures& f) { return number(f.busy_s); }},
         {"last_step_s", [](const SnapshotFigures& f) { return number(f.last_step_s); }},
+        {"last_step_expert_s", [](const SnapshotFigures& f) { return number(f.last_step_expert_s); }},
+        {"last_step_expert_pct",
+         [](const SnapshotFigures& f) { return percent(expert_share_of_step(f.last_step_s, f.last_step_expert_s)); }},
         {"running", [](const SnapshotFigures& f) { return count(f.running); }},
         {"waiting", [](const SnapshotFigures& f) { return count(f.waiting); }},
         {"swapped", [](const SnapshotFigures& f) { return count(f.swapped); }},
@@ -71,6 +74,7 @@ SnapshotFigures figures_of(const EngineSnapshot& s) {
     f.generation_tokens_per_s = s.generation_tokens_per_s;
     f.busy_s = s.busy_s;
     f.last_step_s = s.last_step_s;
+    f.last_step_expert_s = s.last_step_expert_s;
     f.running = s.running;
     f.waiting = s.waiting;
     f.swapped = s.swapped;
@@ -94,6 +98,8 @@ SnapshotFigures figures_of(const EngineSnapshot& s) {
     f.itl = s.itl;
     return f;
 }
+
+double expert_share_of_step(double step_s, double expert_s) { return step_s > 0 ? expert_s / step_s : 0.0; }
 
 SnapshotHistory::SnapshotHistory(std::size_t capacity) : capacity_(std::max<std::size_t>(capacity, 1)) {}
 

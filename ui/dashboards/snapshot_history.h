@@ -19,6 +19,7 @@ struct SnapshotFigures {
     double generation_tokens_per_s = 0;
     double busy_s = 0; // seconds inside steps since the engine started
     double last_step_s = 0;
+    double last_step_expert_s = 0; // of last_step_s, in mixture-of-experts FFNs; 0 for a dense model
     std::size_t running = 0, waiting = 0, swapped = 0;
     double block_occupancy = 0; // blocks in use / blocks
     double token_occupancy = 0; // slots holding a token / slots
@@ -36,6 +37,11 @@ struct SnapshotFigures {
 };
 
 SnapshotFigures figures_of(const EngineSnapshot& snapshot);
+
+// The share (0..1) of a step's seconds spent in mixture-of-experts FFNs
+// (router and experts): expert_s / step_s, 0 before the first step. A dense
+// model's is 0, as is a backend's that does not measure it.
+double expert_share_of_step(double step_s, double expert_s);
 
 // A bounded ring of the figures of the snapshots one engine produced, shared
 // by the panels that plot them over time (hand the same instance to each)

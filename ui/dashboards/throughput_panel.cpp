@@ -17,6 +17,17 @@ namespace {
 
 QString ms(double v) { return QString::number(v, 'f', 1) + QStringLiteral(" ms"); }
 
+// "12.3 ms", and for a mixture of experts "12.3 ms (experts 71%)": the
+// share of the step its router and experts took. Nothing is added for a
+// dense model, whose steps spend nothing in experts.
+QString stepText(const EngineSnapshot& s) {
+    QString text = ms(1000.0 * s.last_step_s);
+    if (s.last_step_expert_s > 0)
+        text += QObject::tr(" (experts %1%)")
+                    .arg(100.0 * expert_share_of_step(s.last_step_s, s.last_step_expert_s), 0, 'f', 0);
+    return text;
+}
+
 } // namespace
 
 ThroughputPanel::ThroughputPanel(std::shared_ptr<SnapshotHistory> history, QWidget* parent)
@@ -177,11 +188,14 @@ void ThroughputPanel::updateRatePlot(const std::vector<TokenRateSpan>& spans) {
 void ThroughputPanel::updateFigures(const EngineSnapshot& s) {
     figures_->setText(tr("TTFT (engine: arrival \u2192 first token) p50 %1 · p95 %2   |   inter-token p50 %3 · p95 %4   |   last step %5   |   "
                          "preemptions %6   |   prefix cache hit rate %7%   |   completed %8")
-                          .arg(ms(s.ttft.p50_ms), ms(s.ttft.p95_ms), ms(s.itl.p50_ms), ms(s.itl.p95_ms),
-                               ms(1000.0 * s.last_step_s))
+                          .arg(ms(s.ttft.p50_ms), ms(s.ttft.p95_ms), ms(s.itl.p50_ms), ms(s.itl.p95_ms), stepText(s))
                           .arg(s.preemptions)
                           .arg(100.0 * s.prefix_hit_rate, 0, 'f', 1)
                           .arg(s.completed_requests));
+    figures_->setToolTip(s.last_step_expert_s > 0
+                             ? tr("Experts: the share of the last step's time spent in the mixture-of-experts "
+                                  "FFNs, the router and the experts it picked")
+                             : QString());
 }
 
 std::vector<double> ThroughputPanel::series(Series s) const { return graphValues(graph(s)); }

@@ -19,8 +19,9 @@ namespace kvscope::ui {
 // How fast the engine serves, live: prompt and generation tokens/s,
 // running / waiting / swapped sequences and KV utilisation (blocks in use,
 // slots holding a token) over a rolling window of seconds; time to first
-// token and inter-token latency p50/p95, preemptions and the prefix cache
-// hit rate as numbers. Tokens/s is drawn from the tokens each interval
+// token and inter-token latency p50/p95, the last step's time (for a
+// mixture of experts, with the share of it spent in the experts),
+// preemptions and the prefix cache hit rate as numbers. Tokens/s is drawn from the tokens each interval
 // between snapshots made and the engine's busy time in it
 // (token_rate_spans.h): idle time reads 0, never a line between bursts.
 class ThroughputPanel : public QWidget {

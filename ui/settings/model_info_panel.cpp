@@ -61,6 +61,34 @@ QString ropeText(const ModelConfig& c) {
     return text + QStringLiteral("; ") + QString::fromStdString(std::string(to_string(c.rope_style)));
 }
 
+// A share as a person reads it: "17%", "0.4%".
+QString percentText(double share) { return QString::number(100.0 * share, 'f', share < 0.1 ? 1 : 0) + QLatin1Char('%'); }
+
+// What one token reads of a mixture of experts' weights, beside its
+// Parameters (TensorStats' active parameters).
+QString activeParametersRow(const ModelSummary& s) {
+    const Experts& e = s.config.experts;
+    const auto total = static_cast<double>(s.tensors.parameters);
+    const auto active = static_cast<double>(s.tensors.active_parameters(e.count, e.used));
+    return row(QObject::tr("Active parameters"), QObject::tr("%1 per token (%2 of all)")
+                                                     .arg(countText(active), percentText(total > 0 ? active / total : 0)));
+}
+
+// The experts a mixture of experts' router picks from, in place of one FFN.
+QString expertRows(const Experts& e) {
+    return row(QObject::tr("Experts"), QObject::tr("%1 in each layer, each an FFN %2 wide").arg(e.count).arg(e.ffn_dim)) +
+           row(QObject::tr("Active experts"),
+               QObject::tr("%1 of %2 per token in each layer, picked by a router").arg(e.used).arg(e.count));
+}
+
+// "2880 / 8192": the embedding's and the FFN's widths; a mixture of
+// experts has no one FFN (its experts' rows follow).
+QString widthRows(const ModelConfig& c) {
+    if (c.is_moe())
+        return row(QObject::tr("Embedding"), QString::number(c.embedding_dim)) + expertRows(c.experts);
+    return row(QObject::tr("Embedding / FFN"), QStringLiteral("%1 / %2").arg(c.embedding_dim).arg(c.ffn_dim));
+}
+
 QString html(const ModelSummary& s) {
     const ModelConfig& c = s.config;
     QString out = QStringLiteral("<table cellspacing=2>");
@@ -70,13 +98,15 @@ QString html(const ModelSummary& s) {
         out += row(QObject::tr("Name"), QString::fromStdString(c.name));
     out += row(QObject::tr("Architecture"), QString::fromStdString(c.architecture));
     out += row(QObject::tr("Parameters"), countText(static_cast<double>(s.tensors.parameters)));
+    if (c.is_moe())
+        out += activeParametersRow(s);
     out += row(QObject::tr("Weights"), bytesText(static_cast<double>(s.tensors.bytes)));
     out += row(QObject::tr("Tensor types"), tensorTypes(s.tensors)).replace(QStringLiteral("\n"), QStringLiteral("<br>"));
     out += row(QObject::tr("Layers"), QString::fromStdString(c.layer_kinds()));
     out += row(QObject::tr("Beyond llama"), QString::fromStdString(c.features()));
     out += row(QObject::tr("RoPE"), ropeText(c));
     out += row(QObject::tr("Heads"), QObject::tr("%1 (%2 KV) \u00d7 %3").arg(c.n_heads).arg(c.n_kv_heads).arg(c.head_dim));
-    out += row(QObject::tr("Embedding / FFN"), QStringLiteral("%1 / %2").arg(c.embedding_dim).arg(c.ffn_dim));
+    out += widthRows(c);
     out += row(QObject::tr("Vocabulary"), QString::number(c.vocab_size));
     out += row(QObject::tr("Context"), QObject::tr("%1 tokens").arg(c.context_length));
     out += row(QObject::tr("Chat template"), s.chat_template_known

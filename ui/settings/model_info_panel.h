@@ -15,7 +15,9 @@ namespace kvscope::ui {
 // layers by kind (sliding-window, global, without RoPE; ModelConfig's
 // layer_kinds), what it computes beyond llama (features), RoPE by layer
 // kind, context, chat template, and what its KV cache costs (from the
-// engine's KvLayout).
+// engine's KvLayout). A mixture of experts adds the parameters a token
+// reads (TensorStats' active parameters) and its experts: how many, how
+// wide, how many a token is routed to; a dense model's rows stay as they were.
 class ModelInfoPanel : public QWidget {
     Q_OBJECT
 public:
