@@ -5,7 +5,9 @@
 // serves the earlier turns from their blocks, and the context policy every
 // front end shares: the oldest exchanges are left out, then the reply is
 // limited to the room left, and both are said on stderr; only a message that
-// alone fills the context is refused. End of input ends the chat.
+// alone fills the context is refused. End of input ends the chat. A
+// reasoning model's reasoning (gpt-oss's analysis channel, Qwen3's <think>)
+// streams to stderr, apart from the answer on stdout.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -17,6 +19,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/model_options.h"
 #include "engine/chat/chat_session.h"
+#include "engine/chat/reasoning_split.h"
 #include "engine/completion.h"
 #include "engine/core/error.h"
 #include "engine/tokenizer/chat_template.h"
@@ -48,6 +51,30 @@ private:
     bool started_;
 };
 
+// A reply's reasoning on stderr (dimmed on a terminal), opened by
+// "[reasoning] " and closed by a newline before the answer.
+class ReasoningPrinter {
+public:
+    void print(const std::string& text) {
+        if (text.empty())
+            return;
+        if (!open_)
+            std::fputs(dim_ ? "\033[2m[reasoning] " : "[reasoning] ", stderr);
+        open_ = true;
+        std::fputs(text.c_str(), stderr);
+        std::fflush(stderr);
+    }
+    void close() {
+        if (open_)
+            std::fputs(dim_ ? "\033[0m\n" : "\n", stderr);
+        open_ = false;
+    }
+
+private:
+    bool dim_ = isatty(STDERR_FILENO) != 0;
+    bool open_ = false;
+};
+
 } // namespace
 
 int run_chat(Args& args) {
@@ -75,6 +102,7 @@ int run_chat(Args& args) {
         std::fprintf(stderr, "[type a message and press Enter; /reset forgets the conversation; "
                              "Ctrl-D ends]\n");
 
+    const ReasoningMode reasoning = reasoning_mode(chat);
     ChatSession session(TurnEncoder::through(chat, tokenizer), context, system);
     std::string line;
     while (true) {
@@ -105,10 +133,21 @@ int run_chat(Args& args) {
         const std::size_t prompt_tokens = plan.prompt.size();
 
         ReplyPrinter printer(!chat.supported()); // templates: no leading spaces on screen
+        ReasoningPrinter thoughts;
+        ReasoningSplitter splitter(reasoning);
+        const auto show = [&](const ReasoningText& part) {
+            thoughts.print(part.reasoning);
+            if (!part.content.empty()) {
+                thoughts.close();
+                printer.print(part.content);
+            }
+        };
         Completion r;
         try {
             r = run_to_completion(engine, std::move(plan.prompt), params,
-                                  [&](const RequestOutput& out) { printer.print(out.text); });
+                                  [&](const RequestOutput& out) { show(splitter.push(out.text)); });
+            show(splitter.finish());
+            thoughts.close();
         } catch (const Error& e) { // the engine refused or failed the turn: it never happened
             if (engine.has_work())
                 throw; // the engine is stuck: the chat cannot go on
