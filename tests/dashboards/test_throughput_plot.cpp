@@ -201,17 +201,28 @@ std::shared_ptr<const EngineSnapshot> stepSnapshot(double time_s, std::uint64_t 
 
 void TestThroughputPlot::the_experts_share_of_a_step() {
     ThroughputPanel panel;
+    panel.setWindowSeconds(0);
     panel.show();
+    panel.setSnapshot(stepSnapshot(0.5, 0, 0.0, 0.0)); // before the first step: nothing says experts yet
+    QVERIFY(!panel.expertPlotShown());
+    QVERIFY(!panel.figuresText().contains(QStringLiteral("experts")));
     panel.setSnapshot(stepSnapshot(1.0, 1, 0.040, 0.0284));
     QVERIFY2(panel.figuresText().contains(QStringLiteral("last step 40.0 ms (experts 71%)")),
              qPrintable(panel.figuresText()));
     panel.setSnapshot(stepSnapshot(1.1, 2, 0.020, 0.0022));
     QVERIFY2(panel.figuresText().contains(QStringLiteral("last step 20.0 ms (experts 11%)")),
              qPrintable(panel.figuresText()));
-    // A dense model's engine (its clock starts over): the step time alone.
+    // Each snapshot's step as a point of the experts' plot, in %.
+    QVERIFY(panel.expertPlotShown());
+    const auto share = panel.series(ThroughputPanel::Series::ExpertShare);
+    QCOMPARE(share.size(), std::size_t{3});
+    QCOMPARE(share[0], 0.0);
+    QVERIFY(std::abs(share[1] - 71.0) < 1e-9 && std::abs(share[2] - 11.0) < 1e-9);
+    // A dense model's engine (its clock starts over): the step time alone, no plot.
     panel.setSnapshot(stepSnapshot(0.5, 1, 0.040, 0.0));
     QVERIFY2(panel.figuresText().contains(QStringLiteral("last step 40.0 ms   |")), qPrintable(panel.figuresText()));
     QVERIFY(!panel.figuresText().contains(QStringLiteral("experts")));
+    QVERIFY(!panel.expertPlotShown());
 }
 
 void TestThroughputPlot::the_csv_has_each_steps_expert_share() {

@@ -109,9 +109,10 @@ bool SnapshotHistory::record(const EngineSnapshot& snapshot) {
         if (snapshot.time_s == last.time_s && snapshot.step == last.step)
             return false;
         if (snapshot.time_s < last.time_s)
-            entries_.clear();
+            clear();
     }
     entries_.push_back(figures_of(snapshot));
+    expert_steps_ = expert_steps_ || snapshot.last_step_expert_s > 0;
     if (entries_.size() > capacity_)
         entries_.pop_front();
     return true;

@@ -56,7 +56,13 @@ public:
     // A snapshot older than the last one means the engine was replaced
     // (a new model or configuration): the history starts over.
     bool record(const EngineSnapshot& snapshot);
-    void clear() { entries_.clear(); }
+    void clear() {
+        entries_.clear();
+        expert_steps_ = false;
+    }
+    // Whether a step recorded since the history (re)started spent time in
+    // mixture-of-experts FFNs: the engine runs a mixture of experts.
+    bool hasExpertSteps() const { return expert_steps_; }
 
     const std::deque<SnapshotFigures>& entries() const { return entries_; }
     std::size_t capacity() const { return capacity_; }
@@ -68,6 +74,7 @@ public:
 private:
     std::size_t capacity_;
     std::deque<SnapshotFigures> entries_;
+    bool expert_steps_ = false;
 };
 
 } // namespace kvscope::ui

@@ -37,6 +37,7 @@ ThroughputPanel::ThroughputPanel(std::shared_ptr<SnapshotHistory> history, QWidg
       tokensPlot_(newDashboardPlot(this, tr("time (s)"), tr("tokens/s"))),
       seqsPlot_(newDashboardPlot(this, tr("time (s)"), tr("sequences"))),
       kvPlot_(newDashboardPlot(this, tr("time (s)"), tr("% of KV pool"))),
+      expertPlot_(newDashboardPlot(this, tr("time (s)"), tr("% of the step's time"))),
       figures_(new QLabel(this)) {
     // Graph order follows the Series enum.
     addLine(tokensPlot_, tr("prompt"), QColor(0x8c, 0x56, 0x4b));
@@ -46,8 +47,11 @@ ThroughputPanel::ThroughputPanel(std::shared_ptr<SnapshotHistory> history, QWidg
     addLine(seqsPlot_, tr("swapped"), QColor(0xd6, 0x27, 0x28));
     addLine(kvPlot_, tr("blocks in use"), QColor(0x1f, 0x77, 0xb4));
     addLine(kvPlot_, tr("slots holding a token"), QColor(0x17, 0xbe, 0xcf), Qt::DashLine);
+    addLine(expertPlot_, tr("in experts (router and expert FFNs)"), QColor(0xff, 0x7f, 0x0e));
     kvPlot_->yAxis->setRange(0, 105);
-    for (QCustomPlot* plot : {tokensPlot_, seqsPlot_, kvPlot_})
+    expertPlot_->yAxis->setRange(0, 105);
+    expertPlot_->setVisible(false); // until a step spends time in experts
+    for (QCustomPlot* plot : allPlots())
         for (int i = 0; i < plot->graphCount(); ++i)
             plot->graph(i)->setLineStyle(QCPGraph::lsStepLeft); // each value holds until the next
 
@@ -69,7 +73,7 @@ ThroughputPanel::ThroughputPanel(std::shared_ptr<SnapshotHistory> history, QWidg
     top->addWidget(window_);
     // Side by side: the bottom dock is wide and short.
     auto* plots = new QHBoxLayout;
-    for (QCustomPlot* plot : {tokensPlot_, seqsPlot_, kvPlot_})
+    for (QCustomPlot* plot : allPlots())
         plots->addWidget(plot, 1);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
@@ -77,6 +81,8 @@ ThroughputPanel::ThroughputPanel(std::shared_ptr<SnapshotHistory> history, QWidg
     layout->addLayout(plots, 1);
     figures_->setText(tr("No snapshot yet"));
 }
+
+std::array<QCustomPlot*, 4> ThroughputPanel::allPlots() const { return {tokensPlot_, seqsPlot_, kvPlot_, expertPlot_}; }
 
 QCPGraph* ThroughputPanel::graph(Series s) const {
     switch (s) {
@@ -87,6 +93,7 @@ QCPGraph* ThroughputPanel::graph(Series s) const {
     case Series::Swapped: return seqsPlot_->graph(2);
     case Series::BlockOccupancy: return kvPlot_->graph(0);
     case Series::TokenOccupancy: return kvPlot_->graph(1);
+    case Series::ExpertShare: return expertPlot_->graph(0);
     }
     return nullptr;
 }
@@ -136,7 +143,7 @@ void ThroughputPanel::updatePlots() {
                                            [](const SnapshotFigures& f, double t) { return f.time_s < t; });
     const auto first = static_cast<std::size_t>(std::max<std::ptrdiff_t>(inWindow - entries.begin() - 1, 0));
     updateRatePlot(token_rate_spans(entries, first));
-    QVector<double> t, running, waiting, swapped, blocks, tokens;
+    QVector<double> t, running, waiting, swapped, blocks, tokens, experts;
     for (std::size_t i = first; i < entries.size(); ++i) {
         const SnapshotFigures& f = entries[i];
         t << f.time_s;
@@ -145,21 +152,25 @@ void ThroughputPanel::updatePlots() {
         swapped << static_cast<double>(f.swapped);
         blocks << 100.0 * f.block_occupancy;
         tokens << 100.0 * f.token_occupancy;
+        experts << 100.0 * expert_share_of_step(f.last_step_s, f.last_step_expert_s);
     }
     graph(Series::Running)->setData(t, running, true);
     graph(Series::Waiting)->setData(t, waiting, true);
     graph(Series::Swapped)->setData(t, swapped, true);
     graph(Series::BlockOccupancy)->setData(t, blocks, true);
     graph(Series::TokenOccupancy)->setData(t, tokens, true);
+    graph(Series::ExpertShare)->setData(t, experts, true);
+    expertPlot_->setVisible(history_->hasExpertSteps());
     const double start = window_s_ > 0 ? std::max(from, 0.0) : t.front();
-    for (QCustomPlot* plot : {tokensPlot_, seqsPlot_, kvPlot_})
+    for (QCustomPlot* plot : allPlots())
         plot->xAxis->setRange(start, std::max(last, start + 1));
     double topSeqs = 1;
     for (const QVector<double>* v : {&running, &waiting, &swapped})
         topSeqs = std::max(topSeqs, *std::max_element(v->begin(), v->end()));
     seqsPlot_->yAxis->setRange(0, topSeqs * 1.1 + 0.5);
-    for (QCustomPlot* plot : {tokensPlot_, seqsPlot_, kvPlot_})
-        queueReplot(plot);
+    for (QCustomPlot* plot : allPlots())
+        if (plot->isVisibleTo(this))
+            queueReplot(plot);
 }
 
 // Each span is one point at its start; a last point at the end of the last
@@ -199,6 +210,8 @@ void ThroughputPanel::updateFigures(const EngineSnapshot& s) {
 }
 
 std::vector<double> ThroughputPanel::series(Series s) const { return graphValues(graph(s)); }
+
+bool ThroughputPanel::expertPlotShown() const { return expertPlot_->isVisibleTo(this); }
 
 QString ThroughputPanel::figuresText() const { return figures_->text(); }
 

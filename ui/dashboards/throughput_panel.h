@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -18,7 +19,8 @@ namespace kvscope::ui {
 
 // How fast the engine serves, live: prompt and generation tokens/s,
 // running / waiting / swapped sequences and KV utilisation (blocks in use,
-// slots holding a token) over a rolling window of seconds; time to first
+// slots holding a token) over a rolling window of seconds, and for a
+// mixture of experts the share of each step its experts took; time to first
 // token and inter-token latency p50/p95, the last step's time (for a
 // mixture of experts, with the share of it spent in the experts),
 // preemptions and the prefix cache hit rate as numbers. Tokens/s is drawn from the tokens each interval
@@ -35,6 +37,7 @@ public:
         Swapped,
         BlockOccupancy, // %
         TokenOccupancy, // %
+        ExpertShare,    // % of each step in a mixture of experts' router and experts
     };
 
     explicit ThroughputPanel(std::shared_ptr<SnapshotHistory> history = nullptr, QWidget* parent = nullptr);
@@ -44,6 +47,9 @@ public:
     // What the plots and numbers show (for tests): a series' values in time
     // order; a rate's are one per TokenRateSpan and the last one again.
     std::vector<double> series(Series s) const;
+    // The experts' plot is shown once the history holds a step that spent
+    // time in experts: never for a dense model.
+    bool expertPlotShown() const;
     QString figuresText() const;
 
 public slots:
@@ -55,6 +61,7 @@ protected:
     void showEvent(QShowEvent* event) override;
 
 private:
+    std::array<QCustomPlot*, 4> allPlots() const;
     QCPGraph* graph(Series s) const;
     void updatePlots();
     void updateRatePlot(const std::vector<TokenRateSpan>& spans);
@@ -66,6 +73,7 @@ private:
     QCustomPlot* tokensPlot_;
     QCustomPlot* seqsPlot_;
     QCustomPlot* kvPlot_;
+    QCustomPlot* expertPlot_;
     QLabel* figures_;
     // Hidden (a tabbed dock in the background): record, draw when shown.
     std::shared_ptr<const EngineSnapshot> latest_;
