@@ -36,6 +36,14 @@ std::shared_ptr<const EngineSnapshot> snapshot(const Moment& m) {
     return s;
 }
 
+// A step of `step_s` seconds, `expert_s` of them in experts (0: a dense model's).
+std::shared_ptr<const EngineSnapshot> stepSnapshot(double time_s, std::uint64_t step, double step_s, double expert_s) {
+    auto s = std::make_shared<EngineSnapshot>(*snapshot({time_s, time_s / 2, step, 20, step}));
+    s->last_step_s = step_s;
+    s->last_step_expert_s = expert_s;
+    return s;
+}
+
 std::deque<SnapshotFigures> history(std::initializer_list<Moment> moments) {
     std::deque<SnapshotFigures> entries;
     for (const Moment& m : moments)
@@ -175,9 +183,13 @@ void TestThroughputPlot::dashboards_fit_the_dock_of_a_1024x700_window() {
     // take ~60 px of that.
     const QSize dock(1024, 700 * 2 / 5 - 60);
     ThroughputPanel throughput;
+    ThroughputPanel moe; // with its experts' plot
+    moe.show();
+    moe.setSnapshot(stepSnapshot(1.0, 1, 0.040, 0.0284));
+    QVERIFY(moe.expertPlotShown());
     FragmentationPanel fragmentation;
     fragmentation.setCounterfactualVisible(true); // the longest legend
-    for (QWidget* panel : std::initializer_list<QWidget*>{&throughput, &fragmentation}) {
+    for (QWidget* panel : std::initializer_list<QWidget*>{&throughput, &moe, &fragmentation}) {
         const QSize smallest = panel->minimumSizeHint();
         QVERIFY2(smallest.width() <= dock.width() && smallest.height() <= dock.height(),
                  qPrintable(QStringLiteral("%1: %2x%3")
@@ -186,18 +198,6 @@ void TestThroughputPlot::dashboards_fit_the_dock_of_a_1024x700_window() {
                                 .arg(smallest.height())));
     }
 }
-
-namespace {
-
-// A step of `step_s` seconds, `expert_s` of them in experts (0: a dense model's).
-std::shared_ptr<const EngineSnapshot> stepSnapshot(double time_s, std::uint64_t step, double step_s, double expert_s) {
-    auto s = std::make_shared<EngineSnapshot>(*snapshot({time_s, time_s / 2, step, 20, step}));
-    s->last_step_s = step_s;
-    s->last_step_expert_s = expert_s;
-    return s;
-}
-
-} // namespace
 
 void TestThroughputPlot::the_experts_share_of_a_step() {
     ThroughputPanel panel;

@@ -47,7 +47,7 @@ ThroughputPanel::ThroughputPanel(std::shared_ptr<SnapshotHistory> history, QWidg
     addLine(seqsPlot_, tr("swapped"), QColor(0xd6, 0x27, 0x28));
     addLine(kvPlot_, tr("blocks in use"), QColor(0x1f, 0x77, 0xb4));
     addLine(kvPlot_, tr("slots holding a token"), QColor(0x17, 0xbe, 0xcf), Qt::DashLine);
-    addLine(expertPlot_, tr("in experts (router and expert FFNs)"), QColor(0xff, 0x7f, 0x0e));
+    addLine(expertPlot_, tr("router and experts"), QColor(0xff, 0x7f, 0x0e));
     kvPlot_->yAxis->setRange(0, 105);
     expertPlot_->yAxis->setRange(0, 105);
     expertPlot_->setVisible(false); // until a step spends time in experts
