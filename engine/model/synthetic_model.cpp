@@ -24,14 +24,17 @@ constexpr float kBiasStd = 0.1f;
 // while the k picked still share the token's weight.
 constexpr double kRouterLogitStd = 2.0;
 // gpt-oss's experts' gate and up outputs spread with about this standard
-// deviation, half its SwiGLU clamp (7), so some 5% of them pass the clamp
-// and a runner that leaves it out disagrees.
+// deviation, half its SwiGLU clamp (7), so some 3% of gate values and 5%
+// of up values pass the clamp and a runner that leaves it out disagrees.
 constexpr double kClampedExpertOutputStd = 3.5;
-// Attention sinks: uniform in [0, this), about the size of a head's
-// largest scores (these models' scores spread with a standard deviation
-// of about 1.2 before YaRN's magnitude scale): each sink takes a visible
-// share of its head's attention at every position, not only at the first.
-constexpr float kSinkMax = 4.0f;
+// Attention sinks: uniform in [0, this), up to the size of a head's largest
+// scores. gpt-oss's scores spread with a standard deviation of about 2.3
+// (1.25 times YaRN's magnitude squared, 1.35^2), so T keys hold about
+// 14 T of the softmax's denominator and the largest of 128 scores is
+// about 6: a sink of 8 takes some 60% of a window head's attention, one of
+// 4 a few percent, and a runner that drops the sinks disagrees at every
+// position, not only at the first few.
+constexpr float kSinkMax = 8.0f;
 // gpt-oss's config.json rope_scaling (also llama.cpp's defaults):
 // dimensions rotating fewer than beta_slow times over the original
 // context interpolate, more than beta_fast extrapolate.

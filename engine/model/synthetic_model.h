@@ -51,7 +51,7 @@ struct WeightTypes {
 // have a standard deviation of about 2 (the top k seldom a near-tie),
 // gpt-oss's expert gate/up so about 5% of their outputs pass its SwiGLU
 // clamp, its biases normal with std 0.1 and its attention sinks uniform in
-// [0, 4) (about a head's largest scores). Matrices are stored in `types`
+// [0, 8) (up to a head's largest scores). Matrices are stored in `types`
 // (F32, F16, BF16, Q8_0, Q4_0, ...; MXFP4 experts), vectors in F32. A non-empty `chat_template` (Jinja text) is written as
 // tokenizer.chat_template, so the model can be chatted with and served
 // through a chat API.

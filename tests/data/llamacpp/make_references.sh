@@ -1,8 +1,9 @@
 #!/bin/sh
 # Regenerates llama.cpp's reference outputs that test_llamacpp_match
 # compares kvscope with (tests/data/README.md). For each model of
-# models.txt, in F16, Q8_0 and Q4_0: kvscope-cli make-model writes the file,
-# llama.cpp's llgen gives the 64 tokens it generates greedily after the
+# models.txt, in F16, Q8_0 and Q4_0 (gpt-oss also in MXFP4, its own files'
+# layout: experts MXFP4, the rest Q8_0): kvscope-cli make-model writes the
+# file, llama.cpp's llgen gives the 64 tokens it generates greedily after the
 # 576 positions of prompt.txt, and lltop the top-4 log-probabilities after
 # each position of the prompt followed by those 64 tokens (so a test can
 # tell a near-tie where two engines' greedy choices part). One file per
@@ -85,7 +86,11 @@ grep -v '^#' "$here/models.txt" | while read -r arch args; do
     if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$arch"; then
         continue
     fi
-    for type in f16 q8_0 q4_0; do
+    types="f16 q8_0 q4_0"
+    if [ "$arch" = gpt-oss ]; then
+        types="$types mxfp4"
+    fi
+    for type in $types; do
         # shellcheck disable=SC2086 # the arguments are words
         reference "$arch" "$type" $args
     done
