@@ -19,7 +19,7 @@ commands:
                [--tokens N] [--seqs N] [--kv-dtype D] [--block-size B] [--chunk N]
                [--swa-full] [--gpu NAME | --gpu-mem-gib G] [--weights TYPE] [--gpu-util F] [--json]
                calc --list  shows the model and GPU presets (and calculator-only models:
-               gpt-oss, DeepSeek-V3, Kimi-K2, ...) and their KV at 32k tokens
+               gpt-oss-120b, DeepSeek-V3, Kimi-K2, ...) and their KV at 32k tokens
   chat         a terminal chat through the model's chat template (Llama 2/3, ChatML,
                Mistral, Zephyr, Gemma); each line on stdin is a user message, the
                reply streams out; without a known template: plain completion
