@@ -1,9 +1,11 @@
 // kvscope-cli make-model, run as a user runs it: the file it writes is read
 // back by kvscope-cli info. Needs no reference models. The smallest preset,
-// llama-15m: what is checked does not depend on a model's size.
+// llama-15m: what is checked does not depend on a model's size (and a
+// cut gpt-oss-20b for the mixture-of-experts options).
 #include <QtTest>
 
 #include <QFile>
+#include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
 
@@ -19,6 +21,7 @@ private slots:
     void missing_chat_template_file_is_an_error();
     void cut_options_make_a_smaller_model_of_the_same_kinds();
     void cut_options_out_of_range_are_errors();
+    void mixtures_of_experts_cut_and_in_mxfp4();
 };
 
 namespace {
@@ -121,6 +124,38 @@ void TestCliMakeModel::cut_options_out_of_range_are_errors() {
     QCOMPARE(r.exit_code, 1);
     QVERIFY2(r.err.contains("--vocab must be in 260..151936"), r.err.constData());
     QVERIFY(!QFile::exists(file));
+}
+
+// gpt-oss-20b cut to one layer of 4 experts (as many as a token uses) in
+// --type mxfp4, gpt-oss's own layout: its experts MXFP4, every other
+// matrix Q8_0, the router and the vectors F32. And the options' refusals.
+void TestCliMakeModel::mixtures_of_experts_cut_and_in_mxfp4() {
+    QTemporaryDir dir;
+    const QString file = dir.filePath("g.gguf");
+    const QStringList cut{"make-model", "--preset", "gpt-oss-20b", "--layers", "1", "--vocab", "300", "--ffn", "64",
+                          "-o", file};
+    auto r = run_cli(cut + QStringList{"--experts", "4", "--type", "mxfp4"});
+    QCOMPARE(r.exit_code, 0);
+    QVERIFY2(r.out.contains("gpt-oss-20b, 1 of 24 layers, vocabulary 300, FFN 64, 4 of 32 experts") &&
+                 r.out.contains("MXFP4 experts, Q8_0 otherwise"),
+             r.out.constData());
+    r = run_cli({"--log-level", "warn", "info", file, "--json"});
+    QCOMPARE(r.exit_code, 0);
+    QCOMPARE(r.json()["architecture"].toString(), QString("gpt-oss"));
+    const QJsonObject types = r.json()["tensor_types"].toObject();
+    QCOMPARE(types["MXFP4"].toObject()["tensors"].toInt(), 3); // gate, up and down of the layer's experts
+    QCOMPARE(types["Q8_0"].toObject()["tensors"].toInt(), 6);  // token_embd, Q, K, V, O, output
+    QVERIFY(types.contains("F32"));                            // norms, biases, sinks and the router
+
+    r = run_cli(cut + QStringList{"--experts", "3"});
+    QCOMPARE(r.exit_code, 1);
+    QVERIFY2(r.err.contains("--experts must be in 4..32"), r.err.constData());
+    r = run_cli({"make-model", "--preset", "llama-15m", "--type", "mxfp4", "-o", file});
+    QCOMPARE(r.exit_code, 1);
+    QVERIFY2(r.err.contains("has no experts"), r.err.constData());
+    r = run_cli({"make-model", "--preset", "llama-15m", "--experts", "4", "-o", file});
+    QCOMPARE(r.exit_code, 1);
+    QVERIFY2(r.err.contains("--experts: llama-15m has no experts"), r.err.constData());
 }
 
 QTEST_GUILESS_MAIN(TestCliMakeModel)
