@@ -518,6 +518,8 @@ void TestPagedAttention::options_match_double_reference_data() {
         {"decode gemma2 scores gqa2", 2, 16, 300, 1, 2.5f, 50.0f, 128},
         {"prompt gemma2 scores gqa2", 2, 16, 300, 200, 2.5f, 50.0f, 0},
         {"decode sinks one span", 1, 16, 20, 1, 0.0f, 0.0f, 0, true},
+        {"decode sinks gqa8 two spans", 8, 16, 18, 1, 0.0f, 0.0f, 0, true},
+        {"decode sinks gqa8 w128", 8, 16, 300, 1, 0.0f, 0.0f, 128, true},
         {"decode sinks gqa4", 4, 16, 150, 1, 0.0f, 0.0f, 0, true},
         {"decode sinks w40", 1, 16, 150, 1, 0.0f, 0.0f, 40, true},
         {"decode sinks softcap scale w13 b32", 4, 32, 99, 1, 0.1f, 5.0f, 13, true},

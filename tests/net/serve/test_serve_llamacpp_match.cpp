@@ -31,10 +31,12 @@ namespace {
 
 const QString kDataDir = QStringLiteral(KVSCOPE_TEST_DATA "/llamacpp");
 
-// The served engine: the reference's CPU numbers.
-EngineConfig cpu_engine() {
+// The served engine: the reference's CPU numbers, in the KV dtype the
+// file is compared in (reference_kv_dtype).
+EngineConfig cpu_engine(KvDtype kv_dtype) {
     EngineConfig c;
     c.backend = Backend::Cpu;
+    c.kv_dtype = kv_dtype;
     return c;
 }
 
@@ -57,7 +59,8 @@ private slots:
         QTemporaryDir dir;
         const Reference reference = read_reference(kDataDir + "/" + file + ".txt");
         const std::vector<TokenId> prompt = read_prompt(kDataDir);
-        ServedModel served(make_reference_model(reference, file, dir, KVSCOPE_CLI).toStdString(), "reference", cpu_engine(), 2);
+        ServedModel served(make_reference_model(reference, file, dir, KVSCOPE_CLI).toStdString(), "reference",
+                           cpu_engine(reference_kv_dtype(file, reference)), 2);
         const auto [status, body] = served.post("/v1/completions", {{"prompt", prompt},
                                                                     {"max_tokens", 0},
                                                                     {"echo", true},
@@ -68,7 +71,7 @@ private slots:
         QVERIFY(tops.size() >= prompt.size());
         QVERIFY(tops[0].is_null()); // the first token has no context
 
-        const MatchBar bar = match_bar(file);
+        const MatchBar bar = match_bar(file, reference);
         std::size_t agree = 0, ties = 0;
         double widest = 0;
         for (std::size_t p = 1; p < prompt.size(); ++p) {
