@@ -22,6 +22,11 @@ TensorStats tensor_stats(const GgufFile& file) {
         stats.bytes += t.n_bytes;
         if (t.name.find("_exps.") != std::string::npos)
             stats.expert_parameters += values;
+        if (t.name == "token_embd.weight" && !t.dims.empty()) {
+            stats.embedding_parameters = values;
+            stats.embedding_width = t.dims[0];
+        }
+        stats.separate_output = stats.separate_output || t.name == "output.weight";
         ++it->tensors;
         it->parameters += values;
         it->bytes += t.n_bytes;
@@ -32,10 +37,10 @@ TensorStats tensor_stats(const GgufFile& file) {
 }
 
 std::uint64_t TensorStats::active_parameters(std::uint32_t experts, std::uint32_t used) const {
-    if (experts == 0)
-        return parameters;
-    const std::uint64_t idle = expert_parameters / experts * (experts - std::min(used, experts));
-    return parameters - idle;
+    const std::uint64_t idle_experts =
+        experts == 0 ? 0 : expert_parameters / experts * (experts - std::min(used, experts));
+    const std::uint64_t other_rows = separate_output ? embedding_parameters - embedding_width : 0;
+    return parameters - idle_experts - other_rows;
 }
 
 } // namespace kvscope

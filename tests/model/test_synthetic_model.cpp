@@ -340,6 +340,20 @@ void TestSyntheticModel::mixtures_of_experts_count_every_expert_and_the_active_o
     const ModelGeometry& llama = find_model_preset("llama-2-7b");
     QCOMPARE(llama.active_parameters(), llama.parameters() - std::uint64_t{llama.vocab - 1} * llama.dim);
     QCOMPARE(find_model_preset("qwen3-0.6b").active_parameters(), find_model_preset("qwen3-0.6b").parameters());
+    // What `info` and the app count from a file's tensors is the same
+    // number (one definition, reached from the shape and from the file).
+    QTemporaryDir dir;
+    for (const char* name : {"gpt-oss-20b", "qwen3-30b-a3b", "llama-42m"}) {
+        const ModelGeometry& preset = find_model_preset(name);
+        const ModelGeometry g = cut_geometry(preset, preset.is_moe() ? GeometryCut{.layers = 1, .vocab = 300, .ffn = 64,
+                                                                                 .experts = preset.n_experts_used + 1}
+                                                                      : GeometryCut{.layers = 1});
+        const std::string path = dir.filePath(QString::fromLatin1(name)).toStdString();
+        write_synthetic_model(g, GgmlType::F16, 1, path);
+        const TensorStats stats = tensor_stats(GgufFile(path));
+        QCOMPARE(stats.parameters, g.parameters());
+        QCOMPARE(stats.active_parameters(g.n_experts, g.n_experts_used), g.active_parameters());
+    }
 }
 
 void TestSyntheticModel::expert_cuts_check_their_ranges() {
