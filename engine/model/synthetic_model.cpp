@@ -190,31 +190,26 @@ GgufWriter::Fill f32_vector(std::vector<float> values) {
     };
 }
 
-std::vector<float> random_norm_weights(std::uint64_t n, float scale, std::uint64_t seed) {
+// n draws of `distribution` from a generator seeded with `seed`.
+template <typename Distribution>
+std::vector<float> draws(std::uint64_t n, Distribution distribution, std::uint64_t seed) {
     std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<float> uniform(0.5f * scale, 1.5f * scale);
     std::vector<float> v(n);
     for (float& x : v)
-        x = uniform(rng);
+        x = distribution(rng);
     return v;
+}
+
+std::vector<float> random_norm_weights(std::uint64_t n, float scale, std::uint64_t seed) {
+    return draws(n, std::uniform_real_distribution<float>(0.5f * scale, 1.5f * scale), seed);
 }
 
 std::vector<float> random_normal(std::uint64_t n, float std, std::uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<float> normal(0.0f, std);
-    std::vector<float> v(n);
-    for (float& x : v)
-        x = normal(rng);
-    return v;
+    return draws(n, std::normal_distribution<float>(0.0f, std), seed);
 }
 
 std::vector<float> random_uniform(std::uint64_t n, float max, std::uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<float> uniform(0.0f, max);
-    std::vector<float> v(n);
-    for (float& x : v)
-        x = uniform(rng);
-    return v;
+    return draws(n, std::uniform_real_distribution<float>(0.0f, max), seed);
 }
 
 // Adds the tensors in order, each with its own seed (see random_matrix).

@@ -14,17 +14,20 @@ const GgufTensorInfo& tensor(const GgufFile& file, const std::string& name) {
     return *t;
 }
 
-WeightMatrix matrix(const GgufFile& file, const std::string& name) {
+// A 2-D tensor (`dims` 2), or a 3-D one of one matrix per expert (`dims`
+// 3) seen as one matrix of all their rows.
+WeightMatrix matrix(const GgufFile& file, const std::string& name, std::size_t dims = 2) {
     const GgufTensorInfo& t = tensor(file, name);
     const auto raw = static_cast<std::uint32_t>(t.type);
-    if (!kernels::cpu::is_weight_type(raw) || t.dims.size() != 2)
-        throw Error(file.path() + ": tensor " + name + " of type " + std::string(to_string(t.type)) +
-                    " cannot be used as a weight matrix");
+    if (!kernels::cpu::is_weight_type(raw) || t.dims.size() != dims)
+        throw Error(file.path() + ": tensor " + name + " of type " + std::string(to_string(t.type)) + " and " +
+                    std::to_string(t.dims.size()) + " dimensions cannot be used as " +
+                    (dims == 2 ? "a weight matrix" : "one weight matrix per expert"));
     WeightMatrix m;
     m.type = static_cast<kernels::cpu::WeightType>(raw);
     m.data = t.data;
     m.cols = t.dims[0];
-    m.rows = t.dims[1];
+    m.rows = t.dims[1] * (dims == 3 ? t.dims[2] : 1);
     m.row_bytes = kernels::cpu::weight_row_bytes(m.type, m.cols);
     return m;
 }
@@ -81,23 +84,12 @@ void bind_attention(const GgufFile& file, const ModelConfig& config, std::uint32
 // A 3-D expert tensor {cols, rows, experts} seen as `experts` matrices of
 // `rows` rows each.
 std::vector<WeightMatrix> expert_matrices(const GgufFile& file, const std::string& name) {
-    const GgufTensorInfo& t = tensor(file, name);
-    if (t.dims.size() != 3)
-        throw Error(file.path() + ": tensor " + name + " must be 3-D (one matrix per expert)");
-    const auto raw = static_cast<std::uint32_t>(t.type);
-    if (!kernels::cpu::is_weight_type(raw))
-        throw Error(file.path() + ": tensor " + name + " of type " + std::string(to_string(t.type)) +
-                    " cannot be used as a weight matrix");
-    WeightMatrix all;
-    all.type = static_cast<kernels::cpu::WeightType>(raw);
-    all.data = t.data;
-    all.cols = t.dims[0];
-    all.rows = t.dims[1] * t.dims[2];
-    all.row_bytes = kernels::cpu::weight_row_bytes(all.type, all.cols);
-    std::vector<WeightMatrix> experts;
-    for (std::size_t e = 0; e < t.dims[2]; ++e)
-        experts.push_back(row_range(all, e * t.dims[1], t.dims[1]));
-    return experts;
+    const WeightMatrix all = matrix(file, name, 3);
+    const std::size_t experts = tensor(file, name).dims[2], rows = all.rows / experts;
+    std::vector<WeightMatrix> each;
+    for (std::size_t e = 0; e < experts; ++e)
+        each.push_back(row_range(all, e * rows, rows));
+    return each;
 }
 
 void bind_experts(const GgufFile& file, const ModelConfig& config, std::uint32_t l, ExpertWeights& x) {

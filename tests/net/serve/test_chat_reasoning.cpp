@@ -30,11 +30,14 @@
 #include "engine/tokenizer/vocabulary.h"
 #include "net/serve/openai_request.h"
 #include "net/serve/openai_response.h"
+#include "support/sse_events.h"
 #include "support/served_model.h"
 
 using namespace kvscope;
 using namespace kvscope::serve;
 using json = nlohmann::json;
+
+using kvscope::test::events_of;
 
 namespace {
 
@@ -54,18 +57,6 @@ const std::string kOpensThink = "{# </think> #}{% for m in messages %}<|im_start
                                 "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n"
                                 "{% endif %}";
 
-std::vector<json> events_of(const std::string& sse) {
-    std::vector<json> events;
-    for (std::size_t at = 0; at < sse.size();) {
-        const std::size_t end = sse.find("\n\n", at);
-        if (end == std::string::npos || sse.compare(at, 6, "data: ") != 0)
-            throw std::runtime_error("not an SSE event at " + std::to_string(at));
-        const std::string data = sse.substr(at + 6, end - at - 6);
-        events.push_back(data == "[DONE]" ? json("[DONE]") : json::parse(data));
-        at = end + 2;
-    }
-    return events;
-}
 
 RequestOutput output(std::uint32_t index, std::string text, std::optional<FinishReason> finish = std::nullopt) {
     return {7, index, std::move(text), {5}, finish, {}};

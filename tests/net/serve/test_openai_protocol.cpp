@@ -15,11 +15,14 @@
 #include "net/serve/openai_response.h"
 #include "engine/model/gguf_file.h"
 #include "engine/tokenizer/vocabulary.h"
+#include "support/sse_events.h"
 #include "support/test_models.h"
 
 using namespace kvscope;
 using namespace kvscope::serve;
 using json = nlohmann::json;
+
+using kvscope::test::events_of;
 
 namespace {
 
@@ -49,20 +52,6 @@ void expect_error(const std::function<void()>& call, const Expected& e) {
     QFAIL(qPrintable(QStringLiteral("no ApiError; expected: %1").arg(QString::fromStdString(e.message))));
 }
 
-// The events of an SSE string: each chunk's JSON, [DONE] as the string "[DONE]".
-std::vector<json> events_of(const std::string& sse) {
-    std::vector<json> events;
-    std::size_t at = 0;
-    while (at < sse.size()) {
-        const std::size_t end = sse.find("\n\n", at);
-        if (end == std::string::npos || sse.compare(at, 6, "data: ") != 0)
-            throw std::runtime_error("not an SSE event at " + std::to_string(at));
-        const std::string data = sse.substr(at + 6, end - at - 6);
-        events.push_back(data == "[DONE]" ? json("[DONE]") : json::parse(data));
-        at = end + 2;
-    }
-    return events;
-}
 
 RequestOutput output(std::uint32_t index, std::string text, std::vector<TokenId> tokens,
                      std::optional<FinishReason> finish = std::nullopt, std::string error = {}) {
