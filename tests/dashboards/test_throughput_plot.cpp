@@ -89,6 +89,7 @@ private slots:
     void the_panel_plots_only_its_window();
     void dashboards_fit_the_dock_of_a_1024x700_window();
     void the_experts_share_of_a_step();
+    void latencies_without_a_sample_read_as_a_dash();
     void the_csv_has_each_steps_expert_share();
 };
 
@@ -223,6 +224,25 @@ void TestThroughputPlot::the_experts_share_of_a_step() {
     QVERIFY2(panel.figuresText().contains(QStringLiteral("last step 40.0 ms   |")), qPrintable(panel.figuresText()));
     QVERIFY(!panel.figuresText().contains(QStringLiteral("experts")));
     QVERIFY(!panel.expertPlotShown());
+}
+
+// Percentiles are 0 until the first sample: no request has had its first
+// token yet, so the figures say "—", not "0.0 ms"; the first sample shows.
+void TestThroughputPlot::latencies_without_a_sample_read_as_a_dash() {
+    ThroughputPanel panel;
+    panel.setWindowSeconds(0);
+    panel.show();
+    panel.setSnapshot(stepSnapshot(0.5, 0, 0.0, 0.0));
+    const QString none = panel.figuresText();
+    QVERIFY2(none.contains(QStringLiteral("p50 \u2014 \u00b7 p95 \u2014   |   inter-token p50 \u2014 \u00b7 p95 \u2014")),
+             qPrintable(none));
+    QVERIFY2(!none.contains(QStringLiteral("0.0 ms")), qPrintable(none));
+    auto sampled = std::make_shared<EngineSnapshot>(*stepSnapshot(1.0, 1, 0.040, 0.0));
+    sampled->ttft.p50_ms = 12.5;
+    sampled->ttft.p95_ms = 30.0;
+    panel.setSnapshot(sampled);
+    QVERIFY2(panel.figuresText().contains(QStringLiteral("p50 12.5 ms \u00b7 p95 30.0 ms   |   inter-token p50 \u2014")),
+             qPrintable(panel.figuresText()));
 }
 
 void TestThroughputPlot::the_csv_has_each_steps_expert_share() {

@@ -15,7 +15,9 @@
 namespace kvscope::ui {
 namespace {
 
-QString ms(double v) { return QString::number(v, 'f', 1) + QStringLiteral(" ms"); }
+// A latency of 0 is the engine's "no sample yet" (Percentiles is 0 until the
+// first one, and a real step or token takes time), shown as a dash, not "0.0 ms".
+QString ms(double v) { return v > 0 ? QString::number(v, 'f', 1) + QStringLiteral(" ms") : QStringLiteral("\u2014"); }
 
 // "12.3 ms", and for a mixture of experts "12.3 ms (experts 71%)": the
 // share of the step its router and experts took. Nothing is added for a
