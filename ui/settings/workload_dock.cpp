@@ -61,6 +61,9 @@ WorkloadDock::WorkloadDock(QWidget* parent)
 
     auto* body = new QWidget(this);
     auto* form = new QFormLayout;
+    // A narrow dock (1024x700) puts each label above its field rather than
+    // asking to be scrolled sideways.
+    form->setRowWrapPolicy(QFormLayout::WrapLongRows);
     form->addRow(tr("Requests"), requests_);
     form->addRow(tr("Lengths"), distribution_);
     form->addRow(tr("Prompt tokens"), promptLen_);
