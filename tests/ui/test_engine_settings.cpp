@@ -130,6 +130,12 @@ private slots:
         QVERIFY2(said.contains(QStringLiteral("Tokens per block 16 → 32")), qPrintable(said));
         QVERIFY2(said.contains(panel.poolPlanText()), qPrintable(said));
         QCOMPARE(configChanges(before, before), QStringList());
+        // The memory says its unit, the suggestion its word.
+        EngineConfig sized = before;
+        sized.kv_budget_mib = 0;
+        EngineConfig eight = before;
+        eight.kv_budget_mib = 8;
+        QCOMPARE(configChanges(sized, eight), QStringList{QStringLiteral("KV cache memory suggested → 8 MiB")});
     }
 
     void applied_settings_persist() {

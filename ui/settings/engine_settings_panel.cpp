@@ -114,6 +114,8 @@ QString valueText(const char* key, const nlohmann::ordered_json& v) {
         return QObject::tr("suggested");
     if (number == 0 && std::string_view(key) == "num_blocks")
         return QObject::tr("from the memory");
+    if (std::string_view(key) == "kv_budget_mib") // the form's spin box says MiB; so does the summary
+        return QObject::tr("%1 MiB").arg(number);
     return QString::number(number);
 }
 
