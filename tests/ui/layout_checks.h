@@ -5,6 +5,7 @@
 #pragma once
 
 #include <QAbstractScrollArea>
+#include <algorithm>
 #include <QApplication>
 #include <QDockWidget>
 #include <QLabel>
@@ -15,6 +16,8 @@
 #include <QSignalSpy>
 #include <QStyle>
 #include <QTabBar>
+#include <QTableView>
+#include <QHeaderView>
 #include <QtTest>
 
 #include "support/wait.h"
@@ -142,6 +145,37 @@ inline QStringList plotsTooShort(const QMainWindow& window) {
         if (plot->inherits("QCustomPlot") && onScreen(*plot) &&
             plot->visibleRegion().boundingRect().height() < kMinPlotHeight)
             problems << describe(*plot, QStringLiteral("plot"));
+    return problems;
+}
+
+// A scroll area on screen whose content is wider than its view: a control
+// there is only reached by scrolling sideways (a dock's settings form at
+// 1024x700). Tables and text views scroll their own content and are left
+// to tablesTooShort.
+inline QStringList scrolledSideways(const QWidget& root) {
+    QStringList problems;
+    for (const QScrollArea* area : root.findChildren<QScrollArea*>())
+        if (onScreen(*area) && area->widget() && area->widget()->width() > area->viewport()->width())
+            problems << describe(*area, QStringLiteral("scrolls sideways: %1 px of content in %2 px")
+                                            .arg(area->widget()->width())
+                                            .arg(area->viewport()->width()));
+    return problems;
+}
+
+// A table on screen with rows to show but room for fewer than three of
+// them (a KV-quant table showing its header alone). Its own height counts,
+// not what is in view: a page that scrolls down to it is fine.
+inline QStringList tablesTooShort(const QWidget& root) {
+    constexpr int kRows = 3;
+    QStringList problems;
+    for (const QTableView* table : root.findChildren<QTableView*>()) {
+        if (!onScreen(*table) || !table->model() || table->model()->rowCount() == 0)
+            continue;
+        const int wanted = std::min(kRows, table->model()->rowCount());
+        const int row = std::max(1, table->verticalHeader()->defaultSectionSize());
+        if (table->viewport()->height() < wanted * row)
+            problems << describe(*table, QStringLiteral("table shows fewer than %1 rows").arg(wanted));
+    }
     return problems;
 }
 

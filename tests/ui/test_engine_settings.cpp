@@ -95,7 +95,7 @@ private slots:
         panel.setConfig(c);
         QVERIFY(box->isChecked());
         const QStringList changes = configChanges(EngineController::defaultConfig(), c);
-        QCOMPARE(changes, QStringList{QStringLiteral("Keep whole context in window layers (--swa-full) off \u2192 on")});
+        QCOMPARE(changes, QStringList{QStringLiteral("Window layers keep all tokens off \u2192 on")});
     }
 
     // A block holds one KV cache group's layers: 2 of the 6 here, so a MiB

@@ -40,7 +40,8 @@ private slots:
         for (const QString& name : MainWindow::dockNames()) {
             QVERIFY(window.raiseDock(name));
             QVERIFY(settle(window));
-            problems += docksTooSmall(window) + clippedButtons(window) + plotsTooShort(window) + clippedLabels(window);
+            problems += docksTooSmall(window) + clippedButtons(window) + plotsTooShort(window) + clippedLabels(window) +
+                        scrolledSideways(window) + tablesTooShort(window);
         }
         problems.removeDuplicates();
         QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QStringLiteral("\n"))));

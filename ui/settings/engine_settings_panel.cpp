@@ -58,7 +58,7 @@ const Field kFields[] = {
     {"prefix_caching", QT_TRANSLATE_NOOP("EngineSettings", "Reuse shared prompt prefixes"),
      QT_TRANSLATE_NOOP("EngineSettings", "Requests that start with the same tokens share those blocks (the prefix "
                                          "cache).")},
-    {"swa_full", QT_TRANSLATE_NOOP("EngineSettings", "Keep whole context in window layers (--swa-full)"),
+    {"swa_full", QT_TRANSLATE_NOOP("EngineSettings", "Window layers keep all tokens"),
      QT_TRANSLATE_NOOP("EngineSettings", "Sliding-window layers keep every token, as full-attention layers do "
                                          "(llama.cpp's --swa-full), instead of giving back the blocks their window "
                                          "has left behind. The replies are the same (those tokens are masked); "
@@ -196,6 +196,9 @@ void EngineSettingsPanel::buildForm() {
                           preemption_, prefixCaching_, swaFull_,   maxNumSeqs_, maxBatchedTokens_, threads_};
     static_assert(std::size(kFields) == std::size(editors));
     auto* form = new QFormLayout(this);
+    // A narrow dock (1024x700) puts each label above its field rather than
+    // asking to be scrolled sideways.
+    form->setRowWrapPolicy(QFormLayout::WrapLongRows);
     for (std::size_t i = 0; i < std::size(kFields); ++i) {
         editors[i]->setToolTip(tip(kFields[i]));
         auto* name = new QLabel(label(kFields[i]));

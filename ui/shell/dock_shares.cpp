@@ -10,6 +10,7 @@
 #include <QScrollArea>
 #include <QStatusBar>
 #include <QStyle>
+#include <QTabBar>
 #include <QTimer>
 
 namespace kvscope::ui {
@@ -103,12 +104,31 @@ void DockShares::applyNow() {
     }
 }
 
+// The width the tab bar of `docks`, tabbed together, needs to show every
+// title whole; 0 when they are not tabbed. A narrow panel must not leave
+// its tab titles elided ("Engine settin…").
+int tabsExtent(const QMainWindow& window, const std::vector<QDockWidget*>& docks) {
+    int needed = 0;
+    for (const QTabBar* bar : window.findChildren<QTabBar*>(Qt::FindDirectChildrenOnly)) {
+        if (!bar->isVisible())
+            continue;
+        for (int i = 0; i < bar->count(); ++i)
+            if (std::any_of(docks.begin(), docks.end(),
+                            [&](const QDockWidget* d) { return d->windowTitle() == bar->tabText(i); })) {
+                needed = std::max(needed, bar->sizeHint().width());
+                break;
+            }
+    }
+    return needed;
+}
+
 // The default share, or what the area's panels need when that is more: by
 // any of its docks, so that switching tabs keeps the size.
 int DockShares::defaultExtent(Qt::DockWidgetArea area, double share) const {
     const int whole = extent(*window_, area);
-    int needed = 0;
-    for (const QDockWidget* d : areaDocks(*window_, area))
+    const std::vector<QDockWidget*> docks = areaDocks(*window_, area);
+    int needed = isHorizontal(area) ? tabsExtent(*window_, docks) : 0;
+    for (const QDockWidget* d : docks)
         needed = std::max(needed, neededExtent(*d, area));
     const double most = isHorizontal(area) ? kMaxNeededWidthShare : kMaxNeededHeightShare;
     return std::max(static_cast<int>(share * whole), std::min(needed, static_cast<int>(most * whole)));
