@@ -115,6 +115,32 @@ private slots:
         QVERIFY2(actions.contains(QStringLiteral("&About kvscope")), qPrintable(actions.join(u',')));
     }
 
+    // Ctrl+O opens a model from the moment the window shows, before any
+    // widget has focus. The window must make itself active: a bare X server
+    // never does until a click (run under xvfb-run with -platform xcb, this
+    // fails without MainWindow's activation; offscreen activates every window
+    // it shows).
+    void ctrlOOpensAModelBeforeAnythingHasFocus() {
+        MainWindow window;
+        window.show();
+        QVERIFY(!QApplication::focusWidget());
+        QVERIFY(QTest::qWaitForWindowActive(&window));
+        QString dialogTitle;
+        QTimer closer; // closes the file dialog once it shows
+        connect(&closer, &QTimer::timeout, this, [&dialogTitle] {
+            if (QWidget* dialog = QApplication::activeModalWidget()) {
+                dialogTitle = dialog->windowTitle();
+                dialog->close();
+            }
+        });
+        closer.start(10);
+        // The key as the window system hands it to the shortcut map, which
+        // keyClick would follow by activating the window.
+        QTest::sendKeyEvent(QTest::Shortcut, window.windowHandle(), Qt::Key_O, QString(), Qt::ControlModifier);
+        closer.stop();
+        QCOMPARE(dialogTitle, QStringLiteral("Open Model"));
+    }
+
     void grabSavesAPng() {
         QTemporaryDir dir;
         QVERIFY(dir.isValid());

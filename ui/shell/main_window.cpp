@@ -188,6 +188,11 @@ void MainWindow::showEvent(QShowEvent* event) {
     // Here, not before the first show: which dock is the front tab of its
     // group shows only once they are on screen.
     showEngineDocks();
+    // Ask for the keyboard: without a window manager (a bare X server)
+    // nothing makes a new window active, and Qt fires no shortcut, Ctrl+O
+    // included, until a click does; a window manager grants it anyway.
+    if (!event->spontaneous())
+        activateWindow();
 }
 
 MainWindow::~MainWindow() = default;
