@@ -341,6 +341,8 @@ void Engine::finish(SeqId id, FinishReason reason, const std::string& error) {
     if (kv_.pool().cached_blocks_of(id) > 0)
         ended_seqs_.emplace(id, EndedSeq{id, s.request, requests_.at(s.request).params.client_tag});
     Request& r = requests_.at(s.request);
+    r.failed |= reason == FinishReason::Error;
+    r.aborted |= reason == FinishReason::Abort;
     if (reason == FinishReason::Abort || reason == FinishReason::Error) {
         publish({s.request, s.index, {}, {}, reason, error});
         // Samples not yet forked off this one end with it.
@@ -349,9 +351,18 @@ void Engine::finish(SeqId id, FinishReason reason, const std::string& error) {
         r.forked = true;
     }
     if (--r.open == 0) {
+        count_end(r);
         requests_.erase(s.request);
-        ++completed_;
     }
+}
+
+void Engine::count_end(const Request& r) {
+    if (r.failed)
+        ++failed_;
+    else if (r.aborted)
+        ++aborted_;
+    else
+        ++completed_;
 }
 
 void Engine::publish(const RequestOutput& out) const {
@@ -383,6 +394,8 @@ std::shared_ptr<const EngineSnapshot> Engine::snapshot() const {
     snap->swapped = scheduler_.num_swapped();
     snap->preemptions = scheduler_.preemptions();
     snap->completed_requests = completed_;
+    snap->aborted_requests = aborted_;
+    snap->failed_requests = failed_;
     snap->refused_requests = refused_;
     snap->prompt_tokens = metrics_.prompt_tokens();
     snap->generated_tokens = metrics_.generated_tokens();

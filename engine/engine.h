@@ -148,6 +148,9 @@ private:
         std::vector<SeqId> seqs;
         std::uint32_t open = 0; // sequences not finished
         bool forked = false;
+        // How the request's samples ended so far: it counts as failed when
+        // one failed, else aborted when one was aborted, else completed.
+        bool failed = false, aborted = false;
         double arrival = 0;
         bool first_token_seen = false;
         std::vector<PositionLogprobs> prompt_logprobs; // so far, with params.prompt_logprobs
@@ -173,6 +176,7 @@ private:
     bool is_stop_token(const Request& r, TokenId token) const;
     void end_with(SeqId id, RequestOutput out, FinishReason reason);
     void finish(SeqId id, FinishReason reason, const std::string& error = {});
+    void count_end(const Request& r); // the ended request, as completed, aborted or failed
     void publish(const RequestOutput& out) const;
 
     EngineConfig config_;
@@ -195,7 +199,9 @@ private:
     SeqId next_seq_ = 1;
     std::uint64_t arrivals_ = 0;
     std::uint64_t step_ = 0;
-    std::uint64_t completed_ = 0;
+    std::uint64_t completed_ = 0; // requests ended by stop or length
+    std::uint64_t aborted_ = 0;
+    std::uint64_t failed_ = 0;
     std::uint64_t refused_ = 0;
     std::uint64_t sampled_this_step_ = 0;
     double step_expert_s_ = 0;      // this step's forward passes' time in MoE FFNs

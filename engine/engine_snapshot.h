@@ -88,7 +88,13 @@ struct EngineSnapshot {
     std::vector<EndedSeq> ended_seqs;
     std::size_t running = 0, waiting = 0, swapped = 0; // sequences in each SeqStatus
     std::uint64_t preemptions = 0;        // since the engine started
-    std::uint64_t completed_requests = 0; // finished for any reason
+    // Requests that ended, each counted once by how it ended: completed
+    // (every sample by stop or length), aborted (a sample aborted, none
+    // failed) or failed (a sample ended with an error). Their sum is every
+    // request that ended.
+    std::uint64_t completed_requests = 0;
+    std::uint64_t aborted_requests = 0;
+    std::uint64_t failed_requests = 0;
     std::uint64_t refused_requests = 0;   // refused by add_request (never ran, no id)
     std::uint64_t prompt_tokens = 0;      // computed so far (prefix-cache hits excluded)
     std::uint64_t generated_tokens = 0;

@@ -330,6 +330,8 @@ Json to_json(const EngineSnapshot& s) {
             {"swapped", s.swapped},
             {"preemptions", s.preemptions},
             {"completed_requests", s.completed_requests},
+            {"aborted_requests", s.aborted_requests},
+            {"failed_requests", s.failed_requests},
             {"refused_requests", s.refused_requests},
             {"prompt_tokens", s.prompt_tokens},
             {"generated_tokens", s.generated_tokens},
@@ -363,6 +365,8 @@ EngineSnapshot engine_snapshot_from_json(const Json& j) {
     s.swapped = read<std::size_t>(j, "swapped");
     s.preemptions = read<std::uint64_t>(j, "preemptions");
     s.completed_requests = read<std::uint64_t>(j, "completed_requests");
+    s.aborted_requests = read<std::uint64_t>(j, "aborted_requests");
+    s.failed_requests = read<std::uint64_t>(j, "failed_requests");
     s.refused_requests = read<std::uint64_t>(j, "refused_requests");
     s.prompt_tokens = read<std::uint64_t>(j, "prompt_tokens");
     s.generated_tokens = read<std::uint64_t>(j, "generated_tokens");

@@ -14,8 +14,10 @@ namespace kvscope {
 // and p99_ms, each sequence's client_tag. 4: KV cache groups: the
 // layout's layer_windows and keep_whole, the pool's chunk_tokens, blocks'
 // group and left_window, sequences' group_blocks and left_window_blocks.
-// 5: last_step_expert_s (mixture-of-experts models).
-inline constexpr int kSnapshotSchemaVersion = 5;
+// 5: last_step_expert_s (mixture-of-experts models). 6: aborted_requests
+// and failed_requests; completed_requests counts only requests that ended
+// normally (by stop or length).
+inline constexpr int kSnapshotSchemaVersion = 6;
 
 // Every field of the snapshot, keys in the documented order; unknown values
 // are null.

@@ -344,8 +344,10 @@ void TestEngineService::cancel_ends_with_abort_and_frees_the_blocks() {
     QVERIFY(never[0].tokens.empty());
     service.cancel(running); // finished: left alone
 
-    const auto idle = snapshot_when(service, [](const EngineSnapshot& s) { return s.completed_requests == 1; });
+    // The engine counts the running one aborted; the queued one never reached it.
+    const auto idle = snapshot_when(service, [](const EngineSnapshot& s) { return s.aborted_requests == 1; });
     QVERIFY(idle);
+    QCOMPARE(idle->completed_requests, std::uint64_t(0));
     QCOMPARE(idle->running, std::size_t(0));
     QCOMPARE(idle->waiting, std::size_t(0));
     QVERIFY(idle->seqs.empty());

@@ -83,6 +83,8 @@ void compare_snapshots(const EngineSnapshot& a, const EngineSnapshot& b) {
     QCOMPARE(a.swapped, b.swapped);
     QCOMPARE(a.preemptions, b.preemptions);
     QCOMPARE(a.completed_requests, b.completed_requests);
+    QCOMPARE(a.aborted_requests, b.aborted_requests);
+    QCOMPARE(a.failed_requests, b.failed_requests);
     QCOMPARE(a.refused_requests, b.refused_requests);
     QCOMPARE(a.prompt_tokens, b.prompt_tokens);
     QCOMPARE(a.generated_tokens, b.generated_tokens);
@@ -235,6 +237,7 @@ private slots:
     void a_hybrid_pool_round_trips_data();
     void a_hybrid_pool_round_trips();
     void unknown_values_are_null();
+    void request_counts_round_trip();
     void bad_input_is_refused_data();
     void bad_input_is_refused();
 
@@ -268,11 +271,12 @@ void TestSnapshotJson::a_running_engine_round_trips() {
     p.max_new_tokens = 40;
     p.ignore_eos = true;
     const std::vector<TokenId> system(20, 300);
+    RequestId last = 0;
     for (TokenId t = 0; t < 4; ++t) {
         std::vector<TokenId> prompt = system;
         prompt.push_back(400 + t);
         p.n = t == 0 ? 2 : 1;
-        engine.add_request(prompt, p).id();
+        last = engine.add_request(prompt, p).id();
     }
     bool sawWaiting = false, sawShared = false, sawSwapped = false, sawEnded = false;
     for (;;) {
@@ -291,8 +295,13 @@ void TestSnapshotJson::a_running_engine_round_trips() {
             sawShared |= b.state == BlockState::Shared;
         if (!engine.has_work())
             break;
+        if (snap->step == 3)
+            engine.abort(last); // an aborted request counted apart from the completed ones
         engine.step();
     }
+    const auto end = engine.snapshot();
+    QCOMPARE(end->completed_requests, std::uint64_t{3});
+    QCOMPARE(end->aborted_requests, std::uint64_t{1});
     QVERIFY(sawWaiting);
     if (mode == AllocationMode::Paged) {
         QVERIFY2(sawShared, "the n = 2 request must share its prompt's blocks");
@@ -354,6 +363,20 @@ void TestSnapshotJson::unknown_values_are_null() {
     QVERIFY(!back.pool);
     QVERIFY(!back.kv_row(1));
     compare_snapshots(s, back);
+}
+
+// Each way a request ends has its own key, each count comes back as it was.
+void TestSnapshotJson::request_counts_round_trip() {
+    EngineSnapshot s;
+    s.completed_requests = 3;
+    s.aborted_requests = 2;
+    s.failed_requests = 1;
+    s.refused_requests = 4;
+    const Json j = to_json(s);
+    QCOMPARE(j["completed_requests"].get<std::uint64_t>(), std::uint64_t{3});
+    QCOMPARE(j["aborted_requests"].get<std::uint64_t>(), std::uint64_t{2});
+    QCOMPARE(j["failed_requests"].get<std::uint64_t>(), std::uint64_t{1});
+    compare_snapshots(s, through_text(s));
 }
 
 void TestSnapshotJson::bad_input_is_refused_data() {

@@ -48,6 +48,8 @@ const std::vector<CsvColumn>& csvColumns() {
          [](const SnapshotFigures& f) { return percent(f.contiguous_reserved_waste); }},
         {"preemptions", [](const SnapshotFigures& f) { return count(f.preemptions); }},
         {"completed_requests", [](const SnapshotFigures& f) { return count(f.completed_requests); }},
+        {"aborted_requests", [](const SnapshotFigures& f) { return count(f.aborted_requests); }},
+        {"failed_requests", [](const SnapshotFigures& f) { return count(f.failed_requests); }},
         {"prompt_tokens", [](const SnapshotFigures& f) { return count(f.prompt_tokens); }},
         {"generated_tokens", [](const SnapshotFigures& f) { return count(f.generated_tokens); }},
         {"prefix_hit_rate_pct", [](const SnapshotFigures& f) { return percent(f.prefix_hit_rate); }},
@@ -91,6 +93,8 @@ SnapshotFigures figures_of(const EngineSnapshot& s) {
     }
     f.preemptions = s.preemptions;
     f.completed_requests = s.completed_requests;
+    f.aborted_requests = s.aborted_requests;
+    f.failed_requests = s.failed_requests;
     f.prompt_tokens = s.prompt_tokens;
     f.generated_tokens = s.generated_tokens;
     f.prefix_hit_rate = s.prefix_hit_rate;

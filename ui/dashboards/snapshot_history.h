@@ -29,7 +29,9 @@ struct SnapshotFigures {
     double contiguous_internal_waste = 0; // the same sequences under contiguous allocation
     double contiguous_reserved_waste = 0;
     std::uint64_t preemptions = 0;
-    std::uint64_t completed_requests = 0;
+    std::uint64_t completed_requests = 0; // ended normally (EngineSnapshot's counts)
+    std::uint64_t aborted_requests = 0;
+    std::uint64_t failed_requests = 0;
     std::uint64_t prompt_tokens = 0;
     std::uint64_t generated_tokens = 0;
     double prefix_hit_rate = 0;

@@ -200,11 +200,13 @@ void ThroughputPanel::updateRatePlot(const std::vector<TokenRateSpan>& spans) {
 
 void ThroughputPanel::updateFigures(const EngineSnapshot& s) {
     figures_->setText(tr("TTFT (engine: arrival \u2192 first token) p50 %1 · p95 %2   |   inter-token p50 %3 · p95 %4   |   last step %5   |   "
-                         "preemptions %6   |   prefix cache hit rate %7%   |   completed %8")
+                         "preemptions %6   |   prefix cache hit rate %7%   |   completed %8 · aborted %9 · failed %10")
                           .arg(ms(s.ttft.p50_ms), ms(s.ttft.p95_ms), ms(s.itl.p50_ms), ms(s.itl.p95_ms), stepText(s))
                           .arg(s.preemptions)
                           .arg(100.0 * s.prefix_hit_rate, 0, 'f', 1)
-                          .arg(s.completed_requests));
+                          .arg(s.completed_requests)
+                          .arg(s.aborted_requests)
+                          .arg(s.failed_requests));
     figures_->setToolTip(s.last_step_expert_s > 0
                              ? tr("Experts: the share of the last step's time spent in the mixture-of-experts "
                                   "FFNs, the router and the experts it picked")

@@ -23,7 +23,8 @@ namespace kvscope::ui {
 // mixture of experts the share of each step its experts took; time to first
 // token and inter-token latency p50/p95, the last step's time (for a
 // mixture of experts, with the share of it spent in the experts),
-// preemptions and the prefix cache hit rate as numbers. Tokens/s is drawn from the tokens each interval
+// preemptions, the prefix cache hit rate and the requests that ended
+// (completed, aborted, failed: the engine's own counts) as numbers. Tokens/s is drawn from the tokens each interval
 // between snapshots made and the engine's busy time in it
 // (token_rate_spans.h): idle time reads 0, never a line between bursts.
 class ThroughputPanel : public QWidget {
