@@ -83,6 +83,31 @@ private slots:
         QVERIFY(!panel.findChild<QComboBox*>(QStringLiteral("heatmapKind"))->isVisible());
         QCOMPARE(column(panel, 0), (std::vector<double>{1.0, 0.0}));
     }
+
+    // One chat in a large pool: a few tokens of internal waste in its last
+    // block are 0.1% of the pool; the waste axis fits them instead of
+    // drawing a flat line at the bottom of 0-100%, and says the value.
+    void oneChatsWasteIsVisible() {
+        std::vector<BlockInfo> blocks(2048);
+        for (std::size_t b = 0; b < 3; ++b)
+            blocks[b] = {.state = BlockState::Used, .fill = b < 2 ? kBlockSize : 1, .ref_count = 1};
+        auto pool = std::make_shared<PoolSnapshot>(PoolSnapshot{.layout = KvLayout({6, 1, 8}, KvDtype::F16, kBlockSize),
+                                                                .blocks = blocks,
+                                                                .owners = {},
+                                                                .sequences = {},
+                                                                .fragmentation = {}});
+        pool->fragmentation = compute_fragmentation(pool->blocks, kBlockSize, AllocationMode::Paged, 0);
+        auto s = std::make_shared<EngineSnapshot>();
+        s->step = 1;
+        s->pool = pool;
+        FragmentationPanel panel;
+        panel.show();
+        panel.setSnapshot(s);
+        const double internal = panel.wasteSeries(FragmentationPanel::WasteSeries::Internal).back();
+        QVERIFY(internal > 0 && internal < 0.1);
+        QVERIFY2(panel.wasteAxisTop() <= 1.0 + 1e-9, qPrintable(QString::number(panel.wasteAxisTop())));
+        QVERIFY(panel.wasteAxisTop() >= internal);
+    }
 };
 
 QTEST_MAIN(TestFragmentationKinds)

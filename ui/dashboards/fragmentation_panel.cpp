@@ -263,14 +263,29 @@ void FragmentationPanel::updateWastePlot() {
     graph(WasteSeries::ContiguousReserved)->setData(steps, contReserved, true);
     if (!steps.isEmpty())
         wastePlot_->xAxis->setRange(steps.front(), std::max(steps.back(), steps.front() + 1));
-    // Waste stays within 100% of the pool; the counterfactual can exceed it
-    // (the reservations would not fit), and then the axis grows to show it.
-    double top = 100;
-    if (counterfactualVisible())
-        for (int i = 0; i < steps.size(); ++i)
-            top = std::max(top, contInternal[i] + contReserved[i]);
-    wastePlot_->yAxis->setRange(0, top * 1.05);
+    wastePlot_->yAxis->setRange(0, wasteAxisTop(internal, reserved, external, contInternal, contReserved));
+    wastePlot_->yAxis->setLabel(internal.isEmpty() ? tr("% of KV memory")
+                                                   : tr("% of KV memory (internal now %1%)")
+                                                         .arg(internal.back(), 0, 'f', internal.back() < 10 ? 2 : 1));
     queueReplot(wastePlot_);
+}
+
+// The waste axis fits what is plotted, so that one chat's few tokens of
+// internal waste in a 2,048-block pool (0.1%) are not a flat line at the
+// bottom of a 0-100% axis: the largest value shown, plus a fifth for room,
+// at least 1%. The counterfactual, when shown, can exceed 100% (the
+// reservations would not fit) and the axis grows with it.
+double FragmentationPanel::wasteAxisTop(const QVector<double>& internal, const QVector<double>& reserved,
+                                        const QVector<double>& external, const QVector<double>& contInternal,
+                                        const QVector<double>& contReserved) const {
+    double top = 0;
+    for (const QVector<double>* series : {&internal, &reserved, &external})
+        for (double v : *series)
+            top = std::max(top, v);
+    if (counterfactualVisible())
+        for (int i = 0; i < contInternal.size(); ++i)
+            top = std::max(top, contInternal[i] + contReserved[i]);
+    return std::max(top * 1.2, 1.0);
 }
 
 void FragmentationPanel::updateSummary(const EngineSnapshot& snapshot) {
@@ -290,6 +305,8 @@ void FragmentationPanel::updateSummary(const EngineSnapshot& snapshot) {
     }
     summary_->setText(text);
 }
+
+double FragmentationPanel::wasteAxisTop() const { return wastePlot_->yAxis->range().upper; }
 
 QSize FragmentationPanel::heatmapSize() const {
     return {heatmap_->data()->keySize(), heatmap_->data()->valueSize()};

@@ -57,6 +57,7 @@ public:
     int heatmapKind() const { return view_; }
     void setHeatmapKind(int index);
     std::vector<double> wasteSeries(WasteSeries series) const;
+    double wasteAxisTop() const; // the waste axis's top, in %
     QString summaryText() const;
 
 public slots:
@@ -72,6 +73,9 @@ private:
     void buildWastePlot();
     void updateHeatmap();
     void updateWastePlot();
+    double wasteAxisTop(const QVector<double>& internal, const QVector<double>& reserved,
+                        const QVector<double>& external, const QVector<double>& contInternal,
+                        const QVector<double>& contReserved) const;
     void updateSummary(const EngineSnapshot& snapshot);
     void showCellToolTip(QMouseEvent* event);
     QCPGraph* graph(WasteSeries series) const;
