@@ -6,6 +6,7 @@
 #include <QDockWidget>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTabWidget>
@@ -16,6 +17,7 @@
 #include "ui/chat/chat_tabs.h"
 #include "ui/compare/compare_panel.h"
 #include "ui/server/connect_dialog.h"
+#include "ui/server/recent_servers.h"
 #include "ui/dashboards/snapshot_history.h"
 #include "ui/settings/workload_dock.h"
 #include "ui/blockmap/live_pool_panel.h"
@@ -158,6 +160,28 @@ private slots:
         QVERIFY(window.serverPanel()->text(QStringLiteral("cannotTell")).contains(QStringLiteral("No block map")));
         QVERIFY(window.windowTitle().contains(QStringLiteral("http://127.0.0.1:8080")));
         QVERIFY(window.history().entries().empty());
+    }
+
+    // A server joins the recent list when it first answers; one that never
+    // does (a dead http://127.0.0.1:1) is not offered again.
+    void onlyAServerThatAnsweredIsRemembered() {
+        QSettings().remove(QStringLiteral("recentServers"));
+        MainWindow window;
+        QVERIFY(window.connectToServer({.url = QStringLiteral("http://127.0.0.1:1")}));
+        attach::RemoteSample down = test::llamaCppSample();
+        down.url = "http://127.0.0.1:1";
+        down.link = attach::LinkState::Reconnecting;
+        window.showServerSample(shared(down));
+        window.disconnectFromServer();
+        QVERIFY(RecentServers::list().empty());
+
+        QVERIFY(window.connectToServer({.url = QStringLiteral("http://127.0.0.1:8080")}));
+        QVERIFY(RecentServers::list().empty()); // not yet: nothing has answered
+        window.showServerSample(shared(test::llamaCppSample()));
+        const auto servers = RecentServers::list();
+        QCOMPARE(servers.size(), std::size_t{1});
+        QCOMPARE(servers.front().url, QStringLiteral("http://127.0.0.1:8080"));
+        window.disconnectFromServer();
     }
 
     void aBadUrlIsRefusedWithAMessage() {

@@ -574,8 +574,7 @@ bool MainWindow::connectToServer(const ConnectText& text) {
         showError(tr("Cannot connect"), QString::fromUtf8(e.what()), QStringLiteral("connectError"));
         return false;
     }
-    RecentServers::add(text);
-    refreshRecentLists();
+    pendingServer_ = text; // remembered once it answers: a dead address is not offered again
     attach::RemoteSample connecting; // what the panel says until the first poll answers
     connecting.url = options.url;
     if (options.kind)
@@ -589,6 +588,7 @@ void MainWindow::disconnectFromServer() {
     if (!isConnected())
         return;
     remote_->stop();
+    pendingServer_.reset();
     leaveConnectedView();
 }
 
@@ -605,6 +605,11 @@ void MainWindow::showServerSample(std::shared_ptr<const attach::RemoteSample> sa
     }
     serverPanel_->showSample(*sample);
     showServerStatus(*sample);
+    if (pendingServer_ && sample->link == attach::LinkState::Live) {
+        RecentServers::add(*pendingServer_);
+        pendingServer_.reset();
+        refreshRecentLists();
+    }
     if (engine)
         showSnapshot(sample->engine);
     emit serverSampleShown(std::move(sample));

@@ -14,6 +14,7 @@
 #include "ui/bridge/model_summary.h"
 #include "ui/bridge/remote_sample_metatype.h"
 #include "ui/chat/chat_palette.h"
+#include "ui/server/connect_dialog.h"
 
 class QAction;
 class QDockWidget;
@@ -43,7 +44,6 @@ class PlaygroundPanel;
 class RemoteController;
 class ServerPanel;
 class StartPage;
-struct ConnectText;
 
 // The kvscope window. Before a model is loaded the Chat tab is a start
 // page, alone in the window; then it holds the chat tabs beside the live
@@ -198,6 +198,7 @@ private:
     QWidget* serverPage_; // serverPanel_, scrolling
     QSplitter* chatSplitter_ = nullptr; // chats | server page | block map
     bool remoteEngine_ = false; // connected, and the server sends engine snapshots (kvscope)
+    std::optional<ConnectText> pendingServer_; // connecting to it; joins the recent servers when it first answers
     QAction* disconnect_ = nullptr;
     std::vector<QAction*> localEngineActions_; // chat and workload actions: off while connected
     std::optional<ModelSource> loading_;
