@@ -3,6 +3,7 @@
 // main window, is test_compare_panel_model (label model).
 #include <QtTest>
 
+#include <QPushButton>
 #include <QStandardPaths>
 
 #include "ui/compare/compare_panel.h"
@@ -43,6 +44,18 @@ class TestComparePanel : public QObject {
     Q_OBJECT
 private slots:
     void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+    // "Start B" and "Apply" side by side: each says which engine it acts on.
+    void theButtonsSayWhatTheyDo() {
+        ComparePanel panel;
+        const auto tip = [&panel](const char* name) {
+            auto* button = panel.findChild<QPushButton*>(QString::fromLatin1(name));
+            return button ? button->toolTip() : QString();
+        };
+        QVERIFY2(tip("startCompare").startsWith(QStringLiteral("Start engine B beside A")), qPrintable(tip("startCompare")));
+        QVERIFY2(tip("applyConfig").startsWith(QStringLiteral("Rebuild the running engine B")), qPrintable(tip("applyConfig")));
+        QVERIFY2(tip("stopCompare").startsWith(QStringLiteral("Stop engine B")), qPrintable(tip("stopCompare")));
+    }
 
     void noDataIsADashNotZero() {
         ComparePanel panel;

@@ -183,6 +183,12 @@ ComparePanel::ComparePanel(QWidget* parent)
     start_->setObjectName(QStringLiteral("startCompare"));
     stop_->setObjectName(QStringLiteral("stopCompare"));
     stop_->setEnabled(false);
+    // Two buttons side by side: each says which engine it acts on.
+    start_->setToolTip(tr("Start engine B beside A with the settings below, on A's model: each chat message then "
+                          "runs on both"));
+    stop_->setToolTip(tr("Stop engine B; A runs on"));
+    settings_->findChild<QPushButton*>(QStringLiteral("applyConfig"))
+        ->setToolTip(tr("Rebuild the running engine B with the settings above (before B runs, Start B uses them)"));
     note_->setObjectName(QStringLiteral("compareNote"));
     note_->setWordWrap(true);
     note_->setText(idleNote());
