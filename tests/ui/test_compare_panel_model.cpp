@@ -113,6 +113,12 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(compare->cell(ComparePanel::TtftP50, 1) != kNoData, kWaitMs);
         QVERIFY(!compare->replyText(0).isEmpty());
         QVERIFY(compare->cell(ComparePanel::TtftP50, 2) != kNoData);
+        // B − A says which is better: TTFT lower is better, so a positive
+        // difference is B worse (▼), a negative one B better (▲).
+        const QString ttft = compare->cell(ComparePanel::TtftP50, 2);
+        const double difference = ttft.section(QLatin1Char(' '), 0, 0).toDouble();
+        if (difference != 0.0)
+            QVERIFY2(ttft.endsWith(difference > 0 ? QStringLiteral("\u25bc") : QStringLiteral("\u25b2")), qPrintable(ttft));
         // B's replay keeps the steps it did not publish, as A's does.
         QTRY_VERIFY_WITH_TIMEOUT(compare->mapB()->replay().size() > static_cast<std::size_t>(shownB.count()), kWaitMs);
         QCoreApplication::processEvents();

@@ -1,6 +1,7 @@
 #include "ui/compare/compare_panel.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
@@ -36,11 +37,16 @@ constexpr int kRepliesTab = 1;
 const char* const kWidestTexts[] = {"\u2212000000.0", "contiguous", "recompute", "int4-kivi", "fp8-e4m3"};
 const QString kNoData = QStringLiteral("\u2014");
 
+// Which way a figure is better, for the B − A column's verdict; Neither
+// for a count that only describes the load (sequences running).
+enum class Better { Higher, Lower, Neither };
+
 struct RowSpec {
     const char* label;
     const char* unit;
     int decimals;
     std::optional<double> (*value)(const EngineSnapshot&);
+    Better better;
 };
 
 double fragmentation(const EngineSnapshot& s, double (FragmentationStats::*share)() const) {
@@ -54,31 +60,31 @@ std::optional<double> measured(bool has, double value) { return has ? std::optio
 // One row per figure, in ComparePanel::Row order.
 const RowSpec kRowSpecs[ComparePanel::kRows] = {
     {"Generation", "tok/s", 1,
-     [](const EngineSnapshot& s) { return measured(s.generated_tokens > 0, s.generation_tokens_per_s); }},
-    {"Prompt", "tok/s", 1, [](const EngineSnapshot& s) { return measured(s.prompt_tokens > 0, s.prompt_tokens_per_s); }},
-    {"Running", "seqs", 0, [](const EngineSnapshot& s) { return std::optional(static_cast<double>(s.running)); }},
-    {"Waiting", "seqs", 0, [](const EngineSnapshot& s) { return std::optional(static_cast<double>(s.waiting)); }},
-    {"Preemptions", "", 0, [](const EngineSnapshot& s) { return std::optional(static_cast<double>(s.preemptions)); }},
+     [](const EngineSnapshot& s) { return measured(s.generated_tokens > 0, s.generation_tokens_per_s); }, Better::Higher},
+    {"Prompt", "tok/s", 1, [](const EngineSnapshot& s) { return measured(s.prompt_tokens > 0, s.prompt_tokens_per_s); }, Better::Higher},
+    {"Running", "seqs", 0, [](const EngineSnapshot& s) { return std::optional(static_cast<double>(s.running)); }, Better::Neither},
+    {"Waiting", "seqs", 0, [](const EngineSnapshot& s) { return std::optional(static_cast<double>(s.waiting)); }, Better::Lower},
+    {"Preemptions", "", 0, [](const EngineSnapshot& s) { return std::optional(static_cast<double>(s.preemptions)); }, Better::Lower},
     {"Blocks in use", "%", 1,
-     [](const EngineSnapshot& s) { return std::optional(fragmentation(s, &FragmentationStats::block_occupancy)); }},
+     [](const EngineSnapshot& s) { return std::optional(fragmentation(s, &FragmentationStats::block_occupancy)); }, Better::Neither},
     {"Blocks used", "blocks", 0,
-     [](const EngineSnapshot& s) { return std::optional(static_cast<double>(s.pool->fragmentation.used_blocks)); }},
+     [](const EngineSnapshot& s) { return std::optional(static_cast<double>(s.pool->fragmentation.used_blocks)); }, Better::Lower},
     // What a sequence costs: with sliding windows freed, far fewer blocks.
     {"Blocks used per running sequence", "blocks", 1,
      [](const EngineSnapshot& s) {
          return measured(s.running > 0, static_cast<double>(s.pool->fragmentation.used_blocks) /
                                             static_cast<double>(std::max<std::size_t>(s.running, 1)));
-     }},
+     }, Better::Lower},
     {"Slots holding tokens", "%", 1,
-     [](const EngineSnapshot& s) { return std::optional(fragmentation(s, &FragmentationStats::token_occupancy)); }},
+     [](const EngineSnapshot& s) { return std::optional(fragmentation(s, &FragmentationStats::token_occupancy)); }, Better::Higher},
     {"Internal waste", "%", 1,
-     [](const EngineSnapshot& s) { return std::optional(fragmentation(s, &FragmentationStats::internal_waste)); }},
+     [](const EngineSnapshot& s) { return std::optional(fragmentation(s, &FragmentationStats::internal_waste)); }, Better::Lower},
     {"Reserved waste", "%", 1,
-     [](const EngineSnapshot& s) { return std::optional(fragmentation(s, &FragmentationStats::reserved_waste)); }},
+     [](const EngineSnapshot& s) { return std::optional(fragmentation(s, &FragmentationStats::reserved_waste)); }, Better::Lower},
     {"External fragmentation", "%", 1,
-     [](const EngineSnapshot& s) { return std::optional(fragmentation(s, &FragmentationStats::external_fragmentation)); }},
-    {"TTFT p50 (engine: arrival \u2192 first token)", "ms", 1, [](const EngineSnapshot& s) { return measured(s.ttft.p50_ms > 0, s.ttft.p50_ms); }},
-    {"TTFT p95 (engine: arrival \u2192 first token)", "ms", 1, [](const EngineSnapshot& s) { return measured(s.ttft.p95_ms > 0, s.ttft.p95_ms); }},
+     [](const EngineSnapshot& s) { return std::optional(fragmentation(s, &FragmentationStats::external_fragmentation)); }, Better::Lower},
+    {"TTFT p50 (engine: arrival \u2192 first token)", "ms", 1, [](const EngineSnapshot& s) { return measured(s.ttft.p50_ms > 0, s.ttft.p50_ms); }, Better::Lower},
+    {"TTFT p95 (engine: arrival \u2192 first token)", "ms", 1, [](const EngineSnapshot& s) { return measured(s.ttft.p95_ms > 0, s.ttft.p95_ms); }, Better::Lower},
 };
 
 const char* const kSettingLabels[ComparePanel::kSettingRows] = {
@@ -222,7 +228,7 @@ ComparePanel::~ComparePanel() = default;
 
 QWidget* ComparePanel::buildSide() {
     table_->setObjectName(QStringLiteral("compareTable"));
-    table_->setHorizontalHeaderLabels({tr("A"), tr("B"), tr("B \u2212 A")});
+    table_->setHorizontalHeaderLabels({tr("A"), tr("B"), tr("B \u2212 A (\u25b2 B better)")});
     for (int r = 0; r < kSettingRows; ++r)
         table_->setVerticalHeaderItem(r, new QTableWidgetItem(tr(kSettingLabels[r])));
     for (int r = 0; r < kRows; ++r)
@@ -507,6 +513,23 @@ QString ComparePanel::kindCell(int kind, int column) const {
     return table_->item(int{kSettingRows} + int{kRows} + kind, column)->text();
 }
 
+// " ▲" (B better) or " ▼" (B worse) after a difference that shows at the
+// row's precision, by which way the figure is better; nothing otherwise.
+// The column's header and the cell's tooltip say it in words.
+QString ComparePanel::verdict(int row, std::optional<double> difference) const {
+    const RowSpec& spec = kRowSpecs[row];
+    const double shown = difference ? std::round(*difference * std::pow(10.0, spec.decimals)) : 0.0;
+    QTableWidgetItem* item = table_->item(kSettingRows + row, kDifference);
+    if (spec.better == Better::Neither || shown == 0.0) {
+        item->setToolTip({});
+        return {};
+    }
+    const bool better = (shown > 0) == (spec.better == Better::Higher);
+    const QString direction = spec.better == Better::Higher ? tr("higher is better") : tr("lower is better");
+    item->setToolTip((better ? tr("B is better here: %1") : tr("B is worse here: %1")).arg(direction));
+    return better ? QStringLiteral(" \u25b2") : QStringLiteral(" \u25bc");
+}
+
 void ComparePanel::fillTable() {
     for (int r = 0; r < kRows; ++r) {
         const auto value = [&](const std::shared_ptr<const EngineSnapshot>& s) {
@@ -519,7 +542,8 @@ void ComparePanel::fillTable() {
         };
         table_->item(kSettingRows + r, kA)->setText(text(a));
         table_->item(kSettingRows + r, kB)->setText(text(b));
-        table_->item(kSettingRows + r, kDifference)->setText(text(a && b ? std::optional(*b - *a) : std::nullopt));
+        const std::optional<double> difference = a && b ? std::optional(*b - *a) : std::nullopt;
+        table_->item(kSettingRows + r, kDifference)->setText(text(difference) + verdict(r, difference));
     }
     fillKindRows();
 }

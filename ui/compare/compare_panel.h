@@ -64,7 +64,8 @@ public:
     EngineThread* engineB() const { return engineB_.get(); } // null while B is stopped
     LivePoolPanel* mapA() const { return mapA_; }
     LivePoolPanel* mapB() const { return mapB_; }
-    // Columns: 0 A, 1 B, 2 B − A (settings: A and B only).
+    // Columns: 0 A, 1 B, 2 B − A, followed by "▲" (B better) or "▼" (B
+    // worse) where the figure has a better direction (settings: A and B only).
     QString cell(Row row, int column) const;
     QString settingCell(SettingRow row, int column) const;
     // The rows of blocks used per kind of layer (none for one group): each
@@ -111,6 +112,7 @@ private:
     void resetB();
     LivePoolPanel* newMapB();
     void fillTable();
+    QString verdict(int row, std::optional<double> difference) const;
     void followKinds(const std::shared_ptr<const EngineSnapshot>& snapshot);
     void fillKindRows();
     void suggestB();
