@@ -329,22 +329,22 @@ void Runner::route(const ExpertWeights& x) {
     const std::uint32_t n_experts = config_.experts.count, k = config_.experts.used;
     matmul(x.router, xn_, n_, router_logits_, threads_);
     add_bias(router_logits_, x.router_bias, n_experts);
-    std::vector<std::uint32_t> picked(n_ * k), top;
-    std::vector<float> weights(n_ * k);
+    picked_.resize(n_ * k);
+    picked_weights_.resize(n_ * k);
     for (std::size_t r = 0; r < n_; ++r) {
-        expert_weights(config_.experts.gating, router_logits_.data() + r * n_experts, n_experts, top, k,
-                       weights.data() + r * k);
-        std::copy(top.begin(), top.end(), picked.begin() + static_cast<std::ptrdiff_t>(r * k));
+        expert_weights(config_.experts.gating, router_logits_.data() + r * n_experts, n_experts, top_, k,
+                       picked_weights_.data() + r * k);
+        std::copy(top_.begin(), top_.end(), picked_.begin() + static_cast<std::ptrdiff_t>(r * k));
     }
     expert_first_.assign(n_experts + 1, 0);
-    for (std::uint32_t e : picked)
+    for (std::uint32_t e : picked_)
         ++expert_first_[e + 1];
     for (std::uint32_t e = 0; e < n_experts; ++e)
         expert_first_[e + 1] += expert_first_[e];
-    routed_.resize(picked.size());
-    std::vector<std::size_t> next(expert_first_.begin(), expert_first_.end() - 1);
-    for (std::size_t i = 0; i < picked.size(); ++i)
-        routed_[next[picked[i]]++] = {static_cast<std::uint32_t>(i / k), weights[i]};
+    routed_.resize(picked_.size());
+    next_routed_.assign(expert_first_.begin(), expert_first_.end() - 1);
+    for (std::size_t i = 0; i < picked_.size(); ++i)
+        routed_[next_routed_[picked_[i]]++] = {static_cast<std::uint32_t>(i / k), picked_weights_[i]};
 }
 
 // Expert `expert` over its `count` routed rows from routed_[first]: gather

@@ -82,8 +82,10 @@ private:
         float weight;
     };
     std::vector<float> router_logits_;
+    std::vector<std::uint32_t> picked_, top_; // each row's k experts, in rows; one row's, ranked
+    std::vector<float> picked_weights_;       // their weights, as picked_
     std::vector<Routed> routed_;
-    std::vector<std::size_t> expert_first_;
+    std::vector<std::size_t> expert_first_, next_routed_;
     std::vector<float> expert_in_, expert_gate_, expert_up_, expert_out_; // one expert's rows
     double expert_seconds_ = 0; // this step's time in MoE FFNs (router and experts)
     std::vector<kernels::cpu::DecodeSeq> decode_seqs_; // a layer's decode steps, for one batch call
