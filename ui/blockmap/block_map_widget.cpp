@@ -105,6 +105,11 @@ void BlockMapWidget::setSnapshot(std::shared_ptr<const PoolSnapshot> snapshot) {
         updateGeometry();
 }
 
+void BlockMapWidget::setEmptyText(const QString& text) {
+    emptyText_ = text;
+    update();
+}
+
 void BlockMapWidget::setSequencePalette(SequencePalette palette) {
     palette_ = std::move(palette);
     invalidate();
@@ -322,7 +327,7 @@ void BlockMapWidget::setHovered(std::optional<BlockId> block) {
 void BlockMapWidget::paintNotes(QPainter& painter) {
     painter.setPen(palette().color(QPalette::Text));
     if (!snapshot_) {
-        painter.drawText(rect(), Qt::AlignCenter, tr("No pool"));
+        painter.drawText(rect(), Qt::AlignCenter, emptyText_.isEmpty() ? tr("No pool") : emptyText_);
         return;
     }
     const BlockMapLayout& grid = cells();

@@ -40,6 +40,8 @@ public:
 
     void setSnapshot(std::shared_ptr<const PoolSnapshot> snapshot);
     void setSequencePalette(SequencePalette palette);
+    // Written in the middle while there is no snapshot ("No pool" by default).
+    void setEmptyText(const QString& text);
     // Which blocks the window freed when, seen at `atS` on the snapshots'
     // clock. advancing: the picture is live, so the marks keep fading as
     // wall time passes after `atS` (until a newer fade comes); else it
@@ -93,6 +95,7 @@ private:
     QImage image_;     // the rendered cells, valid while !dirty_
     bool dirty_ = true;
     std::optional<BlockId> hovered_;
+    QString emptyText_;
 };
 
 } // namespace kvscope::ui

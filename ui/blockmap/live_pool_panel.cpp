@@ -62,11 +62,13 @@ LivePoolPanel::LivePoolPanel(QWidget* parent)
       map_(new BlockMapWidget),
       legend_(new BlockMapLegend),
       replayBar_(new SnapshotReplayBar),
-      figures_(new QLabel(tr("No model loaded"))) {
+      figures_(new QLabel),
+      idleText_(tr("No model loaded")) {
     map_->setObjectName(QStringLiteral("liveBlockMap"));
     legend_->setObjectName(QStringLiteral("blockMapLegend"));
     figures_->setObjectName(QStringLiteral("poolFigures"));
     figures_->setWordWrap(true);
+    setIdleText(idleText_);
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(map_, 1);
     layout->addWidget(legend_); // wraps onto more rows when narrow
@@ -103,8 +105,15 @@ void LivePoolPanel::clear() {
     liveFade_.clear();
     livePalette_ = SequencePalette();
     map_->setSnapshot(nullptr);
-    figures_->setText(tr("Waiting for a snapshot"));
+    figures_->setText(idleText_);
     replayBar_->display(replay_);
+}
+
+void LivePoolPanel::setIdleText(const QString& text) {
+    idleText_ = text;
+    map_->setEmptyText(text);
+    if (!map_->snapshot())
+        figures_->setText(text);
 }
 
 void LivePoolPanel::pick(int index) {

@@ -42,6 +42,10 @@ public:
     // show another engine (a server's, or the local one again), whose steps
     // must not follow the old engine's on the slider.
     void clear();
+    // What the panel says while it has no pool to show ("No model loaded";
+    // Compare A/B's B: "B is not running"): in the figures line and on the map.
+    // clear() keeps it.
+    void setIdleText(const QString& text);
     void setPaletteMaker(PaletteMaker maker) { paletteMaker_ = std::move(maker); }
 
     BlockMapWidget* map() const { return map_; }
@@ -60,6 +64,7 @@ private:
     BlockMapLegend* legend_;
     SnapshotReplayBar* replayBar_;
     QLabel* figures_;
+    QString idleText_;
     SnapshotReplay replay_;
     SequencePalette livePalette_;
     WindowFade liveFade_; // every snapshot added, in order
