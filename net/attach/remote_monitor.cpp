@@ -171,6 +171,8 @@ struct RemoteMonitor::Impl {
     LinkState link = LinkState::Connecting;
     std::optional<Clock::time_point> last_data;
     std::uint64_t reconnects = 0;
+    std::uint64_t failed_polls = 0;         // in a row, since the last answer
+    std::optional<Clock::duration> retry_in; // the sleep after a poll that got no answer
     FaultRing faults;
     std::set<std::string> said_once; // optional endpoints' failures, said once each
     std::unique_ptr<KvscopeReader> kvscope_reader;
@@ -238,11 +240,17 @@ struct RemoteMonitor::Impl {
         Clock::duration backoff = kFirstBackoff;
         while (!stopping) {
             const bool live = poll_once();
+            set_retry(live ? std::nullopt : std::optional(backoff));
             publish();
             if (!sleep(live ? options.interval : backoff))
                 return;
             backoff = live ? kFirstBackoff : std::min<Clock::duration>(2 * backoff, kMaxBackoff);
         }
+    }
+
+    void set_retry(std::optional<Clock::duration> delay) {
+        std::lock_guard lock(state_mutex);
+        retry_in = delay;
     }
 
     // One poll: the kind first, until it is known. True when the server answered.
@@ -402,6 +410,7 @@ struct RemoteMonitor::Impl {
             ++reconnects;
         link = LinkState::Live;
         last_data = Clock::now();
+        failed_polls = 0;
         return true;
     }
 
@@ -409,6 +418,7 @@ struct RemoteMonitor::Impl {
         std::lock_guard lock(state_mutex);
         if (link == LinkState::Live)
             link = LinkState::Reconnecting;
+        ++failed_polls;
         faults.add(std::move(failure));
         return false;
     }
@@ -502,6 +512,9 @@ struct RemoteMonitor::Impl {
         if (last_data)
             s->data_age_s = seconds(Clock::now() - *last_data);
         s->reconnects = reconnects;
+        s->failed_polls = failed_polls;
+        if (retry_in)
+            s->retry_in_s = seconds(*retry_in);
         fill_from_kind(*s);
         s->faults = faults.list();
         return s;

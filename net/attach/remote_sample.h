@@ -149,7 +149,13 @@ struct RemoteSample {
     double time_s = 0;                // seconds since the monitor started
     LinkState link = LinkState::Connecting;
     std::optional<double> data_age_s; // seconds since the newest data was read
-    std::uint64_t reconnects = 0;
+    std::uint64_t reconnects = 0;     // times the link came back after going down
+    // Polls in a row that got no answer (since the last answer, or since
+    // the monitor started): the attempts a down server has had. 0 while Live.
+    std::uint64_t failed_polls = 0;
+    // While the last poll got no answer: the seconds until the next one
+    // (the backoff, 0.5 s doubling to 8 s). nullopt while Live.
+    std::optional<double> retry_in_s;
     // The newest faults, oldest first, at most 16: "counters reset (server
     // restarted)", "metrics line 12 skipped: ...", "kv events rank 1: batches
     // 41-44 lost". Cleared never; bounded.

@@ -97,6 +97,8 @@ Json to_json(const RemoteSample& s) {
             {"link", link_state_name(s.link)},
             {"data_age_s", or_null(s.data_age_s)},
             {"reconnects", s.reconnects},
+            {"failed_polls", s.failed_polls},
+            {"retry_in_s", or_null(s.retry_in_s)},
             {"faults", s.faults},
             {"total", to_json(s.total)},
             {"slots", array_of(s.slot_samples)},

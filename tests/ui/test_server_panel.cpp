@@ -76,13 +76,42 @@ private slots:
         QVERIFY(!painted(panel, s).isNull());
         QVERIFY(!panel.slotMap()->isVisible());
         QVERIFY(panel.findChild<QWidget*>(QStringLiteral("serverCannotTell"))->isHidden()); // kvscope tells it all
+        QVERIFY(!panel.figuresGreyed());
         s.link = attach::LinkState::Reconnecting;
         s.reconnects = 2;
+        s.failed_polls = 3;
+        s.retry_in_s = 2.0;
         s.faults = {"GET /metrics: connection refused"};
         painted(panel, s);
-        QVERIFY(panel.text(QStringLiteral("freshness")).contains(QStringLiteral("Reconnecting (2 reconnects so far)")));
+        QVERIFY(panel.text(QStringLiteral("freshness")).contains(QStringLiteral("3 attempts so far, retrying every 2 s")));
+        QVERIFY(panel.figuresGreyed());
         QVERIFY(panel.text(QStringLiteral("faults")).contains(QStringLiteral("connection refused")));
         QVERIFY(panel.text(QStringLiteral("localOff")).contains(QStringLiteral("File > Disconnect")));
+    }
+
+    // A server that stopped answering: its last figures greyed, their age
+    // counting on between the samples (which come only every backoff), and
+    // back to normal when it answers again.
+    void staleFiguresAreGreyedWithTheirAge() {
+        ServerPanel panel;
+        attach::RemoteSample s = test::llamaCppSample();
+        s.link = attach::LinkState::Reconnecting;
+        s.failed_polls = 4;
+        s.retry_in_s = 8.0;
+        s.data_age_s = 12.0;
+        panel.showSample(s);
+        QVERIFY(panel.figuresGreyed());
+        QCOMPARE(panel.text(QStringLiteral("stale")),
+                 QStringLiteral("Last figures, as of 12 s ago: the server is not answering"));
+        QTRY_VERIFY_WITH_TIMEOUT(panel.text(QStringLiteral("stale")).contains(QStringLiteral("as of 13 s ago")), 5000);
+        s.link = attach::LinkState::Live;
+        s.failed_polls = 0;
+        s.retry_in_s.reset();
+        s.data_age_s = 0.1;
+        panel.showSample(s);
+        QVERIFY(!panel.figuresGreyed());
+        QVERIFY(panel.text(QStringLiteral("stale")).isEmpty());
+        QVERIFY(panel.findChild<QWidget*>(QStringLiteral("serverFigures"))->toolTip().contains(QStringLiteral("TTFT")));
     }
 
     // Slot 0 holds 100 of 512 tokens: the first fifth of its row is its

@@ -123,6 +123,26 @@ private slots:
         QVERIFY(mentions(view.cannot_tell, "never by physical block id"));
     }
 
+    // The server's own TTFT heads the figures; a kvscope server's ended
+    // requests are its engine's counts, the other kinds' readers have none
+    // (no row, not zeros).
+    void serverTtftFirstAndEndedRequestsAsCounted() {
+        attach::RemoteSample s = test::kvscopeSample();
+        s.total.ttft.p50_ms = 17.2;
+        s.total.ttft.p99_ms = 222.0;
+        auto engine = std::make_shared<EngineSnapshot>(*s.engine);
+        engine->completed_requests = 215;
+        engine->aborted_requests = 4793;
+        engine->failed_requests = 1;
+        s.engine = engine;
+        const ServerView view = server_view(s);
+        QCOMPARE(view.figures.front().label, std::string(kServerTtftLabel));
+        QCOMPARE(value(view.figures, kServerTtftLabel), QStringLiteral("p50 17.2 ms · p99 222.0 ms"));
+        QCOMPARE(value(view.figures, kRequestsEndedLabel), QStringLiteral("completed 215 · aborted 4,793 · failed 1"));
+        QVERIFY(!figure(server_view(test::llamaCppSample()).figures, kRequestsEndedLabel));
+        QVERIFY(!figure(server_view(test::vllmSample()).figures, kRequestsEndedLabel));
+    }
+
     void kvscopeHandsItsEngineToTheDashboards() {
         const ServerView view = server_view(test::kvscopeSample());
         QVERIFY(view.has_engine);
@@ -135,16 +155,29 @@ private slots:
     void freshnessSaysTheLinkState() {
         attach::RemoteSample s = test::llamaCppSample();
         QCOMPARE(server_view(s).freshness, std::string("Live · data 0.4 s old"));
+        QVERIFY(server_view(s).stale.empty());
         s.link = attach::LinkState::Reconnecting;
         s.reconnects = 3;
+        s.failed_polls = 5;
+        s.retry_in_s = 4.0;
         s.data_age_s = 12.04;
         s.faults = {"connection refused", "counters reset (server restarted)"};
         const ServerView away = server_view(s);
-        QCOMPARE(away.freshness, std::string("Reconnecting (3 reconnects so far) · data 12.0 s old"));
+        // The attempts count while the server is down, and the backoff says when the next comes.
+        QCOMPARE(away.freshness, std::string("Reconnecting: 5 attempts so far, retrying every 4 s · data 12.0 s old"));
         QCOMPARE(away.faults, s.faults);
+        QCOMPARE(away.stale, std::string("Last figures, as of 12 s ago: the server is not answering"));
+        // Between samples the panel adds the seconds since this one.
+        QCOMPARE(server_view(s, 3.0).stale, std::string("Last figures, as of 15 s ago: the server is not answering"));
+        s.failed_polls = 1;
+        s.retry_in_s = 0.5;
+        QCOMPARE(server_view(s).freshness, std::string("Reconnecting: 1 attempt so far, retrying every 0.5 s · data 12.0 s old"));
         s.link = attach::LinkState::Live;
+        s.failed_polls = 0;
+        s.retry_in_s.reset();
         s.data_age_s = 0.5;
         QCOMPARE(server_view(s).freshness, std::string("Live (reconnected 3 times) · data 0.5 s old"));
+        QVERIFY(server_view(s).stale.empty());
         // The last figures stay while the server is away.
         QCOMPARE(value(away.figures, "KV tokens"), QStringLiteral("100 of 1,024"));
 
@@ -158,6 +191,12 @@ private slots:
         first.link = attach::LinkState::Reconnecting;
         first.reconnects = 1;
         QCOMPARE(server_view(first).title, std::string("No answer yet from http://127.0.0.1:9"));
+        QVERIFY(server_view(first).stale.empty()); // no figures to be stale
+        attach::RemoteSample never;
+        never.failed_polls = 2;
+        never.retry_in_s = 1.0;
+        QCOMPARE(server_view(never).freshness,
+                 std::string("Connecting: no answer, 2 attempts so far, retrying every 1 s · no data yet"));
     }
 
     void unknownDtypeIsNamedNotSized() {

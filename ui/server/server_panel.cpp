@@ -1,6 +1,8 @@
 #include "ui/server/server_panel.h"
 
 #include <QDateTime>
+#include <QEvent>
+#include <QTimer>
 #include <QGridLayout>
 #include <QLabel>
 #include <QVBoxLayout>
@@ -34,26 +36,48 @@ QString bulletsHtml(const QString& heading, const std::vector<std::string>& line
     return text + QStringLiteral("</ul>");
 }
 
-QString linkColour(attach::LinkState link) {
+constexpr int kAgeTickMs = 1000; // the stale figures' age is said in whole seconds
+
+// The link's dot: green, amber, red, in shades that stand out from the
+// window's background, light or dark.
+QString linkColour(attach::LinkState link, const QPalette& palette) {
+    const bool dark = palette.color(QPalette::Window).lightness() < 128;
     switch (link) {
-    case attach::LinkState::Live: return QStringLiteral("#2e8b57");
-    case attach::LinkState::Connecting: return QStringLiteral("#b8860b");
-    case attach::LinkState::Reconnecting: return QStringLiteral("#c0392b");
+    case attach::LinkState::Live: return dark ? QStringLiteral("#5fd38d") : QStringLiteral("#2e8b57");
+    case attach::LinkState::Connecting: return dark ? QStringLiteral("#f0c04a") : QStringLiteral("#b8860b");
+    case attach::LinkState::Reconnecting: return dark ? QStringLiteral("#ff7b6b") : QStringLiteral("#c0392b");
     }
     return {};
+}
+
+QString figuresToolTip() {
+    return QObject::tr("TTFT (server): the server's own histogram of the time from receiving a request to its first "
+                       "token, p50 and p99 over the last minute, read from its /metrics as Prometheus' "
+                       "histogram_quantile reads it. The Throughput dock's TTFT is the engine's: from a request's "
+                       "arrival in the engine's queue to its first sampled token, every request since the engine "
+                       "started.");
 }
 
 } // namespace
 
 ServerPanel::ServerPanel(QWidget* parent)
-    : QWidget(parent), layout_(new QVBoxLayout(this)), historyPlot_(new ServerHistoryPlot),
-      slotMap_(new SlotMapWidget), ranks_(new QWidget) {
+    : QWidget(parent), ageTicker_(new QTimer(this)), layout_(new QVBoxLayout(this)),
+      historyPlot_(new ServerHistoryPlot), slotMap_(new SlotMapWidget), ranks_(new QWidget) {
     setObjectName(QStringLiteral("serverPanel"));
+    ageTicker_->setInterval(kAgeTickMs);
+    connect(ageTicker_, &QTimer::timeout, this, &ServerPanel::tickAge);
     title_ = addLabel("serverTitle");
-    title_->setStyleSheet(QStringLiteral("font-weight: bold; font-size: 14pt"));
+    // A font, not a style sheet: the heading's colour stays the palette's
+    // text colour, whichever theme is applied (and when it changes).
+    QFont heading = title_->font();
+    heading.setBold(true);
+    heading.setPointSize(14);
+    title_->setFont(heading);
     model_ = addLabel("serverModel");
     freshness_ = addLabel("serverFreshness");
+    stale_ = addLabel("serverStale");
     figures_ = addLabel("serverFigures");
+    figures_->setToolTip(figuresToolTip());
     layout_->addWidget(historyPlot_);
     historyPlot_->hide();
     slotSummary_ = addLabel("slotSummary");
@@ -90,7 +114,24 @@ void ServerPanel::showSample(const attach::RemoteSample& sample) {
         historyPlot_->setHistory(history_, now_s - sample.time_s);
     }
     historyPlot_->setVisible(!history_.empty());
+    sample_ = sample;
+    sinceSample_.start();
     setView(server_view(sample));
+    if (view_.stale.empty())
+        ageTicker_->stop();
+    else if (!ageTicker_->isActive())
+        ageTicker_->start();
+}
+
+void ServerPanel::tickAge() {
+    if (sample_)
+        setView(server_view(*sample_, static_cast<double>(sinceSample_.elapsed()) / 1000.0));
+}
+
+void ServerPanel::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange)
+        setView(view_); // the link's dot takes the new palette's shade
 }
 
 void ServerPanel::setView(ServerView view) {
@@ -103,9 +144,12 @@ void ServerPanel::setView(ServerView view) {
                         : html(t));
     model_->setText(QString::fromStdString(view_.model));
     freshness_->setText(QStringLiteral("<span style=\"color:%1\">\u25CF</span> %2")
-                            .arg(linkColour(view_.link), html(view_.freshness)));
+                            .arg(linkColour(view_.link, palette()), html(view_.freshness)));
+    stale_->setText(QString::fromStdString(view_.stale));
+    stale_->setVisible(!view_.stale.empty());
     figures_->setText(figuresHtml(view_.figures));
     figures_->setVisible(!view_.figures.empty());
+    figures_->setEnabled(view_.stale.empty()); // the palette's dimmed text: last figures, not live ones
     const bool llama = view_.kind == attach::ServerKind::LlamaCpp;
     slotSummary_->setText(QString::fromStdString(view_.slot_summary) +
                           tr("\nEach row is one slot's context (n_ctx): filled, the tokens it holds (grey: an idle "
@@ -159,7 +203,10 @@ void ServerPanel::showRanks() {
         cache->setChainLengths(r.prefix_cache ? r.prefix_cache->chain_lengths : std::vector<std::uint32_t>{});
     }
     ranks_->setVisible(!view_.ranks.empty());
+    ranks_->setEnabled(view_.stale.empty()); // greyed with the server's figures
 }
+
+bool ServerPanel::figuresGreyed() const { return !figures_->isEnabled(); }
 
 std::vector<PrefixCacheWidget*> ServerPanel::prefixCaches() const {
     std::vector<PrefixCacheWidget*> caches;
@@ -180,6 +227,7 @@ QString ServerPanel::text(const QString& part) const {
                                          {QStringLiteral("model"), model_},
                                          {QStringLiteral("freshness"), freshness_},
                                          {QStringLiteral("figures"), figures_},
+                                         {QStringLiteral("stale"), stale_},
                                          {QStringLiteral("slots"), slotSummary_},
                                          {QStringLiteral("cannotTell"), cannotTell_},
                                          {QStringLiteral("faults"), faults_},

@@ -1,13 +1,16 @@
 #pragma once
 
+#include <optional>
 #include <vector>
 
+#include <QElapsedTimer>
 #include <QWidget>
 
 #include "ui/server/server_history.h"
 #include "ui/server/server_view_model.h"
 
 class QLabel;
+class QTimer;
 class QVBoxLayout;
 
 namespace kvscope::ui {
@@ -29,6 +32,8 @@ public:
 
     // A sample as it arrives: its view, and its figures into the history
     // (llama.cpp and vLLM; a kvscope server's history is its snapshots').
+    // While the server does not answer, the data's age goes on counting
+    // (every second) between samples, which then come only every backoff.
     void showSample(const attach::RemoteSample& sample);
     void setView(ServerView view);
     const ServerView& view() const { return view_; }
@@ -39,18 +44,29 @@ public:
     // One per vLLM rank with KV events, in rank order.
     std::vector<PrefixCacheWidget*> prefixCaches() const;
     // The text of a part of the panel: "title", "model", "freshness",
-    // "figures", "slots", "ranks", "cannotTell", "faults", "localOff".
+    // "figures", "stale", "slots", "ranks", "cannotTell", "faults", "localOff".
     QString text(const QString& part) const;
+    // The server's figures are its last ones, greyed (it does not answer).
+    bool figuresGreyed() const;
+
+protected:
+    void changeEvent(QEvent* event) override;
 
 private:
     QLabel* addLabel(const char* name);
     void showRanks();
+    void tickAge();
 
     ServerView view_;
+    // The newest sample and when it came, for its data's age while the server is away.
+    std::optional<attach::RemoteSample> sample_;
+    QElapsedTimer sinceSample_;
+    QTimer* ageTicker_;
     QVBoxLayout* layout_;
     QLabel* title_;
     QLabel* model_;
     QLabel* freshness_;
+    QLabel* stale_;
     QLabel* figures_;
     ServerHistory history_;
     ServerHistoryPlot* historyPlot_;

@@ -124,34 +124,61 @@ void add_latency_row(std::vector<FigureText>& rows, const char* label, const Lat
 
 std::vector<FigureText> figure_rows(const ServerFigures& f, ServerKind kind) {
     std::vector<FigureText> rows;
+    // The server's own histogram first: from when it received the request
+    // (kvscope: submit(); vLLM: arrival at its front end; llama.cpp: the
+    // slot's start). The dashboards' TTFT is the engine's, measured otherwise.
+    add_latency_row(rows, kServerTtftLabel, f.ttft);
+    add_latency_row(rows, "Inter-token", f.itl);
     add_kv_rows(rows, f);
     if (kind != ServerKind::Kvscope) // a kvscope server's dtype costs are the KV quantization dashboard's
         add_quant_row(rows, f);
     add_request_rows(rows, f, kind);
-    // The server's own histogram: from when it received the request (kvscope:
-    // submit(); vLLM: arrival at its front end; llama.cpp: the slot's start).
-    add_latency_row(rows, kServerTtftLabel, f.ttft);
-    add_latency_row(rows, "Inter-token", f.itl);
     return rows;
 }
 
-std::string freshness(const RemoteSample& s) {
+// A kvscope server's engine counts the requests that ended, each once, as
+// completed, aborted or failed (engine_snapshot.h); the other kinds' readers
+// count none, and get no row rather than zeros.
+void add_ended_row(std::vector<FigureText>& rows, const EngineSnapshot* engine) {
+    if (engine)
+        add(rows, kRequestsEndedLabel,
+            fmt::format("completed {} · aborted {} · failed {}", count(engine->completed_requests),
+                        count(engine->aborted_requests), count(engine->failed_requests)));
+}
+
+std::string plural(std::uint64_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
+
+// While no poll answers: the attempts made and when the next comes.
+std::string retrying(const RemoteSample& s) {
+    std::string text = plural(s.failed_polls, "attempt") + " so far";
+    if (s.retry_in_s)
+        text += fmt::format(", retrying every {:g} s", *s.retry_in_s);
+    return text;
+}
+
+std::string freshness(const RemoteSample& s, std::optional<double> age_s) {
     std::string text;
     switch (s.link) {
-    case LinkState::Connecting: text = "Connecting"; break;
+    case LinkState::Connecting:
+        text = s.failed_polls ? "Connecting: no answer, " + retrying(s) : "Connecting";
+        break;
     case LinkState::Live:
-        text = s.reconnects ? fmt::format("Live (reconnected {} time{})", s.reconnects, s.reconnects == 1 ? "" : "s")
-                            : "Live";
+        text = s.reconnects ? "Live (reconnected " + plural(s.reconnects, "time") + ")" : "Live";
         break;
-    case LinkState::Reconnecting:
-        text = fmt::format("Reconnecting ({} reconnect{} so far)", s.reconnects, s.reconnects == 1 ? "" : "s");
-        break;
+    case LinkState::Reconnecting: text = "Reconnecting: " + retrying(s); break;
     }
-    if (s.data_age_s)
-        text += fmt::format(" · data {:.1f} s old", *s.data_age_s);
+    if (age_s)
+        text += fmt::format(" · data {:.1f} s old", *age_s);
     else
         text += " · no data yet";
     return text;
+}
+
+// Figures kept from before the server stopped answering, and how old.
+std::string stale(const RemoteSample& s, std::optional<double> age_s) {
+    if (s.link == LinkState::Live || !age_s)
+        return {};
+    return fmt::format("Last figures, as of {:.0f} s ago: the server is not answering", *age_s);
 }
 
 // Until the server has answered, its kind is the monitor's placeholder, not
@@ -273,15 +300,18 @@ std::string server_kind_title(ServerKind kind) {
     return "server";
 }
 
-ServerView server_view(const RemoteSample& s) {
+ServerView server_view(const RemoteSample& s, double since_sample_s) {
     ServerView view;
     view.kind = s.kind;
     view.link = s.link;
     view.url = s.url;
     view.title = title(s);
     view.model = "Model: " + s.model.value_or(s.data_age_s ? "not reported" : "not known yet");
-    view.freshness = freshness(s);
+    const std::optional<double> age_s = s.data_age_s ? std::optional(*s.data_age_s + since_sample_s) : std::nullopt;
+    view.freshness = freshness(s, age_s);
+    view.stale = stale(s, age_s);
     view.figures = figure_rows(s.total, s.kind);
+    add_ended_row(view.figures, s.engine.get());
     for (const attach::SlotSample& slot : s.slot_samples)
         view.slot_rows.push_back(slot_row(slot));
     if (s.kind == ServerKind::LlamaCpp) {

@@ -58,7 +58,12 @@ struct ServerView {
     std::string url;       // as the sample has it
     std::string title;     // "llama.cpp server at http://127.0.0.1:8080" (ending with the URL)
     std::string model;     // "Model: stories260K" ("Model: not reported")
-    std::string freshness; // "Live · data 0.4 s old", "Reconnecting (3 reconnects) · data 12.0 s old"
+    // "Live · data 0.4 s old", "Reconnecting: 5 attempts so far, retrying every 4 s · data 12.0 s old"
+    std::string freshness;
+    // The server is not answering and these figures are its last ones:
+    // "Last figures, as of 12 s ago" (empty while Live or before any data).
+    // The panel greys them.
+    std::string stale;
     std::vector<FigureText> figures; // the whole server (vLLM: summed over ranks)
     std::vector<SlotRow> slot_rows;  // llama.cpp
     std::string slot_summary;        // the slots' reserved waste, as kvscope's contiguous mode counts it
@@ -71,10 +76,16 @@ struct ServerView {
 };
 
 // The label of the server's TTFT row: the server's own measure, told apart
-// from the engine snapshots' (dashboards: arrival at the engine).
+// from the engine snapshots' (dashboards: arrival at the engine), first
+// among the figures of the connected view.
 inline constexpr const char* kServerTtftLabel = "TTFT (server: request received \u2192 first token)";
+// The row of a kvscope server's ended requests, its engine's own counts
+// (llama.cpp's and vLLM's readers count none: no row for them).
+inline constexpr const char* kRequestsEndedLabel = "Requests ended";
 
-ServerView server_view(const attach::RemoteSample& sample);
+// `since_sample_s`: seconds since the sample was published, added to its
+// data's age (the panel ticks while the server is away).
+ServerView server_view(const attach::RemoteSample& sample, double since_sample_s = 0);
 
 // "llama.cpp server", "kvscope server", "vLLM server".
 std::string server_kind_title(attach::ServerKind kind);

@@ -292,6 +292,12 @@ void TestRemoteMonitor::server_dies_and_restarts_with_counters_reset() {
     QCOMPARE(down->ranks.size(), 2u); // the last figures stay
     QCOMPARE(down->ranks[1].figures.kv_usage, std::optional<double>(0.75));
     QVERIFY(wait_for(monitor, [](const RemoteSample& s) { return has_fault(s, "connection refused"); }));
+    // Each poll that gets no answer is an attempt, and the sample says when the next comes.
+    const Sample retried = wait_for(monitor, [](const RemoteSample& s) { return s.failed_polls >= 2; });
+    QVERIFY(retried);
+    QVERIFY(retried->retry_in_s);
+    QVERIFY2(*retried->retry_in_s >= 0.5 && *retried->retry_in_s <= 8.0, std::to_string(*retried->retry_in_s).c_str());
+    QCOMPARE(retried->reconnects, 0u); // none came back yet
 
     // Back on the same port, restarted: its counters start again from (nearly) zero.
     for (FakeVllmRank& r : ranks) {
@@ -305,6 +311,8 @@ void TestRemoteMonitor::server_dies_and_restarts_with_counters_reset() {
         wait_for(monitor, [](const RemoteSample& s) { return is_live(s) && s.ranks[1].figures.kv_usage == 0.5; });
     QVERIFY2(back, faults_of(monitor.latest()).c_str());
     QCOMPARE(back->reconnects, 1u);
+    QCOMPARE(back->failed_polls, 0u);
+    QVERIFY(!back->retry_in_s);
     const Sample reset = wait_for(monitor, [](const RemoteSample& s) { return has_fault(s, "reset"); });
     QVERIFY2(reset, faults_of(monitor.latest()).c_str());
 }
