@@ -1,8 +1,10 @@
 // BlockMapWidget offscreen: the pixels of each block state, hit testing,
-// tooltips, and a 65,536-block pool shrinking its cells to fit.
+// tooltips; large pools as runs of blocks per cell, zoom, pan and the minimap.
 #include <QHelpEvent>
 #include <QImage>
+#include <QLocale>
 #include <QToolTip>
+#include <QWheelEvent>
 #include <QtTest>
 
 #include "ui/blockmap/block_look.h"
@@ -52,6 +54,20 @@ std::shared_ptr<const PoolSnapshot> uniformPool(std::size_t n, BlockState state)
                    .fragmentation = {}};
     s.blocks.assign(n, block(state, state == BlockState::Free ? 0 : 4, state == BlockState::Free ? 0 : 1, 0,
                              state == BlockState::Free ? 0 : 1));
+    return std::make_shared<const PoolSnapshot>(std::move(s));
+}
+
+// n free blocks but for `used` full ones from `first`, held by sequence 3.
+std::shared_ptr<const PoolSnapshot> sparsePool(std::size_t n, std::size_t first, std::size_t used) {
+    PoolSnapshot s{.mode = AllocationMode::Paged,
+                   .layout = KvLayout(KvGeometry{1, 1, 8}, KvDtype::F16, kBlockSize),
+                   .blocks = {},
+                   .owners = {3},
+                   .sequences = {sequence(3)},
+                   .fragmentation = {}};
+    s.blocks.assign(n, block(BlockState::Free, 0, 0, 0, 0));
+    for (std::size_t b = first; b < first + used; ++b)
+        s.blocks[b] = block(BlockState::Used, kBlockSize, 1, 0, 1);
     return std::make_shared<const PoolSnapshot>(std::move(s));
 }
 
@@ -168,28 +184,135 @@ private slots:
         QTRY_COMPARE(QToolTip::text(), widget.toolTipFor(3));
     }
 
-    void largePoolShrinksCellsToFit() {
+    void poolsThatFitKeepOneCellPerBlock() {
         BlockMapWidget widget;
-        widget.setSnapshot(uniformPool(65536, BlockState::Used));
-        widget.resize(1280, 720);
-        const QRect last = widget.blockRect(65535);
-        QVERIFY(last.width() >= 1 && last.width() <= 4);
+        widget.setSnapshot(uniformPool(20000, BlockState::Used));
+        widget.resize(1280, 720); // 20,000 cells of 5 px fit in 1276x716
+        QCOMPARE(widget.cells().scale.perCell, std::size_t{1});
+        QVERIFY(widget.cells().cell >= 4);
+        const QRect last = widget.blockRect(19999);
         QVERIFY2(widget.rect().contains(last), "the last block must be on screen");
-        QCOMPARE(widget.blockAt(last.center()), std::optional<BlockId>(65535));
-        QCOMPARE(widget.blockAt(widget.blockRect(40000).center()), std::optional<BlockId>(40000));
-        const QImage image = render(widget);
-        QCOMPARE(image.pixel(last.center()), SequencePalette().color(3));
+        QCOMPARE(widget.blockAt(last.center()), std::optional<BlockId>(19999));
+        QCOMPARE(widget.blockAt(widget.blockRect(12345).center()), std::optional<BlockId>(12345));
+        QCOMPARE(render(widget).pixel(last.center()), SequencePalette().color(3));
+        QVERIFY(widget.minimapRect().isNull()); // the map is the whole pool
     }
 
-    void layoutSaysWhenNotEverythingFits() {
-        const BlockMapLayout l = BlockMapLayout::fit(QSize(20, 20), 1000);
-        QCOMPARE(l.pitch, 1);
-        QVERIFY(l.visible < l.blocks);
-        QVERIFY(l.cellRect(l.visible).isNull());
+    // 200,000 blocks, most free, a run of used ones in the middle: every
+    // block is in a readable cell, and the few used ones show.
+    void largePoolsGatherRunsOfBlocksIntoReadableCells() {
+        BlockMapWidget widget;
+        widget.resize(1280, 720);
+        widget.setSnapshot(sparsePool(200000, 100000, 3));
+        const BlockMapLayout& l = widget.cells();
+        QVERIFY2(l.cell >= 4, qPrintable(QString::number(l.cell)));
+        QVERIFY(l.scale.perCell > 1);
+        QVERIFY(l.showsAll());
+        QCOMPARE(l.cellCount(), (std::size_t{200000} + l.scale.perCell - 1) / l.scale.perCell);
+        QVERIFY(widget.rect().contains(widget.blockRect(199999)));
+        QCOMPARE(widget.blockAt(widget.blockRect(5).center()), std::nullopt); // a run, not one block
+        // The cell holding blocks 100,000-100,002 shows them in their owner's colour.
+        const QRect cell = widget.blockRect(100000);
+        QVERIFY(countPixels(render(widget), cell, SequencePalette().color(3)) > 0);
+        QCOMPARE(countPixels(render(widget), widget.blockRect(0), SequencePalette().color(3)), 0);
+    }
+
+    void aRunsTooltipSaysWhatItHolds() {
+        BlockMapWidget widget;
+        widget.resize(600, 300);
+        widget.setSnapshot(sparsePool(100000, 12288, 20));
+        const std::size_t k = widget.cells().scale.perCell;
+        QVERIFY(k > 20);
+        const QPoint at = widget.blockRect(12288).center();
+        const std::vector<BlockId> run = widget.blocksAt(at);
+        QCOMPARE(run.size(), k);
+        const QString tip = widget.toolTipAt(at);
+        const QString first = QLocale(QLocale::English).toString(static_cast<qulonglong>(run.front()));
+        QVERIFY2(tip.startsWith(QStringLiteral("Blocks %1\u2013").arg(first)), qPrintable(tip));
+        // 20 used by one request (or split over two cells), the rest free.
+        QVERIFY2(tip.contains(QStringLiteral(" used by 1 request, 0 cached, ")), qPrintable(tip));
+        QVERIFY2(tip.contains(QStringLiteral("zoom in")), qPrintable(tip));
+    }
+
+    void fitShowsTheWholePoolInAnyArea() {
+        const BlockMapLayout tiny = BlockMapLayout::fit(QSize(20, 20), 1000);
+        QVERIFY(tiny.showsAll());
+        QVERIFY(tiny.cell >= 4);
+        QCOMPARE(tiny.cellCount() * tiny.scale.perCell >= 1000, true);
         const BlockMapLayout big = BlockMapLayout::fit(QSize(800, 800), 4);
-        QCOMPARE(big.pitch, BlockMapLayout::kMaxPitch);
+        QCOMPARE(big.scale.pitch, BlockMapLayout::kMaxPitch);
         QCOMPARE(big.columns, 4);
         QCOMPARE(big.rows, 1);
+    }
+
+    void zoomGoesDownToSingleBlocksAroundTheCursor() {
+        BlockMapWidget widget;
+        widget.resize(800, 500);
+        widget.setSnapshot(sparsePool(200000, 150000, 64));
+        const BlockId target = 150000;
+        const QPoint at = widget.blockRect(target).center();
+        std::size_t steps = 0;
+        while (widget.canZoomIn() && widget.cells().scale.perCell > 1) {
+            QWheelEvent wheel(at, widget.mapToGlobal(at), {}, QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
+                              Qt::NoScrollPhase, false);
+            QApplication::sendEvent(&widget, &wheel);
+            ++steps;
+            // The block under the cursor stays at its height, give or take a row
+            // (rows wrap, so it moves sideways), while the wheel turns on.
+            const QRect now = widget.blockRect(target);
+            QVERIFY2(std::abs(now.center().y() - at.y()) <= widget.cells().scale.pitch,
+                     qPrintable(QStringLiteral("step %1: y %2 vs %3").arg(steps).arg(now.center().y()).arg(at.y())));
+        }
+        QCOMPARE(widget.cells().scale.perCell, std::size_t{1});
+        QCOMPARE(widget.zoomStep(), steps);
+        QCOMPARE(widget.blockAt(widget.blockRect(target).center()), std::optional<BlockId>(target));
+        QVERIFY(!widget.cells().showsAll());
+        QVERIFY(!widget.minimapRect().isNull()); // the whole pool at the right
+        QVERIFY(widget.scaleText().startsWith(QStringLiteral("1 cell = 1 block")));
+        QVERIFY(widget.scaleText().contains(QStringLiteral("of 200,000 blocks in view")));
+        // Back out with the keyboard.
+        QTest::keyClick(&widget, Qt::Key_0);
+        QCOMPARE(widget.zoomStep(), std::size_t{0});
+        QVERIFY(widget.cells().showsAll());
+        QVERIFY(widget.minimapRect().isNull());
+    }
+
+    void panningReachesEveryBlock() {
+        BlockMapWidget widget;
+        widget.resize(800, 500);
+        widget.setSnapshot(sparsePool(200000, 0, 1));
+        while (widget.cells().scale.perCell > 1)
+            widget.zoomIn(); // around the middle
+        QVERIFY(!widget.rect().intersects(widget.blockRect(0)));
+        QTest::keyClick(&widget, Qt::Key_Home);
+        QVERIFY(widget.rect().contains(widget.blockRect(0)));
+        QVERIFY(!widget.rect().intersects(widget.blockRect(199999)));
+        QTest::keyClick(&widget, Qt::Key_End);
+        QVERIFY(widget.rect().contains(widget.blockRect(199999)));
+        // The minimap's top goes back to the first blocks.
+        const QRect map = widget.minimapRect();
+        QTest::mouseClick(&widget, Qt::LeftButton, {}, QPoint(map.center().x(), map.top()));
+        QVERIFY(widget.rect().contains(widget.blockRect(0)));
+        // Dragging the map pans it.
+        const int before = widget.cells().scroll;
+        QTest::mousePress(&widget, Qt::LeftButton, {}, QPoint(100, 300));
+        QMouseEvent move(QEvent::MouseMove, QPointF(100, 100), widget.mapToGlobal(QPointF(100, 100)), Qt::NoButton,
+                         Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(&widget, &move);
+        QTest::mouseRelease(&widget, Qt::LeftButton, {}, QPoint(100, 100));
+        QCOMPARE(widget.cells().scroll, before + 200);
+    }
+
+    void anotherPoolSizeGoesBackToFit() {
+        BlockMapWidget widget;
+        widget.resize(800, 500);
+        widget.setSnapshot(sparsePool(200000, 0, 1));
+        widget.zoomIn();
+        QCOMPARE(widget.zoomStep(), std::size_t{1});
+        widget.setSnapshot(sparsePool(200000, 5, 1)); // the same pool, a step later: zoom kept
+        QCOMPARE(widget.zoomStep(), std::size_t{1});
+        widget.setSnapshot(sparsePool(50000, 0, 1));
+        QCOMPARE(widget.zoomStep(), std::size_t{0});
     }
 
     void newSnapshotRepaints() {

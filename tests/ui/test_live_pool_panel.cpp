@@ -1,13 +1,15 @@
 // The live pool panel without a model: blocks a chat left in the prefix
 // cache keep a muted version of its colour (on a hand-made pool), the replay
 // model keeps and scrubs snapshots within its limits, the legend shows every
-// entry at any width, and the map follows a dark palette around its cells.
+// entry at any width, the map follows a dark palette around its cells, and
+// the zoom bar zooms a 200,000-block map.
 // The panel in the app's window with stories260K is
 // test_live_pool_panel_model (label model).
 #include <QApplication>
 #include <QImage>
 #include <QSlider>
 #include <QSpinBox>
+#include <QToolButton>
 #include <QStandardPaths>
 #include <QtTest>
 
@@ -15,6 +17,7 @@
 #include "ui/blockmap/block_map_layout.h"
 #include "ui/blockmap/block_map_legend.h"
 #include "ui/blockmap/block_map_widget.h"
+#include "ui/blockmap/block_map_zoom_bar.h"
 #include "ui/blockmap/live_pool_panel.h"
 #include "ui/blockmap/snapshot_replay.h"
 #include "ui/blockmap/snapshot_replay_bar.h"
@@ -206,6 +209,32 @@ private slots:
         panel.goLive();
         QVERIFY(panel.map()->snapshot() == panel.replay().at(4)->pool);
         QVERIFY(panel.replayBar()->status().startsWith(QStringLiteral("live")));
+    }
+
+    // The zoom bar drives the map and says its scale; its buttons are
+    // enabled only where they would do something.
+    void zoomBarZoomsTheMapAndSaysTheScale() {
+        LivePoolPanel panel;
+        panel.resize(700, 500);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.setSnapshot(atStep(1, 200000), {});
+        BlockMapZoomBar* bar = panel.zoomBar();
+        QVERIFY(bar->zoomInButton()->isEnabled());
+        QVERIFY(!bar->zoomOutButton()->isEnabled());
+        QVERIFY(!bar->fitButton()->isEnabled());
+        QVERIFY2(bar->scaleText().contains(QStringLiteral("blocks \u00b7 all 200,000 blocks")), qPrintable(bar->scaleText()));
+        const std::size_t perCell = panel.map()->cells().scale.perCell;
+        QVERIFY(perCell > 1);
+        bar->zoomInButton()->click();
+        QCOMPARE(panel.map()->zoomStep(), std::size_t{1});
+        QVERIFY(panel.map()->cells().scale.perCell < perCell);
+        QVERIFY(bar->zoomOutButton()->isEnabled());
+        QVERIFY(bar->fitButton()->isEnabled());
+        QVERIFY2(bar->scaleText().contains(QStringLiteral("of 200,000 blocks in view")), qPrintable(bar->scaleText()));
+        bar->fitButton()->click();
+        QCOMPARE(panel.map()->zoomStep(), std::size_t{0});
+        QVERIFY(!bar->fitButton()->isEnabled());
     }
 };
 

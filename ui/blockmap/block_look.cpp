@@ -1,6 +1,7 @@
 #include "ui/blockmap/block_look.h"
 
 #include <algorithm>
+#include <array>
 
 namespace kvscope::ui {
 namespace {
@@ -42,6 +43,57 @@ void CellPainter::paint(const QRect& cell, const CellLook& look) {
     case BlockState::Shared: fill_rows(clipped, look, hatch_period(clipped.width())); break;
     case BlockState::Reserved: paint_reserved(clipped, shades(look.owner)); break;
     case BlockState::CachedFree: paint_cached_free(clipped, look.owner); break;
+    }
+    if (look.window_mark > 0.0)
+        blend(clipped, block_colors::kLeftWindow, std::min(look.window_mark, 1.0));
+}
+
+namespace {
+
+// Splits `size` px between parts in proportion, in order; a part that is
+// there gets at least 1 px while there is room, taken from the largest.
+std::array<int, 4> split_pixels(const std::array<double, 4>& parts, int size) {
+    double sum = 0;
+    for (double p : parts)
+        sum += p;
+    std::array<int, 4> px{};
+    if (sum <= 0.0 || size <= 0)
+        return px;
+    int used = 0;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        px[i] = static_cast<int>(parts[i] / sum * size + 0.5);
+        if (parts[i] > 0.0)
+            px[i] = std::max(px[i], 1);
+        used += px[i];
+    }
+    while (used != size) { // rounding and the 1-px minimums: settle on the largest part
+        const auto largest = static_cast<std::size_t>(std::max_element(px.begin(), px.end()) - px.begin());
+        const int step = used > size ? -1 : 1;
+        if (step < 0 && px[largest] <= 1)
+            break; // more parts than pixels: the last ones are cut
+        px[largest] += step;
+        used += step;
+    }
+    return px;
+}
+
+} // namespace
+
+void CellPainter::paintRun(const QRect& cell, const RunLook& look, bool across) {
+    const QRect clipped = cell & bounds_;
+    if (clipped.isEmpty())
+        return;
+    const Shades& s = shades(look.owner);
+    const std::array<QRgb, 4> colors{s.owner, s.empty, block_colors::kCachedFree, block_colors::kFree};
+    const int size = across ? cell.width() : cell.height();
+    const std::array<int, 4> px = split_pixels({look.filled, look.waste, look.cached, look.free}, size);
+    int offset = 0;
+    for (std::size_t i = 0; i < px.size() && offset < size; ++i) {
+        const int n = std::min(px[i], size - offset);
+        const QRect part = across ? QRect(cell.left() + offset, cell.top(), n, cell.height())
+                                  : QRect(cell.left(), cell.bottom() + 1 - offset - n, cell.width(), n);
+        fill_rect(part & bounds_, colors[i]);
+        offset += n;
     }
     if (look.window_mark > 0.0)
         blend(clipped, block_colors::kLeftWindow, std::min(look.window_mark, 1.0));

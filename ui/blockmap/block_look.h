@@ -24,6 +24,14 @@ namespace kvscope::ui {
 //               from every (muted) sequence colour, up to 80% by the mark's
 //               strength (1 just freed, fading to 0; window_fade.h)
 // Cells under 4-5 px drop the outline and the dot but keep distinct colours.
+//
+// A cell holding a run of blocks (a pool too large for one cell per block,
+// block_map_layout.h) shows the run's mix as a stacked fill from the bottom,
+// in proportion to blocks (RunLook): the slots holding tokens in the owner
+// colour of the run's majority holder, the empty slots of held blocks and
+// reserved blocks in its pale tint (waste), cached blocks in the cached
+// grey, free blocks in the free grey on top. A part that is there gets at
+// least a pixel: one used block in a run of 64 must still show.
 // These are data colours, the same on light and dark palettes; what lies
 // around the cells (background, text, hover outline) follows the palette.
 namespace block_colors {
@@ -47,12 +55,24 @@ struct CellLook {
     double window_mark = 0.0; // freed by the window: 0 none .. 1 just freed
 };
 
+// A run's mix, in blocks (the parts add up to the run's length).
+struct RunLook {
+    QRgb owner = 0;      // the majority holder's colour (unused without held blocks)
+    double filled = 0;   // token slots held / block size
+    double waste = 0;    // held blocks' empty slots and reserved blocks, in blocks
+    double cached = 0;
+    double free = 0;
+    double window_mark = 0.0; // the strongest mark of its blocks
+};
+
 // Paints cells by writing a 32-bit image's pixels directly: one QPainter
 // call per block would be far too slow for 65,536 blocks.
 class CellPainter {
 public:
     explicit CellPainter(QImage& image); // Format_RGB32 or Format_ARGB32(_Premultiplied)
     void paint(const QRect& cell, const CellLook& look);
+    // Stacked from the bottom, or from the left when `across` (a minimap's row).
+    void paintRun(const QRect& cell, const RunLook& look, bool across = false);
 
 private:
     // An owner's derived colours, kept for the next cell: runs of blocks

@@ -1,6 +1,5 @@
 #include "ui/blockmap/block_map_layout.h"
 
-#include <algorithm>
 #include <numeric>
 
 namespace kvscope::ui {
@@ -14,34 +13,14 @@ int gap_for(int pitch) {
     return pitch >= 4 ? 1 : 0;
 }
 
-std::size_t rows_for(std::size_t cells, std::size_t columns) { return (cells + columns - 1) / columns; }
+std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
-// Places the lanes top to bottom at `pitch` and counts the slots that fit
-// in `height` (a prefix: lanes and their rows run downwards).
-BlockMapLayout with_pitch(int pitch, int columns, int height, std::span<const std::size_t> sizes, int titleHeight) {
-    BlockMapLayout l;
-    l.pitch = pitch;
-    l.cell = pitch - gap_for(pitch);
-    l.titleHeight = titleHeight;
-    l.blocks = std::accumulate(sizes.begin(), sizes.end(), std::size_t{0});
-    l.columns = static_cast<int>(std::min(static_cast<std::size_t>(columns), l.blocks)); // 0: no blocks
-    int y = BlockMapLayout::kMargin;
-    std::size_t first = 0;
-    const int bottom = BlockMapLayout::kMargin + height;
-    for (std::size_t count : sizes) {
-        const int laneRows = l.columns == 0 ? 0 : static_cast<int>(rows_for(count, static_cast<std::size_t>(l.columns)));
-        l.lanes.push_back({first, count, y, y + titleHeight});
-        const int cellsTop = y + titleHeight;
-        if (l.visible == first) { // every earlier slot fits: count this lane's rows that do
-            const int fitting = std::clamp((bottom - cellsTop + (pitch - l.cell)) / pitch, 0, laneRows);
-            l.visible = first + std::min(count, static_cast<std::size_t>(fitting) * static_cast<std::size_t>(std::max(l.columns, 0)));
-        }
-        l.rows += laneRows;
-        y = cellsTop + laneRows * pitch;
-        first += count;
-    }
-    return l;
+std::size_t total(std::span<const std::size_t> sizes) {
+    return std::accumulate(sizes.begin(), sizes.end(), std::size_t{0});
 }
+
+// The cell pitches single blocks zoom through, each about twice the last's area.
+constexpr int kSinglePitches[] = {7, 10, 14, 20, 28, 40, 56, BlockMapLayout::kMaxPitch};
 
 } // namespace
 
@@ -53,62 +32,128 @@ BlockMapLayout BlockMapLayout::fit(QSize area, std::size_t blocks) {
 BlockMapLayout BlockMapLayout::fit(QSize area, std::span<const std::size_t> laneSizes, int titleHeight) {
     const int width = std::max(1, area.width() - 2 * kMargin);
     const int height = std::max(1, area.height() - 2 * kMargin);
-    const std::size_t blocks = std::accumulate(laneSizes.begin(), laneSizes.end(), std::size_t{0});
+    const std::size_t blocks = total(laneSizes);
     const std::size_t lanes = laneSizes.size();
-    const int titles = static_cast<int>(lanes) * titleHeight;
+    const int cellsHeight = height - static_cast<int>(lanes) * titleHeight;
     if (blocks == 0)
-        return with_pitch(kMaxPitch, 0, height, laneSizes, titleHeight);
-    for (int pitch = kMaxPitch; pitch >= 1; --pitch) {
+        return at(area, laneSizes, titleHeight, {}, 0);
+    // However the blocks are split between the lanes, each lane's last row
+    // adds at most one row (and each lane's last run at most one cell).
+    const auto rowsAt = [&](int pitch) { return cellsHeight / pitch - static_cast<int>(lanes - 1); };
+    for (int pitch = kMaxPitch; pitch >= kMinPitch; --pitch) {
         const auto columns = static_cast<std::size_t>(std::max(1, width / pitch));
-        // The most rows any split of the blocks between the lanes can take.
-        const std::size_t rows = rows_for(blocks, columns) + lanes - 1;
-        if (rows * static_cast<std::size_t>(pitch) + static_cast<std::size_t>(std::max(titles, 0)) <=
-            static_cast<std::size_t>(height))
-            return with_pitch(pitch, static_cast<int>(columns), height, laneSizes, titleHeight);
+        if (const int rows = rowsAt(pitch); rows > 0 && ceil_div(blocks, columns) <= static_cast<std::size_t>(rows))
+            return at(area, laneSizes, titleHeight, {pitch, 1}, 0);
     }
-    // More blocks than pixels: show the first ones at 1 px and say so.
-    return with_pitch(1, width, height, laneSizes, titleHeight);
+    const auto columns = static_cast<std::size_t>(std::max(1, width / kRunPitch));
+    const int rows = rowsAt(kRunPitch);
+    const std::size_t cells = rows > 0 ? static_cast<std::size_t>(rows) * columns : 0;
+    if (cells <= lanes - 1) // not even a cell per lane: one run per lane, scrolled
+        return at(area, laneSizes, titleHeight, {kRunPitch, blocks}, 0);
+    const std::size_t perCell = std::max<std::size_t>(2, ceil_div(blocks, cells - (lanes - 1)));
+    return at(area, laneSizes, titleHeight, {kRunPitch, perCell}, 0);
 }
 
-std::size_t BlockMapLayout::laneOf(std::size_t slot) const {
+BlockMapLayout BlockMapLayout::at(QSize area, std::span<const std::size_t> laneSizes, int titleHeight, Scale scale,
+                                  int scroll) {
+    BlockMapLayout l;
+    l.scale = {std::clamp(scale.pitch, 1, kMaxPitch), std::max<std::size_t>(scale.perCell, 1)};
+    l.cell = l.scale.pitch - gap_for(l.scale.pitch);
+    l.titleHeight = titleHeight;
+    l.viewHeight = area.height();
+    l.blocks = total(laneSizes);
+    const std::size_t k = l.scale.perCell;
+    const auto fitting = static_cast<std::size_t>(std::max(1, (area.width() - 2 * kMargin) / l.scale.pitch));
+    l.columns = static_cast<int>(std::min(fitting, ceil_div(l.blocks, k))); // 0: no blocks
+    int y = kMargin;
+    std::size_t first = 0, firstCell = 0;
+    for (std::size_t count : laneSizes) {
+        const std::size_t cells = ceil_div(count, k);
+        const int laneRows = l.columns == 0 ? 0 : static_cast<int>(ceil_div(cells, static_cast<std::size_t>(l.columns)));
+        l.lanes.push_back({first, count, firstCell, cells, y, y + titleHeight});
+        l.rows += laneRows;
+        y += titleHeight + laneRows * l.scale.pitch;
+        first += count;
+        firstCell += cells;
+    }
+    l.scroll = std::clamp(scroll, 0, l.maxScroll());
+    return l;
+}
+
+std::vector<BlockMapLayout::Scale> BlockMapLayout::zoomSteps(Scale fitted) {
+    std::vector<Scale> steps{fitted};
+    for (std::size_t k = fitted.perCell; k > 1;) {
+        k = ceil_div(k, 2);
+        if (k > 1)
+            steps.push_back({kRunPitch, k});
+    }
+    const int after = fitted.perCell > 1 ? 0 : fitted.pitch;
+    for (int pitch : kSinglePitches)
+        if (pitch > after)
+            steps.push_back({pitch, 1});
+    return steps;
+}
+
+std::size_t BlockMapLayout::laneOfCell(std::size_t cellIndex) const {
+    std::size_t lane = 0;
+    while (lane + 1 < lanes.size() && lanes[lane + 1].firstCell <= cellIndex)
+        ++lane;
+    return lane;
+}
+
+std::size_t BlockMapLayout::laneOfSlot(std::size_t slot) const {
     std::size_t lane = 0;
     while (lane + 1 < lanes.size() && lanes[lane + 1].first <= slot)
         ++lane;
     return lane;
 }
 
-QRect BlockMapLayout::cellRect(std::size_t slot) const {
-    if (columns == 0 || slot >= visible)
+BlockMapLayout::Run BlockMapLayout::run(std::size_t cellIndex) const {
+    if (cellIndex >= cellCount())
         return {};
-    const Lane& lane = lanes[laneOf(slot)];
-    const std::size_t index = slot - lane.first;
-    const auto column = static_cast<int>(index % static_cast<std::size_t>(columns));
-    const auto row = static_cast<int>(index / static_cast<std::size_t>(columns));
-    return {kMargin + column * pitch, lane.cellsTop + row * pitch, cell, cell};
+    const Lane& lane = lanes[laneOfCell(cellIndex)];
+    const std::size_t first = lane.first + (cellIndex - lane.firstCell) * scale.perCell;
+    return {first, std::min(scale.perCell, lane.first + lane.count - first)};
 }
 
-std::optional<std::size_t> BlockMapLayout::blockAt(QPoint point) const {
+std::size_t BlockMapLayout::cellOfSlot(std::size_t slot) const {
+    const Lane& lane = lanes[laneOfSlot(slot)];
+    return lane.firstCell + (slot - lane.first) / scale.perCell;
+}
+
+QRect BlockMapLayout::cellRect(std::size_t cellIndex) const {
+    if (columns == 0 || cellIndex >= cellCount())
+        return {};
+    const Lane& lane = lanes[laneOfCell(cellIndex)];
+    const std::size_t index = cellIndex - lane.firstCell;
+    const auto column = static_cast<int>(index % static_cast<std::size_t>(columns));
+    const auto row = static_cast<int>(index / static_cast<std::size_t>(columns));
+    return {kMargin + column * scale.pitch, lane.cellsTop + row * scale.pitch - scroll, cell, cell};
+}
+
+std::optional<std::size_t> BlockMapLayout::cellAt(QPoint point) const {
     const int x = point.x() - kMargin;
-    if (columns == 0 || x < 0 || point.y() < kMargin)
+    if (columns == 0 || x < 0 || point.y() < 0 || point.y() >= viewHeight)
         return std::nullopt;
+    const int pitch = scale.pitch;
     const int column = x / pitch;
     if (column >= columns || x % pitch >= cell)
         return std::nullopt;
+    const int contentY = point.y() + scroll;
     for (const Lane& lane : lanes) {
-        const int y = point.y() - lane.cellsTop;
+        const int y = contentY - lane.cellsTop;
         if (y < 0)
             return std::nullopt; // on this lane's title (or above the first)
         const int row = y / pitch;
-        const std::size_t laneRows = rows_for(lane.count, static_cast<std::size_t>(columns));
-        if (static_cast<std::size_t>(row) >= laneRows)
+        if (static_cast<std::size_t>(row) >= ceil_div(lane.cells, static_cast<std::size_t>(columns)))
             continue; // below this lane: try the next
         if (y % pitch >= cell)
             return std::nullopt;
         const std::size_t index =
             static_cast<std::size_t>(row) * static_cast<std::size_t>(columns) + static_cast<std::size_t>(column);
-        if (index >= lane.count || lane.first + index >= visible)
+        if (index >= lane.cells)
             return std::nullopt;
-        return lane.first + index;
+        return lane.firstCell + index;
     }
     return std::nullopt;
 }
@@ -116,16 +161,47 @@ std::optional<std::size_t> BlockMapLayout::blockAt(QPoint point) const {
 QRect BlockMapLayout::titleRect(std::size_t lane) const {
     if (lane >= lanes.size() || titleHeight == 0)
         return {};
-    return {kMargin, lanes[lane].titleTop, std::max(gridSize().width(), 0), titleHeight};
+    return {kMargin, lanes[lane].titleTop - scroll, std::max(gridSize().width(), 0), titleHeight};
 }
 
 QSize BlockMapLayout::gridSize() const {
     if (columns == 0 || lanes.empty())
         return {};
-    const int gap = pitch - cell;
+    const int gap = scale.pitch - cell;
     const Lane& last = lanes.back();
-    const int bottom = last.cellsTop + static_cast<int>(rows_for(last.count, static_cast<std::size_t>(columns))) * pitch - gap;
-    return {columns * pitch - gap, std::max(bottom, last.cellsTop) - kMargin};
+    const int bottom =
+        last.cellsTop + static_cast<int>(ceil_div(last.cells, static_cast<std::size_t>(columns))) * scale.pitch - gap;
+    return {columns * scale.pitch - gap, std::max(bottom, last.cellsTop) - kMargin};
+}
+
+std::pair<std::size_t, std::size_t> BlockMapLayout::cellsInView(const Lane& lane) const {
+    if (columns == 0 || lane.cells == 0)
+        return {0, 0};
+    const int pitch = scale.pitch;
+    const int top = scroll - lane.cellsTop;
+    const int bottom = scroll + viewHeight - lane.cellsTop;
+    if (bottom <= 0)
+        return {0, 0};
+    const auto cols = static_cast<std::size_t>(columns);
+    const std::size_t firstRow = top > 0 ? static_cast<std::size_t>(top / pitch) : 0;
+    const std::size_t endRow = static_cast<std::size_t>((bottom + pitch - 1) / pitch);
+    const std::size_t begin = std::min(firstRow * cols, lane.cells);
+    const std::size_t end = std::min(endRow * cols, lane.cells);
+    return end > begin ? std::pair{begin, end} : std::pair<std::size_t, std::size_t>{0, 0};
+}
+
+BlockMapLayout::Run BlockMapLayout::slotsInView() const {
+    std::optional<std::size_t> first;
+    std::size_t end = 0;
+    for (const Lane& lane : lanes) {
+        const auto [b, e] = cellsInView(lane);
+        if (e == 0)
+            continue;
+        if (!first)
+            first = lane.first + b * scale.perCell;
+        end = std::min(lane.first + lane.count, lane.first + e * scale.perCell);
+    }
+    return first ? Run{*first, end - *first} : Run{};
 }
 
 } // namespace kvscope::ui

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QStringList>
 #include <QVBoxLayout>
 
 #include "ui/blockmap/block_map_legend.h"
 #include "ui/blockmap/block_map_widget.h"
+#include "ui/blockmap/block_map_zoom_bar.h"
 #include "ui/settings/model_info_panel.h"
 #include "ui/blockmap/snapshot_replay_bar.h"
 
@@ -62,6 +64,7 @@ LivePoolPanel::LivePoolPanel(QWidget* parent)
       map_(new BlockMapWidget),
       legend_(new BlockMapLegend),
       replayBar_(new SnapshotReplayBar),
+      zoomBar_(new BlockMapZoomBar(map_)),
       figures_(new QLabel),
       idleText_(tr("No model loaded")) {
     map_->setObjectName(QStringLiteral("liveBlockMap"));
@@ -72,7 +75,10 @@ LivePoolPanel::LivePoolPanel(QWidget* parent)
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(map_, 1);
     layout->addWidget(legend_); // wraps onto more rows when narrow
-    layout->addWidget(replayBar_);
+    auto* controls = new QHBoxLayout; // the replay over time, the zoom over the pool
+    controls->addWidget(replayBar_, 3);
+    controls->addWidget(zoomBar_, 1, Qt::AlignTop);
+    layout->addLayout(controls);
     layout->addWidget(figures_);
     connect(replayBar_, &SnapshotReplayBar::picked, this, &LivePoolPanel::pick);
     connect(replayBar_, &SnapshotReplayBar::liveRequested, this, &LivePoolPanel::goLive);

@@ -16,10 +16,11 @@ namespace kvscope::ui {
 
 class BlockMapLegend;
 class BlockMapWidget;
+class BlockMapZoomBar;
 class SnapshotReplayBar;
 
 // The engine's KV pool: the block map (each chat in its tab's colour), its
-// legend, a replay slider over the recent snapshots and a line of figures
+// legend, a replay slider over the recent snapshots, the map's zoom bar and a line of figures
 // ending with where the pool lives (Compare A/B's engines may differ there).
 // Live, it shows the latest snapshot; scrubbed back, the picked one. With
 // KV cache groups the figures go on per lane (kind of attention layer),
@@ -51,6 +52,7 @@ public:
     BlockMapWidget* map() const { return map_; }
     BlockMapLegend* legend() const { return legend_; }
     SnapshotReplayBar* replayBar() const { return replayBar_; }
+    BlockMapZoomBar* zoomBar() const { return zoomBar_; }
     const SnapshotReplay& replay() const { return replay_; }
     // Shows the index-th kept snapshot (0 = oldest); the newest goes live.
     void pick(int index);
@@ -63,6 +65,7 @@ private:
     BlockMapWidget* map_;
     BlockMapLegend* legend_;
     SnapshotReplayBar* replayBar_;
+    BlockMapZoomBar* zoomBar_;
     QLabel* figures_;
     QString idleText_;
     SnapshotReplay replay_;
