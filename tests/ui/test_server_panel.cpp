@@ -4,6 +4,7 @@
 // where they are, the connect dialog refuses what cannot work and says
 // why, and recent servers keep the newest first without the API key.
 #include <QCoreApplication>
+#include <QLabel>
 #include <QLineEdit>
 #include <QSettings>
 #include <QStandardPaths>
@@ -18,6 +19,7 @@
 #include "ui/blockmap/sequence_palette.h"
 #include "ui/server/server_panel.h"
 #include "ui/server/slot_map_widget.h"
+#include "ui/shell/theme.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;
@@ -31,6 +33,29 @@ QImage painted(ServerPanel& panel, const attach::RemoteSample& sample) {
     panel.show();
     QCoreApplication::processEvents();
     return panel.grab().toImage();
+}
+
+// A label's text against its background, as painted: the lightness
+// (0..255) of the most common pixel (the background) and of the pixel
+// farthest from it (the glyphs' cores).
+struct Ink {
+    int background = 0;
+    int text = 0;
+};
+Ink inkOf(QWidget* label) {
+    const QImage image = label->grab().toImage();
+    QHash<QRgb, int> counts;
+    for (int y = 0; y < image.height(); ++y)
+        for (int x = 0; x < image.width(); ++x)
+            ++counts[image.pixel(x, y)];
+    const QRgb background = std::max_element(counts.keyValueBegin(), counts.keyValueEnd(), [](auto a, auto b) {
+                                return a.second < b.second;
+                            })->first;
+    Ink ink{QColor(background).lightness(), QColor(background).lightness()};
+    for (auto it = counts.keyBegin(); it != counts.keyEnd(); ++it)
+        if (std::abs(QColor(*it).lightness() - ink.background) > std::abs(ink.text - ink.background))
+            ink.text = QColor(*it).lightness();
+    return ink;
 }
 
 } // namespace
@@ -112,6 +137,38 @@ private slots:
         QVERIFY(!panel.figuresGreyed());
         QVERIFY(panel.text(QStringLiteral("stale")).isEmpty());
         QVERIFY(panel.findChild<QWidget*>(QStringLiteral("serverFigures"))->toolTip().contains(QStringLiteral("TTFT")));
+    }
+
+    // The connected server's heading is the palette's text: light on the
+    // dark theme's background, whether the theme came before the panel or
+    // after it (it was black on dark, issue 32).
+    void headingFollowsTheTheme() {
+        applyTheme(Theme::Light);
+        ServerPanel before;
+        painted(before, test::llamaCppSample());
+        const Ink light = inkOf(before.findChild<QWidget*>(QStringLiteral("serverTitle")));
+        QVERIFY2(light.text < light.background, qPrintable(QStringLiteral("%1 on %2").arg(light.text).arg(light.background)));
+        applyTheme(Theme::Dark);
+        ServerPanel after;
+        painted(after, test::llamaCppSample());
+        QCoreApplication::processEvents();
+        for (const ServerPanel* panel : {&before, &after}) {
+            const Ink dark = inkOf(panel->findChild<QWidget*>(QStringLiteral("serverTitle")));
+            QVERIFY2(dark.background < 128 && dark.text > dark.background + 100,
+                     qPrintable(QStringLiteral("%1 on %2").arg(dark.text).arg(dark.background)));
+        }
+        // The connect dialog's refusal: red, and light enough on the dark window.
+        ConnectDialog dialog;
+        dialog.setText({.url = QStringLiteral("localhost:8080"), .kind = QStringLiteral("auto")});
+        dialog.accept();
+        dialog.show();
+        QCoreApplication::processEvents();
+        auto* error = dialog.findChild<QLabel*>(QStringLiteral("connectError"));
+        QVERIFY(error && error->isVisible());
+        const Ink refusal = inkOf(error);
+        QVERIFY2(refusal.text > refusal.background + 100, // #c0392b on the dark window was 69
+                 qPrintable(QStringLiteral("%1 on %2").arg(refusal.text).arg(refusal.background)));
+        applyTheme(Theme::System);
     }
 
     // Slot 0 holds 100 of 512 tokens: the first fifth of its row is its

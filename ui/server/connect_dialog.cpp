@@ -10,6 +10,7 @@
 
 #include "net/attach/connect_options.h"
 #include "net/attach/kv_cache_types.h"
+#include "ui/server/server_colours.h"
 #include "engine/core/error.h"
 
 namespace kvscope::ui {
@@ -73,7 +74,9 @@ ConnectDialog::ConnectDialog(QWidget* parent)
                               "the KV capacity."));
     error_->setObjectName(QStringLiteral("connectError"));
     error_->setWordWrap(true);
-    error_->setStyleSheet(QStringLiteral("color: #c0392b"));
+    QPalette red = error_->palette(); // the theme's own, with red text in its shade
+    red.setColor(QPalette::WindowText, errorTextColour(red));
+    error_->setPalette(red);
     error_->hide();
 
     auto* form = new QFormLayout;

@@ -8,6 +8,7 @@
 #include <QVBoxLayout>
 
 #include "ui/server/prefix_cache_widget.h"
+#include "ui/server/server_colours.h"
 #include "ui/server/server_history_plot.h"
 #include "ui/server/slot_map_widget.h"
 
@@ -37,18 +38,6 @@ QString bulletsHtml(const QString& heading, const std::vector<std::string>& line
 }
 
 constexpr int kAgeTickMs = 1000; // the stale figures' age is said in whole seconds
-
-// The link's dot: green, amber, red, in shades that stand out from the
-// window's background, light or dark.
-QString linkColour(attach::LinkState link, const QPalette& palette) {
-    const bool dark = palette.color(QPalette::Window).lightness() < 128;
-    switch (link) {
-    case attach::LinkState::Live: return dark ? QStringLiteral("#5fd38d") : QStringLiteral("#2e8b57");
-    case attach::LinkState::Connecting: return dark ? QStringLiteral("#f0c04a") : QStringLiteral("#b8860b");
-    case attach::LinkState::Reconnecting: return dark ? QStringLiteral("#ff7b6b") : QStringLiteral("#c0392b");
-    }
-    return {};
-}
 
 QString figuresToolTip() {
     return QObject::tr("TTFT (server): the server's own histogram of the time from receiving a request to its first "
@@ -144,7 +133,7 @@ void ServerPanel::setView(ServerView view) {
                         : html(t));
     model_->setText(QString::fromStdString(view_.model));
     freshness_->setText(QStringLiteral("<span style=\"color:%1\">\u25CF</span> %2")
-                            .arg(linkColour(view_.link, palette()), html(view_.freshness)));
+                            .arg(linkColour(view_.link, palette()).name(), html(view_.freshness)));
     stale_->setText(QString::fromStdString(view_.stale));
     stale_->setVisible(!view_.stale.empty());
     figures_->setText(figuresHtml(view_.figures));
