@@ -6,6 +6,7 @@
 #include <QPushButton>
 #include <QStandardPaths>
 
+#include "ui/blockmap/live_pool_panel.h"
 #include "ui/compare/compare_panel.h"
 #include "ui/settings/engine_settings_panel.h"
 
@@ -83,6 +84,24 @@ private slots:
         auto* formB = panel.findChild<EngineSettingsPanel*>(QStringLiteral("compareSettings"));
         QCOMPARE(formB->config().allocation, AllocationMode::Contiguous);
         QVERIFY(!formB->config().swa_full);
+    }
+
+    // Each engine's ended requests, by how they ended; B's map says B has
+    // not started rather than that no model is loaded.
+    void requestCountsAndBsIdleMap() {
+        ComparePanel panel;
+        panel.show();
+        QVERIFY2(panel.mapB()->figures().contains(QStringLiteral("B is not running: press Start B")),
+                 qPrintable(panel.mapB()->figures()));
+        auto a = std::make_shared<EngineSnapshot>(*hybridSnapshot(false, 2));
+        a->completed_requests = 215;
+        a->aborted_requests = 4793;
+        a->failed_requests = 2;
+        panel.showSnapshotA(a, {});
+        QCOMPARE(panel.cell(ComparePanel::RequestsCompleted, 0), QStringLiteral("215"));
+        QCOMPARE(panel.cell(ComparePanel::RequestsAborted, 0), QStringLiteral("4793"));
+        QCOMPARE(panel.cell(ComparePanel::RequestsFailed, 0), QStringLiteral("2"));
+        QCOMPARE(panel.cell(ComparePanel::RequestsCompleted, 1), kNoData); // no B
     }
 
     void theModelsShapeSuggestsBBeforeAnySnapshot() {

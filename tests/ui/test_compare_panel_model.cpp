@@ -113,6 +113,11 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(compare->cell(ComparePanel::TtftP50, 1) != kNoData, kWaitMs);
         QVERIFY(!compare->replyText(0).isEmpty());
         QVERIFY(compare->cell(ComparePanel::TtftP50, 2) != kNoData);
+        // The turn ended in both engines, counted by each as completed.
+        QTRY_COMPARE_WITH_TIMEOUT(compare->cell(ComparePanel::RequestsCompleted, 1), QStringLiteral("1"), kWaitMs);
+        QTRY_COMPARE_WITH_TIMEOUT(compare->cell(ComparePanel::RequestsCompleted, 0), QStringLiteral("1"), kWaitMs);
+        QCOMPARE(compare->cell(ComparePanel::RequestsAborted, 1), QStringLiteral("0"));
+        QCOMPARE(compare->cell(ComparePanel::RequestsFailed, 1), QStringLiteral("0"));
         // B − A says which is better: TTFT lower is better, so a positive
         // difference is B worse (▼), a negative one B better (▲).
         const QString ttft = compare->cell(ComparePanel::TtftP50, 2);
@@ -135,6 +140,7 @@ private slots:
         compare->findChild<QPushButton*>(QStringLiteral("stopCompare"))->click();
         QVERIFY(!compare->isRunning());
         QVERIFY(!compare->mapB()->map()->snapshot());
+        QVERIFY(compare->mapB()->figures().contains(QStringLiteral("B is not running"))); // not "No model loaded"
         QVERIFY(compare->replyText(1).isEmpty());
         QCOMPARE(compare->cell(ComparePanel::BlocksUsed, 1), kNoData);
         QCOMPARE(compare->settingCell(ComparePanel::BlockSize, 1), kNoData);

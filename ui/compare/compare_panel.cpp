@@ -65,6 +65,15 @@ const RowSpec kRowSpecs[ComparePanel::kRows] = {
     {"Running", "seqs", 0, [](const EngineSnapshot& s) { return std::optional(static_cast<double>(s.running)); }, Better::Neither},
     {"Waiting", "seqs", 0, [](const EngineSnapshot& s) { return std::optional(static_cast<double>(s.waiting)); }, Better::Lower},
     {"Preemptions", "", 0, [](const EngineSnapshot& s) { return std::optional(static_cast<double>(s.preemptions)); }, Better::Lower},
+    // Each ended request once, by how it ended (engine_snapshot.h): a stopped
+    // workload's requests are aborted, not completed. Aborts follow the
+    // user's Stop, so they have no better direction.
+    {"Requests completed", "", 0,
+     [](const EngineSnapshot& s) { return std::optional(static_cast<double>(s.completed_requests)); }, Better::Higher},
+    {"Requests aborted", "", 0,
+     [](const EngineSnapshot& s) { return std::optional(static_cast<double>(s.aborted_requests)); }, Better::Neither},
+    {"Requests failed", "", 0,
+     [](const EngineSnapshot& s) { return std::optional(static_cast<double>(s.failed_requests)); }, Better::Lower},
     {"Blocks in use", "%", 1,
      [](const EngineSnapshot& s) { return std::optional(fragmentation(s, &FragmentationStats::block_occupancy)); }, Better::Neither},
     {"Blocks used", "blocks", 0,
@@ -343,6 +352,7 @@ void ComparePanel::start() {
     engineB_->loadModel(*source_);
     sideTabs_->setCurrentIndex(kRepliesTab); // what B says is what to watch now
     note_->setText(tr("Engine B is loading %1...").arg(source_->label()));
+    mapB_->setIdleText(tr("B is loading %1...").arg(source_->label()));
     start_->setEnabled(false);
     stop_->setEnabled(true);
     emit runningChanged(true);
@@ -352,6 +362,8 @@ void ComparePanel::start() {
 LivePoolPanel* ComparePanel::newMapB() {
     auto* map = new LivePoolPanel;
     map->setPaletteMaker([](const EngineSnapshot& s) { return chatPalette(s); });
+    // Not "No model loaded": A's model is; B is what has not started.
+    map->setIdleText(tr("B is not running: press Start B"));
     return map;
 }
 

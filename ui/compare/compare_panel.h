@@ -54,8 +54,10 @@ public:
     enum SettingRow { KvFormat, BlockSize, PoolBlocks, PoolMib, Allocation, Preemption, PrefixCache, WindowLayers,
                       kSettingRows };
     // The measured figures, below them; then one row per kind of layer.
-    enum Row { GenerationTps, PromptTps, Running, Waiting, Preemptions, BlocksUsed, BlocksHeld, BlocksPerRunning,
-               TokenOccupancy, InternalWaste, ReservedWaste, ExternalFragmentation, TtftP50, TtftP95, kRows };
+    // The requests each engine ended, by how (its snapshot's own counts).
+    enum Row { GenerationTps, PromptTps, Running, Waiting, Preemptions, RequestsCompleted, RequestsAborted,
+               RequestsFailed, BlocksUsed, BlocksHeld, BlocksPerRunning, TokenOccupancy, InternalWaste,
+               ReservedWaste, ExternalFragmentation, TtftP50, TtftP95, kRows };
 
     explicit ComparePanel(QWidget* parent = nullptr);
     ~ComparePanel() override;
