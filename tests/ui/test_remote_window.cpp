@@ -4,6 +4,7 @@
 // engine's chat, workload and Compare A/B are off meanwhile, other kinds
 // hide the block map, and disconnecting brings the local view back.
 #include <QDockWidget>
+#include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QSettings>
@@ -19,6 +20,7 @@
 #include "ui/server/connect_dialog.h"
 #include "ui/server/recent_servers.h"
 #include "ui/dashboards/snapshot_history.h"
+#include "ui/dashboards/throughput_panel.h"
 #include "ui/settings/workload_dock.h"
 #include "ui/blockmap/live_pool_panel.h"
 #include "ui/shell/main_window.h"
@@ -146,6 +148,44 @@ private slots:
         QVERIFY(!pool->map()->snapshot()); // the server's pool is not painted as the local one
         QVERIFY(!pool->figures().contains(QStringLiteral("blocks used")));
         QCOMPARE(window.compare()->mapA()->replay().size(), std::size_t{3});
+    }
+
+    // Item 5 of issue 32: after Disconnect nothing of the dead server stays
+    // in the Throughput dock (its plots and "completed 40"), and the map
+    // says what it waits for: the server's first snapshot while connecting,
+    // no model after.
+    void disconnectLeavesNoFigureOfTheServer() {
+        MainWindow window;
+        window.resize(1280, 800);
+        window.show();
+        QVERIFY(window.connectToServer({.url = QStringLiteral("http://127.0.0.1:1")}));
+        QVERIFY(window.pool()->isVisible()); // its kind is not known yet: it may be a kvscope server
+        QVERIFY2(window.pool()->figures().contains(QStringLiteral("Waiting for http://127.0.0.1:1's first snapshot")),
+                 qPrintable(window.pool()->figures()));
+        for (int step = 0; step < 3; ++step) { // enough points for the plots to draw
+            attach::RemoteSample s = test::kvscopeSample();
+            auto engine = std::make_shared<EngineSnapshot>(*s.engine);
+            engine->step += static_cast<std::uint64_t>(step);
+            engine->time_s += step;
+            engine->completed_requests = 40;
+            s.engine = engine;
+            window.showServerSample(shared(std::move(s)));
+        }
+        QVERIFY(window.raiseDock(QStringLiteral("throughput")));
+        QTRY_VERIFY(window.throughput()->figuresText().contains(QStringLiteral("completed 40")));
+        QVERIFY(!window.throughput()->series(ThroughputPanel::Series::Running).empty());
+
+        window.disconnectFromServer();
+        QCOMPARE(window.throughput()->figuresText(), QStringLiteral("No snapshot yet"));
+        QVERIFY(window.throughput()->series(ThroughputPanel::Series::Running).empty());
+        QVERIFY(window.throughput()->series(ThroughputPanel::Series::GenerationTokensPerS).empty());
+        QVERIFY(window.pool()->figures().contains(QStringLiteral("No model loaded")));
+        // The dock's TTFT says what it measures, and that the server's differs.
+        const QList<QLabel*> labels = window.throughput()->findChildren<QLabel*>();
+        const auto figures = std::ranges::find(labels, window.throughput()->figuresText(), &QLabel::text);
+        QVERIFY(figures != labels.end());
+        QVERIFY2((*figures)->toolTip().contains(QStringLiteral("from a request's arrival in its queue")),
+                 qPrintable((*figures)->toolTip()));
     }
 
     // llama.cpp has no block map: the map and dashboards go, the slot map shows.

@@ -30,6 +30,15 @@ QString stepText(const EngineSnapshot& s) {
     return text;
 }
 
+// What this TTFT measures (engine/serving_metrics.h, engine.cpp), against
+// the connected view's, which is the server's own.
+QString ttftToolTip() {
+    return QObject::tr("TTFT (engine): measured by the engine itself, from a request's arrival in its queue to the "
+                       "sampling of its first token; exact percentiles over every request since the engine started. "
+                       "A server's own TTFT (the connected view's figures) is its /metrics histogram, from when it "
+                       "received the request, over the last minute, so the two may differ.");
+}
+
 } // namespace
 
 ThroughputPanel::ThroughputPanel(std::shared_ptr<SnapshotHistory> history, QWidget* parent)
@@ -81,7 +90,7 @@ ThroughputPanel::ThroughputPanel(std::shared_ptr<SnapshotHistory> history, QWidg
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(top);
     layout->addLayout(plots, 1);
-    figures_->setText(tr("No snapshot yet"));
+    clear();
 }
 
 std::array<QCustomPlot*, 4> ThroughputPanel::allPlots() const { return {tokensPlot_, seqsPlot_, kvPlot_, expertPlot_}; }
@@ -119,6 +128,19 @@ void ThroughputPanel::setSnapshot(std::shared_ptr<const EngineSnapshot> snapshot
     }
     updatePlots();
     updateFigures(*latest_);
+}
+
+void ThroughputPanel::clear() {
+    latest_.reset();
+    stale_ = false;
+    for (QCustomPlot* plot : allPlots()) {
+        for (int i = 0; i < plot->graphCount(); ++i)
+            plot->graph(i)->data()->clear();
+        queueReplot(plot);
+    }
+    expertPlot_->setVisible(false);
+    figures_->setText(tr("No snapshot yet"));
+    figures_->setToolTip(ttftToolTip());
 }
 
 void ThroughputPanel::showEvent(QShowEvent* event) {
@@ -207,10 +229,11 @@ void ThroughputPanel::updateFigures(const EngineSnapshot& s) {
                           .arg(s.completed_requests)
                           .arg(s.aborted_requests)
                           .arg(s.failed_requests));
-    figures_->setToolTip(s.last_step_expert_s > 0
-                             ? tr("Experts: the share of the last step's time spent in the mixture-of-experts "
-                                  "FFNs, the router and the experts it picked")
-                             : QString());
+    QString tip = ttftToolTip();
+    if (s.last_step_expert_s > 0)
+        tip += QStringLiteral("\n\n") + tr("Experts: the share of the last step's time spent in the "
+                                            "mixture-of-experts FFNs, the router and the experts it picked");
+    figures_->setToolTip(tip);
 }
 
 std::vector<double> ThroughputPanel::series(Series s) const { return graphValues(graph(s)); }

@@ -53,6 +53,11 @@ public:
     bool expertPlotShown() const;
     QString figuresText() const;
 
+    // Forgets what it shows: plots empty, figures back to "No snapshot yet".
+    // For the window changing engine (local <-> server), after it cleared
+    // the shared history: nothing of the old engine stays on screen.
+    void clear();
+
 public slots:
     void setSnapshot(std::shared_ptr<const kvscope::EngineSnapshot> snapshot);
     // Seconds of history the plots show; 0 shows all the history holds.

@@ -436,6 +436,7 @@ void MainWindow::connectEngine() {
     connect(c, &EngineController::chatFinished, this, &MainWindow::turnFinished);
     // While connected to a server, the window shows the server's snapshots, not the local engine's.
     connect(c, &EngineController::snapshotReady, this, [this](std::shared_ptr<const EngineSnapshot> snapshot) {
+        lastLocal_ = snapshot;
         if (!isConnected())
             showSnapshot(std::move(snapshot));
     });
@@ -579,6 +580,7 @@ bool MainWindow::connectToServer(const ConnectText& text) {
     connecting.url = options.url;
     if (options.kind)
         connecting.kind = *options.kind;
+    pool_->setIdleText(tr("Waiting for %1's first snapshot").arg(QString::fromStdString(options.url)));
     remote_->start(std::move(options));
     showServerSample(std::make_shared<const attach::RemoteSample>(std::move(connecting)));
     return true;
@@ -598,9 +600,11 @@ void MainWindow::showServerSample(std::shared_ptr<const attach::RemoteSample> sa
     if (!isConnected())
         enterConnectedView();
     const bool engine = sample->engine && sample->engine->pool;
+    // Other kinds have no block map (the panel says why); a kvscope server's
+    // (or one of a kind not known yet) waits for its first snapshot.
+    pool_->setVisible(engine || sample->kind == attach::ServerKind::Kvscope);
     if (engine != remoteEngine_) {
         remoteEngine_ = engine;
-        pool_->setVisible(engine); // other kinds have no block map: the panel says why
         showEngineDocks();
     }
     serverPanel_->showSample(*sample);
@@ -622,6 +626,7 @@ void MainWindow::enterConnectedView() {
     remoteEngine_ = false;
     forgetShownEngine();
     enableLocalEngine(false);
+    localSplit_ = chatSplitter_->sizes();
     chats_->hide();
     pool_->hide();
     serverPage_->show();
@@ -639,8 +644,14 @@ void MainWindow::leaveConnectedView() {
     serverPage_->hide();
     chats_->show();
     pool_->show();
-    chatSplitter_->setSizes({width() / 2, 0, width() - width() / 2}); // as the chat workspace starts
+    // The split as the user left it; one never laid out (the start page
+    // was showing) starts as the chat workspace does.
+    const bool laidOut = localSplit_.size() == 3 && localSplit_[0] + localSplit_[2] > 0;
+    chatSplitter_->setSizes(laidOut ? localSplit_ : QList<int>{width() / 2, 0, width() - width() / 2});
     chatStack_->setCurrentIndex(hasModel() ? 1 : 0);
+    pool_->setIdleText(tr("No model loaded"));
+    if (hasModel() && lastLocal_)
+        showSnapshot(lastLocal_); // the local engine as it stands, not an empty map until its next step
     showLocalStatus();
     showEngineDocks();
 }
@@ -650,6 +661,7 @@ void MainWindow::leaveConnectedView() {
 // Compare A/B's side A shows only the local engine: it keeps its steps.
 void MainWindow::forgetShownEngine() {
     history_->clear();
+    throughput_->clear();
     pool_->clear();
 }
 

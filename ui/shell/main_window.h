@@ -199,6 +199,11 @@ private:
     QSplitter* chatSplitter_ = nullptr; // chats | server page | block map
     bool remoteEngine_ = false; // connected, and the server sends engine snapshots (kvscope)
     std::optional<ConnectText> pendingServer_; // connecting to it; joins the recent servers when it first answers
+    // The local engine's newest snapshot, shown again on disconnect (the
+    // engine publishes only when it steps), and the chat/map split as the
+    // user left it before connecting.
+    std::shared_ptr<const EngineSnapshot> lastLocal_;
+    QList<int> localSplit_;
     QAction* disconnect_ = nullptr;
     std::vector<QAction*> localEngineActions_; // chat and workload actions: off while connected
     std::optional<ModelSource> loading_;
