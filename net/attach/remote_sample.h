@@ -45,6 +45,11 @@ struct ServerFigures {
     std::optional<std::uint64_t> kv_bytes_per_token;  // K and V, all layers; from the layout or the model file
     std::optional<double> running, waiting;           // requests (llama.cpp: processing, deferred)
     std::optional<double> preemptions;                // since the server started
+    // Requests that ended since the server started, each once: completed
+    // (stop or length), aborted, failed (an error). kvscope: its engine's
+    // counts; vLLM: request_success_total by finished_reason (failed only
+    // where it has an "error" reason); llama.cpp counts none.
+    std::optional<double> requests_completed, requests_aborted, requests_failed;
     std::optional<double> prompt_tokens_per_s;        // over the last minute
     std::optional<double> generation_tokens_per_s;    // over the last minute
     std::optional<double> prefix_hit_rate;            // 0..1, hits / queried tokens over the last minute

@@ -211,6 +211,9 @@ void KvscopeReader::fill(RemoteSample& sample) const {
         // sequence waits to resume, as vLLM's preempted requests wait.
         f.waiting = double(s.waiting + s.swapped);
         f.preemptions = double(s.preemptions);
+        f.requests_completed = double(s.completed_requests);
+        f.requests_aborted = double(s.aborted_requests);
+        f.requests_failed = double(s.failed_requests);
     }
     f.prompt_tokens_per_s = i.prompt_tokens.rate();
     f.generation_tokens_per_s = i.generated_tokens.rate();
@@ -576,6 +579,7 @@ struct VllmReader::Impl {
     std::map<int, VllmRank> ranks;
     CounterWindow prefix_hits, prefix_queries; // summed over ranks
     HistogramWindow ttft, itl;                 // merged over ranks
+    std::optional<double> completed, aborted, failed; // request_success_total, summed over ranks
 
     // Names: the current ones first, then those they replaced
     // (REMOTE-PROTOCOLS.md section 2).
@@ -655,6 +659,14 @@ void VllmReader::read_metrics(std::string_view text, double t) {
              feed(i.itl, merged_buckets(m, n.itl), t);
     if (reset)
         i.faults.add(std::string(kCountersReset));
+    // Requests by how they ended; vLLM's finished reasons are stop, length
+    // and abort, "error" only in the versions that have it.
+    const auto ended = [&m](const char* reason) {
+        return sum_of(m, "vllm:request_success_total", {{"finished_reason", reason}});
+    };
+    i.completed = add(ended("stop"), ended("length"));
+    i.aborted = ended("abort");
+    i.failed = ended("error");
     if (!i.model)
         for (const PromSample& s : m.samples)
             if (const auto it = s.labels.find("model_name"); it != s.labels.end()) {
@@ -712,6 +724,9 @@ void VllmReader::fill(RemoteSample& sample) const {
     total.prefix_hit_rate = hit_rate(i.prefix_hits, i.prefix_queries);
     total.ttft = i.ttft.quantiles_ms();
     total.itl = i.itl.quantiles_ms();
+    total.requests_completed = i.completed;
+    total.requests_aborted = i.aborted;
+    total.requests_failed = i.failed;
     sample.total = std::move(total);
     sample.ranks = std::move(ranks);
 }

@@ -123,24 +123,26 @@ private slots:
         QVERIFY(mentions(view.cannot_tell, "never by physical block id"));
     }
 
-    // The server's own TTFT heads the figures; a kvscope server's ended
-    // requests are its engine's counts, the other kinds' readers have none
-    // (no row, not zeros).
+    // The server's own TTFT heads the figures; the requests it ended as it
+    // counts them: "—" for a count it does not keep (vLLM without an
+    // "error" reason), no row for a server that keeps none (llama.cpp).
     void serverTtftFirstAndEndedRequestsAsCounted() {
         attach::RemoteSample s = test::kvscopeSample();
         s.total.ttft.p50_ms = 17.2;
         s.total.ttft.p99_ms = 222.0;
-        auto engine = std::make_shared<EngineSnapshot>(*s.engine);
-        engine->completed_requests = 215;
-        engine->aborted_requests = 4793;
-        engine->failed_requests = 1;
-        s.engine = engine;
+        s.total.requests_completed = 215;
+        s.total.requests_aborted = 4793;
+        s.total.requests_failed = 1;
         const ServerView view = server_view(s);
         QCOMPARE(view.figures.front().label, std::string(kServerTtftLabel));
         QCOMPARE(value(view.figures, kServerTtftLabel), QStringLiteral("p50 17.2 ms · p99 222.0 ms"));
         QCOMPARE(value(view.figures, kRequestsEndedLabel), QStringLiteral("completed 215 · aborted 4,793 · failed 1"));
         QVERIFY(!figure(server_view(test::llamaCppSample()).figures, kRequestsEndedLabel));
-        QVERIFY(!figure(server_view(test::vllmSample()).figures, kRequestsEndedLabel));
+        attach::RemoteSample vllm = test::vllmSample();
+        vllm.total.requests_completed = 90;
+        vllm.total.requests_aborted = 3;
+        QCOMPARE(value(server_view(vllm).figures, kRequestsEndedLabel),
+                 QStringLiteral("completed 90 · aborted 3 · failed \u2014"));
     }
 
     void kvscopeHandsItsEngineToTheDashboards() {

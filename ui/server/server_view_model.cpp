@@ -109,6 +109,17 @@ void add_request_rows(std::vector<FigureText>& rows, const ServerFigures& f, Ser
     }
     if (f.preemptions)
         add(rows, "Preemptions", optional_number(f.preemptions));
+    // Each ended request once, by how it ended, as the server counts them;
+    // one it does not count reads "—" (vLLM before its "error" reason), a
+    // server that counts none (llama.cpp) gets no row rather than zeros.
+    if (f.requests_completed || f.requests_aborted || f.requests_failed) {
+        const auto ended = [](const std::optional<double>& n) {
+            return n ? count(static_cast<std::uint64_t>(*n)) : std::string("\u2014");
+        };
+        add(rows, kRequestsEndedLabel,
+            fmt::format("completed {} · aborted {} · failed {}", ended(f.requests_completed),
+                        ended(f.requests_aborted), ended(f.requests_failed)));
+    }
     if (f.prompt_tokens_per_s || f.generation_tokens_per_s)
         add(rows, "Tokens/s",
             fmt::format("prompt {} · generation {}", f.prompt_tokens_per_s ? rate(*f.prompt_tokens_per_s) : "?",
@@ -134,16 +145,6 @@ std::vector<FigureText> figure_rows(const ServerFigures& f, ServerKind kind) {
         add_quant_row(rows, f);
     add_request_rows(rows, f, kind);
     return rows;
-}
-
-// A kvscope server's engine counts the requests that ended, each once, as
-// completed, aborted or failed (engine_snapshot.h); the other kinds' readers
-// count none, and get no row rather than zeros.
-void add_ended_row(std::vector<FigureText>& rows, const EngineSnapshot* engine) {
-    if (engine)
-        add(rows, kRequestsEndedLabel,
-            fmt::format("completed {} · aborted {} · failed {}", count(engine->completed_requests),
-                        count(engine->aborted_requests), count(engine->failed_requests)));
 }
 
 std::string plural(std::uint64_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
@@ -311,7 +312,6 @@ ServerView server_view(const RemoteSample& s, double since_sample_s) {
     view.freshness = freshness(s, age_s);
     view.stale = stale(s, age_s);
     view.figures = figure_rows(s.total, s.kind);
-    add_ended_row(view.figures, s.engine.get());
     for (const attach::SlotSample& slot : s.slot_samples)
         view.slot_rows.push_back(slot_row(slot));
     if (s.kind == ServerKind::LlamaCpp) {

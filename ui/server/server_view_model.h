@@ -79,8 +79,8 @@ struct ServerView {
 // from the engine snapshots' (dashboards: arrival at the engine), first
 // among the figures of the connected view.
 inline constexpr const char* kServerTtftLabel = "TTFT (server: request received \u2192 first token)";
-// The row of a kvscope server's ended requests, its engine's own counts
-// (llama.cpp's and vLLM's readers count none: no row for them).
+// The row of the requests a server ended: completed, aborted, failed, as it
+// counts them (ServerFigures; a kvscope server's are its engine's own).
 inline constexpr const char* kRequestsEndedLabel = "Requests ended";
 
 // `since_sample_s`: seconds since the sample was published, added to its

@@ -492,6 +492,38 @@ private slots:
         QVERIFY(!t.itl.p50_ms); // no such histogram
     }
 
+    // Requests by how they ended: vLLM's request_success_total by
+    // finished_reason, over both ranks (stop and length complete); without
+    // an "error" reason its failures are not known, not 0. kvscope's are
+    // its engine's own counts.
+    void requests_ended_as_each_server_counts_them() {
+        VllmReader vllm;
+        vllm.read_metrics("vllm:request_success_total{engine=\"0\",finished_reason=\"stop\",model_name=\"m\"} 70\n"
+                          "vllm:request_success_total{engine=\"0\",finished_reason=\"length\",model_name=\"m\"} 5\n"
+                          "vllm:request_success_total{engine=\"0\",finished_reason=\"abort\",model_name=\"m\"} 2\n"
+                          "vllm:request_success_total{engine=\"1\",finished_reason=\"stop\",model_name=\"m\"} 15\n"
+                          "vllm:request_success_total{engine=\"1\",finished_reason=\"abort\",model_name=\"m\"} 1\n",
+                          0);
+        RemoteSample sample;
+        vllm.fill(sample);
+        QVERIFY(vllm.take_faults().empty());
+        QCOMPARE(sample.total.requests_completed, std::optional<double>(90));
+        QCOMPARE(sample.total.requests_aborted, std::optional<double>(3));
+        QVERIFY(!sample.total.requests_failed);
+
+        KvscopeReader kvscope;
+        EngineSnapshot s = kvscope_snapshot(100, 50, 0, 0);
+        s.completed_requests = 215;
+        s.aborted_requests = 4793;
+        s.failed_requests = 1;
+        kvscope.read_snapshot(json_of(s), 0);
+        RemoteSample served;
+        kvscope.fill(served);
+        QCOMPARE(served.total.requests_completed, std::optional<double>(215));
+        QCOMPARE(served.total.requests_aborted, std::optional<double>(4793));
+        QCOMPARE(served.total.requests_failed, std::optional<double>(1));
+    }
+
     void vllm_old_names_and_no_engine_label() {
         VllmReader reader;
         const auto text = [](double usage, double queries, double hits) {
