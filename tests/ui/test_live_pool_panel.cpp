@@ -232,9 +232,16 @@ private slots:
         QVERIFY(bar->zoomOutButton()->isEnabled());
         QVERIFY(bar->fitButton()->isEnabled());
         QVERIFY2(bar->scaleText().contains(QStringLiteral("of 200,000 blocks in view")), qPrintable(bar->scaleText()));
+        // The legend says what a cell of a run shows, while cells hold runs.
+        const auto lastEntry = [&] { return panel.legend()->entryText(panel.legend()->entryCount() - 1); };
+        QCOMPARE(lastEntry(), QStringLiteral("A cell of %1 blocks: their mix").arg(panel.map()->cells().scale.perCell));
+        while (panel.map()->cells().scale.perCell > 1)
+            bar->zoomInButton()->click();
+        QVERIFY(!lastEntry().startsWith(QStringLiteral("A cell of")));
         bar->fitButton()->click();
         QCOMPARE(panel.map()->zoomStep(), std::size_t{0});
         QVERIFY(!bar->fitButton()->isEnabled());
+        QCOMPARE(lastEntry(), QStringLiteral("A cell of %1 blocks: their mix").arg(perCell));
     }
 };
 

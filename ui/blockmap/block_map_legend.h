@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include <QString>
@@ -21,6 +22,9 @@ public:
     // The "freed by the window" entry, for a pool whose sliding-window
     // groups free what leaves the window; off (the default) for the rest.
     void setShowsWindow(bool shows);
+    // The "a cell of N blocks" entry while the map gathers runs of blocks
+    // into cells (perCell > 1); none at one block per cell.
+    void setRunLength(std::size_t perCell);
     int entryCount() const { return static_cast<int>(entries_.size()); }
     QString entryText(int index) const { return entries_.at(index).text; }
     // Where the entry (swatch and name) sits at the legend's current width.
@@ -41,13 +45,16 @@ private:
         CellLook look;
         QString text;
         QString tip;
+        std::optional<RunLook> run = std::nullopt; // a run's swatch instead of a block's
     };
+    void rebuild(); // the entries for the flags below
     int entryWidth(const Entry& entry) const;
     int rowHeight() const;
     std::vector<QRect> layoutAt(int width) const;
 
     std::vector<Entry> entries_;
     bool showsWindow_ = false;
+    std::size_t runLength_ = 1;
 };
 
 } // namespace kvscope::ui

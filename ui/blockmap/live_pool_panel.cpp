@@ -80,6 +80,8 @@ LivePoolPanel::LivePoolPanel(QWidget* parent)
     controls->addWidget(zoomBar_, 1, Qt::AlignTop);
     layout->addLayout(controls);
     layout->addWidget(figures_);
+    connect(map_, &BlockMapWidget::viewChanged, this,
+            [this] { legend_->setRunLength(map_->snapshot() ? map_->cells().scale.perCell : 1); });
     connect(replayBar_, &SnapshotReplayBar::picked, this, &LivePoolPanel::pick);
     connect(replayBar_, &SnapshotReplayBar::liveRequested, this, &LivePoolPanel::goLive);
     replayBar_->display(replay_);
