@@ -3,13 +3,15 @@
 // values, on the UI thread, saying the link is not live and why. And against
 // the in-test vLLM server (tests/net/attach/fake_vllm_server.h): stopping
 // drops later samples, while a second controller on the same server shows
-// that polls went on and their samples were delivered.
+// that polls went on and their samples were delivered; the server dying
+// while watched reaches the server panel as attempts and greyed figures.
 #include <QSignalSpy>
 #include <QThread>
 #include <QtTest>
 
 #include "net/attach/fake_vllm_server.h"
 #include "ui/bridge/remote_controller.h"
+#include "ui/server/server_panel.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;
@@ -67,6 +69,32 @@ private slots:
 
         controller.stop();
         QVERIFY(!controller.isActive());
+    }
+
+    // The server dies while watched: the samples the panel gets count the
+    // attempts, say the retry interval and grey the last figures (issue 32:
+    // it said "Reconnecting (0 reconnects so far)" for 16 s).
+    void aDeadServerIsRetriedAndSaysSo() {
+        auto server = std::make_unique<kvscope::test::FakeVllmServer>();
+        RemoteController controller;
+        ServerPanel panel;
+        QSignalSpy samples(&controller, &RemoteController::sampleReady);
+        connect(&controller, &RemoteController::sampleReady, &panel, [&panel](const Sample& s) { panel.showSample(*s); });
+        controller.start(fakeVllm(*server));
+        QTRY_VERIFY_WITH_TIMEOUT(isLive(samples), kWaitMs);
+        QVERIFY(!panel.figuresGreyed());
+
+        server.reset(); // gone
+        const auto attempts = [&samples] {
+            return samples.isEmpty() ? 0 : samples.last().at(0).value<Sample>()->failed_polls;
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(attempts() >= 2, kWaitMs);
+        const QString freshness = panel.text(QStringLiteral("freshness"));
+        QVERIFY2(freshness.contains(QStringLiteral("Reconnecting: %1 attempts so far, retrying every").arg(attempts())),
+                 qPrintable(freshness));
+        QVERIFY(panel.figuresGreyed());
+        QVERIFY(panel.text(QStringLiteral("stale")).startsWith(QStringLiteral("Last figures, as of")));
+        controller.stop();
     }
 
     // Two controllers poll one server every 100 ms; one stops. The other
