@@ -14,6 +14,7 @@
 #include <QSpinBox>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <set>
 
@@ -195,10 +196,18 @@ void TestDashboards::csv_has_a_header_and_one_row_per_snapshot() {
 void TestDashboards::heatmap_cells_equal_block_fill_fractions() {
     FragmentationPanel panel;
     feed(panel, paged_);
-    const std::size_t blocks = paged_.back()->pool->blocks.size();
     QCOMPARE(panel.blocksPerRow(), std::size_t{1}); // 96 blocks: one row each
     const QSize size = panel.heatmapSize();
-    QCOMPARE(size.height(), static_cast<int>(blocks));
+    // The rows cover the blocks in use (BlockFillColumns::extent): every
+    // block that held a token in any snapshot, and no more than twice that.
+    QCOMPARE(static_cast<std::size_t>(size.height()), panel.heatmapExtent());
+    std::size_t used = 0;
+    for (const auto& s : paged_)
+        for (std::size_t b = 0; b < s->pool->blocks.size(); ++b)
+            if (fillOf(*s->pool, b) > 0)
+                used = std::max(used, b + 1);
+    QVERIFY2(used <= panel.heatmapExtent() && panel.heatmapExtent() <= std::max<std::size_t>(16, 2 * used),
+             qPrintable(QStringLiteral("%1 blocks used, %2 shown").arg(used).arg(panel.heatmapExtent())));
     // One snapshot per step and fewer steps than columns: column x is step
     // first + x exactly.
     QCOMPARE(size.width(), static_cast<int>(paged_.back()->step - paged_.front()->step + 1));
@@ -230,15 +239,24 @@ void TestDashboards::heatmap_bins_a_65536_block_pool() {
     snapshot->pool = kv.snapshot();
     FragmentationPanel panel;
     feed(panel, {snapshot});
-    QCOMPARE(panel.blocksPerRow(), std::size_t{256});
-    QCOMPARE(panel.heatmapSize(), QSize(2, 256));
+    // The rows cover the blocks in use and a quarter more, to a power of
+    // two, in at most 256 rows of whole runs of 16 blocks (65,536 / 4,096).
     const PoolSnapshot& pool = *snapshot->pool;
+    std::size_t used = 0;
+    for (std::size_t b = 0; b < pool.blocks.size(); ++b)
+        if (fillOf(pool, b) > 0)
+            used = b + 1;
+    QVERIFY(used > 0);
+    QCOMPARE(panel.heatmapExtent(), std::min<std::size_t>(65536, std::bit_ceil((5 * ((used + 15) / 16 * 16) + 3) / 4)));
+    const std::size_t perRow = panel.blocksPerRow();
+    QCOMPARE(perRow, panel.heatmapExtent() / 256);
+    QCOMPARE(panel.heatmapSize(), QSize(2, 256));
     double filled = 0;
     for (int row = 0; row < 256; ++row) {
         double sum = 0;
-        for (std::size_t b = static_cast<std::size_t>(row) * 256; b < static_cast<std::size_t>(row + 1) * 256; ++b)
+        for (std::size_t b = static_cast<std::size_t>(row) * perRow; b < static_cast<std::size_t>(row + 1) * perRow; ++b)
             sum += fillOf(pool, b);
-        QVERIFY(std::abs(panel.heatmapCell(1, row) - sum / 256) < 1e-5);
+        QVERIFY(std::abs(panel.heatmapCell(1, row) - sum / static_cast<double>(perRow)) < 1e-5);
         filled += sum;
     }
     QCOMPARE(filled * 16, static_cast<double>(pool.fragmentation.token_slots));

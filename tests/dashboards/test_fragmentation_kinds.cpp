@@ -4,6 +4,8 @@
 #include <QtTest>
 
 #include <QComboBox>
+#include <QLocale>
+#include <QPalette>
 
 #include "engine/kv/fragmentation.h"
 #include "ui/dashboards/fragmentation_panel.h"
@@ -30,6 +32,24 @@ std::shared_ptr<const EngineSnapshot> hybrid(std::uint64_t step) {
         .owners = {},
         .sequences = {},
         .fragmentation = {}});
+    pool->fragmentation = compute_fragmentation(pool->blocks, kBlockSize, AllocationMode::Paged, 0);
+    auto s = std::make_shared<EngineSnapshot>();
+    s->step = step;
+    s->pool = pool;
+    return s;
+}
+
+// One chat's blocks at the start of a 2,048-block pool: `used` blocks, all
+// full but the last, which holds one token.
+std::shared_ptr<const EngineSnapshot> oneChat(std::uint64_t step, std::size_t used) {
+    std::vector<BlockInfo> blocks(2048);
+    for (std::size_t b = 0; b < used; ++b)
+        blocks[b] = {.state = BlockState::Used, .fill = static_cast<std::uint16_t>(b + 1 < used ? kBlockSize : 1), .ref_count = 1};
+    auto pool = std::make_shared<PoolSnapshot>(PoolSnapshot{.layout = KvLayout({6, 1, 8}, KvDtype::F16, kBlockSize),
+                                                            .blocks = blocks,
+                                                            .owners = {},
+                                                            .sequences = {},
+                                                            .fragmentation = {}});
     pool->fragmentation = compute_fragmentation(pool->blocks, kBlockSize, AllocationMode::Paged, 0);
     auto s = std::make_shared<EngineSnapshot>();
     s->step = step;
@@ -84,22 +104,51 @@ private slots:
         QCOMPARE(column(panel, 0), (std::vector<double>{1.0, 0.0}));
     }
 
+    // One chat in a 2,048-block pool holds 3 blocks: the heatmap's rows
+    // cover the blocks in use and some headroom, so the chat is a band a
+    // fifth of the plot high, not one row of 256 (a pixel); its axis says
+    // which blocks it shows. A later step using block 99 widens the
+    // extent to a power of two above it.
+    void oneChatsHeatmapIsReadable() {
+        FragmentationPanel panel;
+        panel.show();
+        panel.setSnapshot(oneChat(1, 3));
+        const QSize size = panel.heatmapSize();
+        int used = 0;
+        for (int y = 0; y < size.height(); ++y)
+            used += panel.heatmapCell(size.width() - 1, y) > 0;
+        QCOMPARE(used, 3);
+        QVERIFY2(used >= size.height() / 8, qPrintable(QStringLiteral("%1 of %2 rows in use").arg(used).arg(size.height())));
+        QCOMPARE(panel.heatmapExtent(), std::size_t{16});
+        QCOMPARE(panel.heatmapAxisLabel(), tr("blocks 0–15 of %1").arg(QLocale().toString(2048)));
+        panel.setSnapshot(oneChat(2, 100));
+        QCOMPARE(panel.heatmapExtent(), std::size_t{128}); // 100 blocks and a quarter more, to a power of two
+        QCOMPARE(panel.blocksPerRow(), std::size_t{1});
+        QCOMPARE(panel.heatmapCell(0, 2), 0.25); // the first step's last block, shown over the new extent
+    }
+
+    // The colour scale has a dark version: on a dark palette free blocks
+    // are a dark field (not white) and fuller blocks are lighter; back on a
+    // light one, the light version.
+    void heatmapFollowsTheTheme() {
+        FragmentationPanel panel;
+        const QColor lightFree = panel.heatmapColour(0);
+        QPalette dark = panel.palette();
+        dark.setColor(QPalette::Window, QColor(0x2d, 0x2f, 0x33));
+        dark.setColor(QPalette::Base, QColor(0x1f, 0x21, 0x24));
+        panel.setPalette(dark);
+        QVERIFY2(panel.heatmapColour(0).lightness() < 80, qPrintable(panel.heatmapColour(0).name()));
+        QVERIFY(panel.heatmapColour(0.5).lightness() > panel.heatmapColour(0).lightness());
+        QVERIFY(panel.heatmapColour(1).lightness() > panel.heatmapColour(0.5).lightness());
+        panel.setPalette(QPalette());
+        QCOMPARE(panel.heatmapColour(0), lightFree);
+    }
+
     // One chat in a large pool: a few tokens of internal waste in its last
     // block are 0.1% of the pool; the waste axis fits them instead of
     // drawing a flat line at the bottom of 0-100%, and says the value.
     void oneChatsWasteIsVisible() {
-        std::vector<BlockInfo> blocks(2048);
-        for (std::size_t b = 0; b < 3; ++b)
-            blocks[b] = {.state = BlockState::Used, .fill = b < 2 ? kBlockSize : 1, .ref_count = 1};
-        auto pool = std::make_shared<PoolSnapshot>(PoolSnapshot{.layout = KvLayout({6, 1, 8}, KvDtype::F16, kBlockSize),
-                                                                .blocks = blocks,
-                                                                .owners = {},
-                                                                .sequences = {},
-                                                                .fragmentation = {}});
-        pool->fragmentation = compute_fragmentation(pool->blocks, kBlockSize, AllocationMode::Paged, 0);
-        auto s = std::make_shared<EngineSnapshot>();
-        s->step = 1;
-        s->pool = pool;
+        const auto s = oneChat(1, 3);
         FragmentationPanel panel;
         panel.show();
         panel.setSnapshot(s);

@@ -12,6 +12,7 @@
 #include "ui/playground/playground_model.h"
 #include "ui/playground/playground_panel.h"
 #include "ui/playground/pool_view.h"
+#include "ui/look/text_status.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;
@@ -219,7 +220,7 @@ private slots:
         QCOMPARE(child<QSpinBox>(panel, "poolBlocks")->value(), 6);
         QLabel* refused = panel.view(PoolSide::Contiguous)->outcomeLabel();
         QCOMPARE(refused->property("outcome").toString(), QStringLiteral("refused"));
-        QVERIFY(refused->styleSheet().contains(QStringLiteral("#c62828")));
+        QCOMPARE(refused->palette().color(QPalette::WindowText), statusTextColour(TextStatus::Error, refused->palette()));
         QVERIFY2(refused->text().contains(QStringLiteral("external fragmentation")), qPrintable(refused->text()));
         QCOMPARE(panel.view(PoolSide::Paged)->outcomeLabel()->property("outcome").toString(), QStringLiteral("done"));
         QVERIFY(panel.view(PoolSide::Paged)->figure(QStringLiteral("externalFragmentation")).startsWith(QStringLiteral("0.0 %")));

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <QDoubleSpinBox>
+#include <QEvent>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QKeySequence>
@@ -21,6 +22,7 @@
 #include <QVBoxLayout>
 
 #include "engine/chat/chat_session.h"
+#include "ui/look/text_status.h"
 
 namespace kvscope::ui {
 namespace {
@@ -29,6 +31,10 @@ namespace {
 // link can find what to show or hide.
 constexpr int kReasoningNumber = QTextFormat::UserProperty + 1;
 const QString kReasoningScheme = QStringLiteral("reasoning");
+// Which of the palette's colours a run of transcript text takes (a
+// ChatPanel::Ink), kept on its format: a theme change re-colours the text
+// written before it.
+constexpr int kInk = QTextFormat::UserProperty + 2;
 
 int wordCount(const QString& text) {
     static const QRegularExpression space(QStringLiteral("\\s+"));
@@ -218,11 +224,11 @@ void ChatPanel::submit(const QString& text) {
     if (busy_)
         return;
     history_.push_back({"user", text.toStdString()});
-    appendHeading(tr("You"), palette().color(QPalette::Text));
+    appendHeading(tr("You"), Ink::Text);
     QTextCursor cursor(transcript_->document());
     cursor.movePosition(QTextCursor::End);
     cursor.insertText(text);
-    appendHeading(tr("Model"), color_);
+    appendHeading(tr("Model"), Ink::Chat);
     scrollToNewest();
     split_ = ReasoningSplitter(reasoningMode_);
     reply_ = {};
@@ -241,14 +247,14 @@ void ChatPanel::stop() {
         emit stopRequested(chat_);
 }
 
-void ChatPanel::appendHeading(const QString& who, const QColor& color) {
+void ChatPanel::appendHeading(const QString& who, Ink ink) {
     QTextCursor cursor(transcript_->document());
     cursor.movePosition(QTextCursor::End);
     if (!transcript_->document()->isEmpty())
         cursor.insertBlock();
     QTextCharFormat heading;
     heading.setFontWeight(QFont::Bold);
-    heading.setForeground(color);
+    inked(heading, ink);
     cursor.insertText(who, heading);
     cursor.insertBlock();
     cursor.setCharFormat(QTextCharFormat());
@@ -269,6 +275,51 @@ void ChatPanel::appendText(const QString& text) {
     scrollToNewest();
 }
 
+QColor ChatPanel::inkColour(Ink ink) const {
+    switch (ink) {
+    case Ink::Text: return palette().color(QPalette::Text);
+    case Ink::Chat: return readableColour(color_, palette().color(QPalette::Base));
+    case Ink::Note: return palette().color(QPalette::PlaceholderText);
+    case Ink::Dimmed: return dimmed();
+    case Ink::Error: return statusTextColour(TextStatus::Error, palette());
+    }
+    return {};
+}
+
+void ChatPanel::inked(QTextCharFormat& format, Ink ink) const {
+    format.setProperty(kInk, static_cast<int>(ink));
+    format.setForeground(inkColour(ink));
+}
+
+// Every run of text that took a palette colour takes the new palette's.
+// The runs are found first: changing a format can merge fragments.
+void ChatPanel::recolourTranscript() {
+    struct Run {
+        int begin, end;
+        Ink ink;
+    };
+    std::vector<Run> runs;
+    QTextDocument* document = transcript_->document();
+    for (QTextBlock block = document->begin(); block.isValid(); block = block.next())
+        for (auto it = block.begin(); !it.atEnd(); ++it)
+            if (const QTextFragment f = it.fragment(); f.charFormat().hasProperty(kInk))
+                runs.push_back({f.position(), f.position() + f.length(), static_cast<Ink>(f.charFormat().intProperty(kInk))});
+    for (const Run& run : runs) {
+        QTextCharFormat colour;
+        colour.setForeground(inkColour(run.ink));
+        QTextCursor cursor(document);
+        cursor.setPosition(run.begin);
+        cursor.setPosition(run.end, QTextCursor::KeepAnchor);
+        cursor.mergeCharFormat(colour);
+    }
+}
+
+void ChatPanel::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange)
+        recolourTranscript();
+}
+
 QColor ChatPanel::dimmed() const {
     // Between the text and its background: readable, and quieter than the answer, in either theme.
     const QColor text = palette().color(QPalette::Text);
@@ -281,7 +332,7 @@ void ChatPanel::insertReasoning(QTextCursor& cursor, int n, bool shown) const {
     QTextCharFormat link;
     link.setAnchor(true);
     link.setAnchorHref(kReasoningScheme + QLatin1Char(':') + QString::number(n));
-    link.setForeground(dimmed());
+    inked(link, Ink::Dimmed);
     link.setFontPointSize(font().pointSizeF() * 0.85);
     link.setProperty(kReasoningNumber, n);
     const QString text = QString::fromStdString(reply_.reasoning);
@@ -294,7 +345,7 @@ void ChatPanel::insertReasoning(QTextCursor& cursor, int n, bool shown) const {
     if (!shown)
         return;
     QTextCharFormat thought;
-    thought.setForeground(dimmed());
+    inked(thought, Ink::Dimmed);
     thought.setFontItalic(true);
     thought.setProperty(kReasoningNumber, n);
     cursor.insertBlock();
@@ -359,7 +410,7 @@ void ChatPanel::finishTurn(const TurnStats& stats) {
     cursor.movePosition(QTextCursor::End);
     cursor.insertBlock();
     QTextCharFormat note;
-    note.setForeground(palette().color(QPalette::PlaceholderText));
+    inked(note, Ink::Note);
     note.setFontPointSize(font().pointSizeF() * 0.85);
     cursor.insertText(turnStatsLine(stats), note);
     if (stats.dropped_messages > 0) {
@@ -375,7 +426,7 @@ void ChatPanel::finishTurn(const TurnStats& stats) {
     }
     if (stats.finish == FinishReason::Error) {
         QTextCharFormat error;
-        error.setForeground(QColor(0xC0, 0x30, 0x30));
+        inked(error, Ink::Error);
         cursor.insertBlock();
         cursor.insertText(tr("The engine refused this turn: %1").arg(QString::fromStdString(stats.error)), error);
         history_.pop_back(); // the user turn never happened; roles keep alternating

@@ -18,6 +18,7 @@ class QPlainTextEdit;
 class QPushButton;
 class QSpinBox;
 class QTextBrowser;
+class QTextCharFormat;
 class QTextCursor;
 class QUrl;
 
@@ -27,7 +28,9 @@ namespace kvscope::ui {
 // prompt, sampling controls, Send and Stop. It keeps the conversation and
 // asks for turns; the engine answers through appendText and finishTurn.
 //
-// The transcript follows the newest line as text arrives. While a turn
+// The transcript follows the newest line as text arrives. Its headings,
+// notes, reasoning and errors take the palette's colours, again after
+// every theme change. While a turn
 // waits in the engine's queue, a line under the transcript says what for.
 //
 // A reasoning model's reasoning (setReasoningMode: gpt-oss's analysis
@@ -69,6 +72,9 @@ public slots:
     void appendText(const QString& text);
     void finishTurn(const kvscope::ui::TurnStats& stats);
 
+protected:
+    void changeEvent(QEvent* event) override;
+
 signals:
     void submitRequested(const kvscope::ui::ChatTurn& turn);
     void stopRequested(int chat);
@@ -79,7 +85,14 @@ private:
     RequestParams requestParams() const;
     void sendInput();
     void setBusy(bool busy);
-    void appendHeading(const QString& who, const QColor& color);
+    // Text that takes a colour of the palette, in the light or the dark theme.
+    // Chat: the chat's colour, made readable on the palette's Base.
+    enum class Ink { Text = 1, Chat, Note, Dimmed, Error };
+    QColor inkColour(Ink ink) const;
+    // Gives `format` the ink's colour, and remembers the ink for recolourTranscript.
+    void inked(QTextCharFormat& format, Ink ink) const;
+    void recolourTranscript();
+    void appendHeading(const QString& who, Ink ink);
     void scrollToNewest();
     // The reply streaming in, drawn again from replyStart_ on: its reasoning
     // (reasoning `n`, its text shown or not) and its answer.

@@ -43,8 +43,8 @@ void styleAxis(QCPAxis* axis, const QPalette& palette) {
     axis->grid()->setZeroLinePen(Qt::NoPen);
 }
 
-// The plot's background, axes, labels and legend in its palette's colours;
-// the graphs keep their own.
+// The plot's background, axes, labels, legend and notes in its palette's
+// colours; the graphs keep their own.
 void stylePlot(QCustomPlot* plot) {
     const QPalette& palette = plot->palette();
     plot->setBackground(palette.brush(QPalette::Base));
@@ -57,6 +57,11 @@ void stylePlot(QCustomPlot* plot) {
     plot->legend->setBrush(palette.brush(QPalette::Base));
     plot->legend->setBorderPen(QPen(palette.color(QPalette::Mid)));
     plot->legend->setTextColor(palette.color(QPalette::Text));
+    // Text items are the plots' notes ("No sequence holds KV now"): quieter
+    // than the data, readable in either theme.
+    for (int i = 0; i < plot->itemCount(); ++i)
+        if (auto* note = qobject_cast<QCPItemText*>(plot->item(i)))
+            note->setColor(palette.color(QPalette::PlaceholderText));
 }
 
 // Restyles a plot when it is first shown (by then its panel has added

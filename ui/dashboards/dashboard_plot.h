@@ -14,8 +14,9 @@ namespace kvscope::ui {
 // axis rect (where it cannot cover a line), small fonts, no interaction.
 QCustomPlot* newDashboardPlot(QWidget* parent, const QString& xLabel, const QString& yLabel, bool legend = true);
 
-// Keeps the plot's background, axes and legend in the colours of its
-// palette, now and after every theme change (newDashboardPlot does this).
+// Keeps the plot's background, axes, legend and text items (notes, in the
+// palette's PlaceholderText) in the colours of its palette, now and after
+// every theme change (newDashboardPlot does this).
 void followPalette(QCustomPlot* plot);
 
 QCPGraph* addLine(QCustomPlot* plot, const QString& name, const QColor& color, Qt::PenStyle style = Qt::SolidLine);

@@ -7,6 +7,7 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLocale>
 #include <QMouseEvent>
 #include <QShowEvent>
 #include <QToolTip>
@@ -14,6 +15,7 @@
 
 #include "engine/kv/contiguous_reservation.h"
 #include "ui/dashboards/dashboard_plot.h"
+#include "ui/look/text_status.h"
 
 namespace kvscope::ui {
 namespace {
@@ -25,13 +27,23 @@ const QColor kInternal(0x1f, 0x77, 0xb4);
 const QColor kReserved(0xff, 0x7f, 0x0e);
 const QColor kExternal(0xd6, 0x27, 0x28);
 
-QCPColorGradient fillGradient() {
+// Free blocks are a shade off the plot's background and fuller blocks
+// stand further out from it: dark to light blue on a light background,
+// the reverse on a dark one, so the heatmap is no white field in the dark.
+QCPColorGradient fillGradient(bool dark) {
     QCPColorGradient g;
     g.clearColorStops();
-    g.setColorStopAt(0.0, QColor(0xee, 0xee, 0xee));   // free
-    g.setColorStopAt(0.02, QColor(0xc7, 0xe9, 0xb4)); // barely filled
-    g.setColorStopAt(0.5, QColor(0x41, 0xb6, 0xc4));
-    g.setColorStopAt(1.0, QColor(0x0c, 0x2c, 0x84));  // full
+    if (dark) {
+        g.setColorStopAt(0.0, QColor(0x33, 0x36, 0x3b));  // free
+        g.setColorStopAt(0.02, QColor(0x1e, 0x4d, 0x45)); // barely filled
+        g.setColorStopAt(0.5, QColor(0x2a, 0x8f, 0xa8));
+        g.setColorStopAt(1.0, QColor(0xb4, 0xe8, 0xf2));  // full
+    } else {
+        g.setColorStopAt(0.0, QColor(0xee, 0xee, 0xee));  // free
+        g.setColorStopAt(0.02, QColor(0xc7, 0xe9, 0xb4)); // barely filled
+        g.setColorStopAt(0.5, QColor(0x41, 0xb6, 0xc4));
+        g.setColorStopAt(1.0, QColor(0x0c, 0x2c, 0x84));  // full
+    }
     g.setLevelCount(64);
     return g;
 }
@@ -90,7 +102,7 @@ void FragmentationPanel::buildHeatmap() {
     scale->axis()->setLabel(tr("fill (0 free, 1 full)"));
     // The map takes its gradient and range from the scale it is attached to.
     heatmap_->setColorScale(scale);
-    scale->setGradient(fillGradient());
+    scale->setGradient(fillGradient(isDarkPalette(palette())));
     scale->setDataRange(QCPRange(0, 1));
     auto* margins = new QCPMarginGroup(heatPlot_);
     heatPlot_->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
@@ -112,7 +124,11 @@ void FragmentationPanel::showCellToolTip(QMouseEvent* event) {
     }
     const std::size_t first = static_cast<std::size_t>(y) * shown().blocks_per_row();
     const std::size_t last = std::min(first + shown().blocks_per_row(), shown().blocks()) - 1;
-    const QString blocks = first == last ? tr("block %1").arg(first) : tr("blocks %1–%2").arg(first).arg(last);
+    const QLocale locale;
+    const QString blocks = first == last ? tr("block %1").arg(locale.toString(static_cast<qulonglong>(first)))
+                                         : tr("blocks %1–%2")
+                                               .arg(locale.toString(static_cast<qulonglong>(first)),
+                                                    locale.toString(static_cast<qulonglong>(last)));
     double step = 0;
     heatmap_->data()->cellToCoord(x, y, &step, nullptr);
     QToolTip::showText(event->globalPosition().toPoint(),
@@ -196,6 +212,14 @@ void FragmentationPanel::setSnapshot(std::shared_ptr<const EngineSnapshot> snaps
         stale_ = true;
 }
 
+void FragmentationPanel::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange && heatmap_->colorScale()) {
+        heatmap_->colorScale()->setGradient(fillGradient(isDarkPalette(palette())));
+        queueReplot(heatPlot_);
+    }
+}
+
 void FragmentationPanel::showEvent(QShowEvent* event) {
     QWidget::showEvent(event);
     if (stale_)
@@ -229,15 +253,13 @@ void FragmentationPanel::updateHeatmap() {
                    QCPRange(rowBlocks / 2, rowBlocks * (rows - 0.5)));
     for (int x = 0; x < keys; ++x) {
         const std::uint64_t step = first + span * static_cast<std::uint64_t>(x) / static_cast<std::uint64_t>(keys - 1);
-        const std::vector<float>& fill = shown().at_step(step).fill;
+        const BlockFillColumns::Column& column = shown().at_step(step);
         for (int y = 0; y < rows; ++y)
-            cells->setCell(x, y, fill[static_cast<std::size_t>(y)]);
+            cells->setCell(x, y, shown().fill(column, static_cast<std::size_t>(y)));
     }
     heatPlot_->xAxis->setRange(static_cast<double>(first), static_cast<double>(first + span));
-    heatPlot_->yAxis->setRange(0, static_cast<double>(shown().blocks()));
-    heatPlot_->yAxis->setLabel(shown().blocks_per_row() == 1
-                                   ? tr("block")
-                                   : tr("block (rows of %1)").arg(shown().blocks_per_row()));
+    heatPlot_->yAxis->setRange(0, static_cast<double>(shown().extent()));
+    heatPlot_->yAxis->setLabel(heatmapAxisLabel());
     queueReplot(heatPlot_);
 }
 
@@ -304,6 +326,20 @@ void FragmentationPanel::updateSummary(const EngineSnapshot& snapshot) {
                                        .arg(c.fits() ? QString() : tr(": they would not fit"));
     }
     summary_->setText(text);
+}
+
+// The blocks the rows cover, when not the whole pool ("blocks 0–15 of
+// 2,048"), and how many blocks a row averages.
+QString FragmentationPanel::heatmapAxisLabel() const {
+    const BlockFillColumns& view = shown();
+    const QLocale locale;
+    const auto number = [&locale](std::size_t n) { return locale.toString(static_cast<qulonglong>(n)); };
+    QString label = view.extent() < view.blocks() && view.extent() > 0
+                        ? tr("blocks 0–%1 of %2").arg(number(view.extent() - 1), number(view.blocks()))
+                        : tr("block");
+    if (view.blocks_per_row() > 1)
+        label += QLatin1Char(' ') + tr("(rows of %1)").arg(number(view.blocks_per_row()));
+    return label;
 }
 
 double FragmentationPanel::wasteAxisTop() const { return wastePlot_->yAxis->range().upper; }

@@ -21,8 +21,9 @@ class QMouseEvent;
 namespace kvscope::ui {
 
 // Where the KV pool's memory goes over time. Left: a heatmap, x = engine
-// step, y = block index (rows of consecutive blocks when the pool is large),
-// colour = fill fraction. Right: internal, reserved and external waste as a
+// step, y = block index over the blocks in use recently, not the whole pool
+// (BlockFillColumns::extent; the axis says "blocks 0–15 of 2,048"), in rows
+// of consecutive blocks when they are many, colour = fill fraction. Right: internal, reserved and external waste as a
 // share of KV memory per step, and, behind a toggle, what a contiguous
 // allocator reserving prompt + max_new_tokens per sequence would waste
 // holding the same sequences (engine/kv/contiguous_reservation.h).
@@ -51,6 +52,10 @@ public:
     double heatmapCell(int column, int row) const;
     QColor heatmapColour(double fill) const;
     std::size_t blocksPerRow() const { return shown().blocks_per_row(); }
+    // The blocks the heatmap's rows cover, [0, heatmapExtent()), and the
+    // block axis's label, which says so.
+    std::size_t heatmapExtent() const { return shown().extent(); }
+    QString heatmapAxisLabel() const;
     // The heatmap's choices: "every group", then each kind's title (one
     // entry for a model of one group); which one is shown.
     QStringList heatmapKinds() const;
@@ -66,6 +71,7 @@ public slots:
 
 protected:
     void showEvent(QShowEvent* event) override;
+    void changeEvent(QEvent* event) override; // the heatmap's light or dark colour scale
 
 private:
     void repaintFromData(); // plots and summary from the recorded data and latest_

@@ -76,8 +76,7 @@ QCPItemText* newEmptyNote(QCustomPlot* plot, const QString& text) {
     auto* note = new QCPItemText(plot);
     note->position->setType(QCPItemPosition::ptAxisRectRatio);
     note->position->setCoords(0.5, 0.4);
-    note->setText(text);
-    note->setColor(plot->palette().color(QPalette::PlaceholderText));
+    note->setText(text); // coloured by followPalette
     note->setVisible(false);
     return note;
 }

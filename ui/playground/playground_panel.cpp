@@ -13,6 +13,7 @@
 #include "ui/playground/playground_chart.h"
 #include "ui/playground/pool_view.h"
 #include "ui/blockmap/sequence_palette.h"
+#include "ui/look/text_status.h"
 
 namespace kvscope::ui {
 namespace {
@@ -174,7 +175,7 @@ void PlaygroundPanel::reset() {
         model_.reset({.num_blocks = value(poolBlocks_), .block_size = value(blockSize_)});
     } catch (const Error& e) {
         lastOperation_->setText(tr("Reset refused: %1").arg(QString::fromUtf8(e.what())));
-        lastOperation_->setStyleSheet(QStringLiteral("color: #c62828"));
+        setTextStatus(*lastOperation_, TextStatus::Error);
         return;
     }
     refresh();
@@ -214,7 +215,7 @@ void PlaygroundPanel::refresh(std::optional<SeqId> select) {
         view(side)->display(model_.snapshot(side), model_.outcome(side));
     const QString operation = QString::fromStdString(model_.last_operation());
     lastOperation_->setText(tr("Last operation: <b>%1</b>").arg(operation.toHtmlEscaped()));
-    lastOperation_->setStyleSheet(QString());
+    setTextStatus(*lastOperation_, std::nullopt);
     refreshSequences(select);
     chart_->setHistory(model_.history());
     emit operationApplied(operation);

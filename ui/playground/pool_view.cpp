@@ -1,11 +1,13 @@
 #include "ui/playground/pool_view.h"
 
 #include <QGridLayout>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QVBoxLayout>
 
 #include "ui/blockmap/block_map_widget.h"
 #include "ui/blockmap/sequence_palette.h"
+#include "ui/look/text_status.h"
 
 namespace kvscope::ui {
 namespace {
@@ -25,13 +27,14 @@ QString externalText(const FragmentationStats& s) {
     return text;
 }
 
-QString outcomeColor(OpOutcome::Kind kind) {
+// Refused in the error colour, done in the success one, not held muted.
+TextStatus outcomeStatus(OpOutcome::Kind kind) {
     switch (kind) {
-    case OpOutcome::Kind::Refused: return QStringLiteral("#c62828");
-    case OpOutcome::Kind::NotHeld: return QStringLiteral("#757575");
+    case OpOutcome::Kind::Refused: return TextStatus::Error;
+    case OpOutcome::Kind::NotHeld: return TextStatus::Muted;
     case OpOutcome::Kind::Done: break;
     }
-    return QStringLiteral("#2e7d32");
+    return TextStatus::Success;
 }
 
 QString outcomeName(OpOutcome::Kind kind) {
@@ -47,8 +50,9 @@ QString outcomeName(OpOutcome::Kind kind) {
 
 PoolView::PoolView(const QString& title, const QString& subtitle, QWidget* parent)
     : QWidget(parent), map_(new BlockMapWidget), outcome_(new QLabel), grid_(new QGridLayout) {
-    auto* heading = new QLabel(QStringLiteral("<b>%1</b> &nbsp;<span style='color:#666'>%2</span>")
-                                   .arg(title.toHtmlEscaped(), subtitle.toHtmlEscaped()));
+    auto* heading = new QLabel(QStringLiteral("<b>%1</b>").arg(title.toHtmlEscaped()));
+    auto* description = new QLabel(subtitle); // quieter than the heading, in either theme
+    setTextStatus(*description, TextStatus::Muted);
     outcome_->setObjectName(QStringLiteral("outcome"));
     outcome_->setWordWrap(true);
     // Two lines always, so both maps start at the same height.
@@ -72,7 +76,12 @@ PoolView::PoolView(const QString& title, const QString& subtitle, QWidget* paren
     auto* column = new QVBoxLayout(this);
     column->setContentsMargins(0, 0, 0, 0);
     // The map goes last: it takes whatever height is left.
-    column->addWidget(heading);
+    auto* headingRow = new QHBoxLayout;
+    headingRow->addWidget(heading);
+    headingRow->addSpacing(8);
+    headingRow->addWidget(description);
+    headingRow->addStretch(1);
+    column->addLayout(headingRow);
     column->addWidget(outcome_);
     column->addLayout(grid_);
     column->addWidget(map_, 1);
@@ -122,7 +131,7 @@ void PoolView::showFigures(const PoolSnapshot& snapshot) {
 
 void PoolView::showOutcome(const OpOutcome& outcome) {
     outcome_->setText(QString::fromStdString(outcome.message));
-    outcome_->setStyleSheet(QStringLiteral("color: %1").arg(outcomeColor(outcome.kind)));
+    setTextStatus(*outcome_, outcomeStatus(outcome.kind));
     outcome_->setProperty("outcome", outcomeName(outcome.kind));
 }
 

@@ -17,6 +17,7 @@
 #include "engine/core/error.h"
 #include "engine/presets/calc_presets.h"
 #include "engine/presets/device_presets.h"
+#include "ui/look/text_status.h"
 
 namespace kvscope::ui {
 namespace {
@@ -117,7 +118,7 @@ KvCalculatorDialog::KvCalculatorDialog(QWidget* parent)
     gpuUtil_->setToolTip(tr("Share of the GPU's memory the engine may use (vLLM's gpu_memory_utilization)"));
     summary_->setWordWrap(true);
     error_->setWordWrap(true);
-    error_->setStyleSheet(QStringLiteral("color: #c62828"));
+    setTextStatus(*error_, TextStatus::Error);
     table_->setHorizontalHeaderLabels({tr("KV dtype"), tr("per token"), tr("per sequence"), tr("total"), tr("vs f16"),
                                        tr("all global"), tr("saved"), tr("sequences that fit")});
     table_->verticalHeader()->setVisible(false);
