@@ -1,4 +1,5 @@
 // kvscope-cli: the engine from the command line. See docs/command-line.md.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -154,6 +155,18 @@ int dispatch(const std::string& command, kvscope::cli::Args& args) {
     throw kvscope::Error("unknown command '" + command + "'");
 }
 
+// --log-level LEVEL is global: before the command as the usage shows it, or
+// anywhere after it, where people put options (`serve --log-level debug`).
+void take_log_level(std::vector<std::string>& words) {
+    const auto it = std::find(words.begin(), words.end(), "--log-level");
+    if (it == words.end())
+        return;
+    if (it + 1 == words.end())
+        throw kvscope::Error("--log-level needs a level: trace, debug, info, warn, error, critical or off");
+    kvscope::set_log_level(*(it + 1));
+    words.erase(it, it + 2);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -163,10 +176,7 @@ int main(int argc, char** argv) {
         return words.empty() ? 2 : 0;
     }
     try {
-        if (words.size() >= 2 && words[0] == "--log-level") {
-            kvscope::set_log_level(words[1]);
-            words.erase(words.begin(), words.begin() + 2);
-        }
+        take_log_level(words);
         if (words.empty())
             throw kvscope::Error("missing command");
         const std::string command = words[0];

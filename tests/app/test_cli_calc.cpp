@@ -61,6 +61,14 @@ void TestCliCalc::reads_geometry_from_a_gguf() {
     // 5 layers x 4 KV heads x head_dim 8 x 2 x 2 bytes = 640 bytes; 100 tokens -> 7 blocks of 16.
     QCOMPARE(r.json()["bytes_per_token"].toInteger(), 640);
     QCOMPARE(r.json()["bytes_per_sequence"].toInteger(), 640 * 16 * 7);
+    // --log-level is global: after the command too (issue 33), and the info
+    // lines it silences stay off stderr there as well.
+    const auto after = run_cli({"calc", "--model", path, "--log-level", "warn", "--tokens", "100", "--json"});
+    QCOMPARE(after.exit_code, 0);
+    QCOMPARE(after.json()["bytes_per_token"].toInteger(), 640);
+    QVERIFY2(!after.err.contains("[info]"), after.err.constData());
+    const auto chatty = run_cli({"calc", "--model", path, "--log-level", "info", "--tokens", "100", "--json"});
+    QVERIFY2(chatty.err.contains("[info]"), chatty.err.constData());
 }
 
 void TestCliCalc::bad_input_is_a_clear_error() {
@@ -72,6 +80,9 @@ void TestCliCalc::bad_input_is_a_clear_error() {
     QVERIFY2(r.err.contains("unknown KV dtype"), r.err.constData());
     r = run_cli({"calc", "--preset", "llama-2-7b", "--tokens", "-5"});
     QCOMPARE(r.exit_code, 1);
+    r = run_cli({"calc", "--preset", "llama-2-7b", "--log-level"});
+    QCOMPARE(r.exit_code, 1);
+    QVERIFY2(r.err.contains("--log-level needs a level"), r.err.constData());
     r = run_cli({"calc", "--preset", "llama-2-7b", "--bogus"});
     QCOMPARE(r.exit_code, 1);
     QVERIFY2(r.err.contains("unexpected argument '--bogus'"), r.err.constData());
