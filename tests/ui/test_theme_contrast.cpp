@@ -3,15 +3,16 @@
 // chat turn done and the playground's A/B/C example run, is grabbed with
 // each dock in front, on each tab, and connected to a (sampled) vLLM
 // server. Every text on screen (labels, buttons, fields and their
-// placeholders, table cells, the transcript's paragraphs, the plots' axis
-// labels and notes) must reach WCAG's 4.5:1 against its background. One
-// row switches to dark after the content was written in light: what was
-// drawn before the switch must follow it too. Needs the shared models
-// folder (label model).
+// placeholders, tab and group box titles, table cells, the transcript's
+// paragraphs, the plots' axis labels, colour scales and notes) must reach
+// WCAG's 4.5:1 against its background. One row switches to dark after the
+// content was written in light: what was drawn before the switch must
+// follow it too. Needs the shared models folder (label model).
 #include <QAbstractItemView>
 #include <QAbstractTextDocumentLayout>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QGroupBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -20,6 +21,7 @@
 #include <QScrollBar>
 #include <QStandardPaths>
 #include <QStyleOption>
+#include <QTabBar>
 #include <QTextBlock>
 #include <QTextBrowser>
 #include <QtTest>
@@ -129,6 +131,36 @@ void checkFields(QWidget& window, ContrastCheck& check) {
     }
 }
 
+// Tab titles (the window's pages, the chats, tabbed docks) and group box
+// titles, where the style draws them (beside a tab's icon, inside a box's frame).
+void checkTitles(QWidget& window, ContrastCheck& check) {
+    for (const QTabBar* bar : window.findChildren<QTabBar*>()) {
+        if (!shown(*bar))
+            continue;
+        for (int i = 0; i < bar->count(); ++i) {
+            QStyleOptionTab option;
+            option.initFrom(bar);
+            option.rect = bar->tabRect(i);
+            option.text = bar->tabText(i);
+            option.icon = bar->tabIcon(i);
+            option.iconSize = bar->iconSize();
+            option.shape = bar->shape();
+            if (bar->isTabEnabled(i) && !option.text.isEmpty())
+                check.text(*bar, bar->style()->subElementRect(QStyle::SE_TabBarTabText, &option, bar), option.text);
+        }
+    }
+    for (const QGroupBox* box : window.findChildren<QGroupBox*>()) {
+        if (!shown(*box) || box->title().isEmpty())
+            continue;
+        QStyleOptionGroupBox option;
+        option.initFrom(box);
+        option.text = box->title();
+        option.subControls = QStyle::SC_GroupBoxLabel | QStyle::SC_GroupBoxFrame;
+        check.text(*box, box->style()->subControlRect(QStyle::CC_GroupBox, &option, QStyle::SC_GroupBoxLabel, box),
+                   box->title());
+    }
+}
+
 // The cells of tables and lists wholly in view (the top level of their model).
 void checkItemViews(QWidget& window, ContrastCheck& check) {
     for (const QAbstractItemView* view : window.findChildren<QAbstractItemView*>()) {
@@ -181,10 +213,15 @@ void checkPlots(QWidget& window, ContrastCheck& check) {
     for (QCustomPlot* plot : window.findChildren<QCustomPlot*>()) {
         if (!shown(*plot))
             continue;
+        QList<QCPAxis*> axes;
         for (QCPAxisRect* rect : plot->axisRects())
-            for (QCPAxis* axis : rect->axes())
-                if (axis->visible() && (axis->tickLabels() || !axis->label().isEmpty()))
-                    check.text(*plot, axisTextArea(*axis), QStringLiteral("axis '%1'").arg(axis->label()));
+            axes += rect->axes();
+        for (QCPLayoutElement* element : plot->plotLayout()->elements(true)) // a heatmap's colour scale
+            if (auto* scale = qobject_cast<QCPColorScale*>(element))
+                axes += scale->axis();
+        for (QCPAxis* axis : axes)
+            if (axis->visible() && (axis->tickLabels() || !axis->label().isEmpty()))
+                check.text(*plot, axisTextArea(*axis), QStringLiteral("axis '%1'").arg(axis->label()));
         for (int i = 0; i < plot->itemCount(); ++i)
             if (auto* note = qobject_cast<QCPItemText*>(plot->item(i)); note && note->visible())
                 check.text(*plot, QRect(note->topLeft->pixelPosition().toPoint(), note->bottomRight->pixelPosition().toPoint()),
@@ -205,6 +242,7 @@ QStringList unreadableText(QWidget& window) {
     checkLabels(window, check);
     checkButtons(window, check);
     checkFields(window, check);
+    checkTitles(window, check);
     checkItemViews(window, check);
     checkTextViews(window, check);
     checkPlots(window, check);
