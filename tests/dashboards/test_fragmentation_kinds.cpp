@@ -146,7 +146,8 @@ private slots:
 
     // One chat in a large pool: a few tokens of internal waste in its last
     // block are 0.1% of the pool; the waste axis fits them instead of
-    // drawing a flat line at the bottom of 0-100%, and says the value.
+    // drawing a flat line at the bottom of 0-100%, and its legend entry says
+    // the value.
     void oneChatsWasteIsVisible() {
         const auto s = oneChat(1, 3);
         FragmentationPanel panel;
@@ -156,6 +157,8 @@ private slots:
         QVERIFY(internal > 0 && internal < 0.1);
         QVERIFY2(panel.wasteAxisTop() <= 1.0 + 1e-9, qPrintable(QString::number(panel.wasteAxisTop())));
         QVERIFY(panel.wasteAxisTop() >= internal);
+        QCOMPARE(panel.wasteSeriesName(FragmentationPanel::WasteSeries::Internal),
+                 QStringLiteral("internal (now %1%)").arg(internal, 0, 'f', 2));
     }
 };
 

@@ -286,9 +286,11 @@ void FragmentationPanel::updateWastePlot() {
     if (!steps.isEmpty())
         wastePlot_->xAxis->setRange(steps.front(), std::max(steps.back(), steps.front() + 1));
     wastePlot_->yAxis->setRange(0, wasteAxisTop(internal, reserved, external, contInternal, contReserved));
-    wastePlot_->yAxis->setLabel(internal.isEmpty() ? tr("% of KV memory")
-                                                   : tr("% of KV memory (internal now %1%)")
-                                                         .arg(internal.back(), 0, 'f', internal.back() < 10 ? 2 : 1));
+    // The value now in the legend, which has the room: on the axis label it
+    // was cut off at the dock's usual height.
+    graph(WasteSeries::Internal)->setName(internal.isEmpty() ? tr("internal")
+                                                             : tr("internal (now %1%)")
+                                                                   .arg(internal.back(), 0, 'f', internal.back() < 10 ? 2 : 1));
     queueReplot(wastePlot_);
 }
 
@@ -355,6 +357,8 @@ QColor FragmentationPanel::heatmapColour(double fill) const {
 }
 
 std::vector<double> FragmentationPanel::wasteSeries(WasteSeries series) const { return graphValues(graph(series)); }
+
+QString FragmentationPanel::wasteSeriesName(WasteSeries series) const { return graph(series)->name(); }
 
 QString FragmentationPanel::summaryText() const { return summary_->text(); }
 

@@ -62,6 +62,7 @@ public:
     int heatmapKind() const { return view_; }
     void setHeatmapKind(int index);
     std::vector<double> wasteSeries(WasteSeries series) const;
+    QString wasteSeriesName(WasteSeries series) const; // its legend entry: internal's says its value now
     double wasteAxisTop() const; // the waste axis's top, in %
     QString summaryText() const;
 
