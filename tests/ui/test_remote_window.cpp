@@ -174,8 +174,24 @@ private slots:
         QVERIFY(window.raiseDock(QStringLiteral("throughput")));
         QTRY_VERIFY(window.throughput()->figuresText().contains(QStringLiteral("completed 40")));
         QVERIFY(!window.throughput()->series(ThroughputPanel::Series::Running).empty());
+        QVERIFY(!window.throughput()->figuresGreyed());
+        // The server stops answering: the dock's figures are its last ones, greyed, with their age.
+        attach::RemoteSample away = *kvscopeLater(2);
+        away.link = attach::LinkState::Reconnecting;
+        away.failed_polls = 1;
+        away.retry_in_s = 0.5;
+        away.data_age_s = 12.0;
+        window.showServerSample(shared(away));
+        QVERIFY(window.throughput()->figuresGreyed());
+        const QList<QLabel*> notes = window.throughput()->findChildren<QLabel*>();
+        QVERIFY(std::ranges::any_of(notes, [](const QLabel* l) {
+            return l->isVisible() && l->text().startsWith(QStringLiteral("Last figures, as of 12 s ago"));
+        }));
 
+        QVERIFY(window.serverPanel()->isCountingAge());
         window.disconnectFromServer();
+        QVERIFY(!window.serverPanel()->isCountingAge()); // its ticks would grey the local figures again
+        QVERIFY(!window.throughput()->figuresGreyed());
         QCOMPARE(window.throughput()->figuresText(), QStringLiteral("No snapshot yet"));
         QVERIFY(window.throughput()->series(ThroughputPanel::Series::Running).empty());
         QVERIFY(window.throughput()->series(ThroughputPanel::Series::GenerationTokensPerS).empty());

@@ -124,11 +124,16 @@ private slots:
         s.failed_polls = 4;
         s.retry_in_s = 8.0;
         s.data_age_s = 12.0;
+        panel.show(); // a hidden panel (left behind by a disconnect) does not tick
         panel.showSample(s);
         QVERIFY(panel.figuresGreyed());
         QCOMPARE(panel.text(QStringLiteral("stale")),
                  QStringLiteral("Last figures, as of 12 s ago: the server is not answering"));
         QTRY_VERIFY_WITH_TIMEOUT(panel.text(QStringLiteral("stale")).contains(QStringLiteral("as of 13 s ago")), 5000);
+        panel.hide();
+        QVERIFY(!panel.isCountingAge());
+        panel.show();
+        QVERIFY(panel.isCountingAge());
         s.link = attach::LinkState::Live;
         s.failed_polls = 0;
         s.retry_in_s.reset();

@@ -49,7 +49,8 @@ ThroughputPanel::ThroughputPanel(std::shared_ptr<SnapshotHistory> history, QWidg
       seqsPlot_(newDashboardPlot(this, tr("time (s)"), tr("sequences"))),
       kvPlot_(newDashboardPlot(this, tr("time (s)"), tr("% of KV pool"))),
       expertPlot_(newDashboardPlot(this, tr("time (s)"), tr("% of the step's time"))),
-      figures_(new QLabel(this)) {
+      figures_(new QLabel(this)),
+      awayNote_(new QLabel(this)) {
     // Graph order follows the Series enum.
     addLine(tokensPlot_, tr("prompt"), QColor(0x8c, 0x56, 0x4b));
     addLine(tokensPlot_, tr("generation"), QColor(0x2c, 0xa0, 0x2c));
@@ -86,8 +87,10 @@ ThroughputPanel::ThroughputPanel(std::shared_ptr<SnapshotHistory> history, QWidg
     auto* plots = new QHBoxLayout;
     for (QCustomPlot* plot : allPlots())
         plots->addWidget(plot, 1);
+    awayNote_->setWordWrap(true);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
+    layout->addWidget(awayNote_);
     layout->addLayout(top);
     layout->addLayout(plots, 1);
     clear();
@@ -141,7 +144,16 @@ void ThroughputPanel::clear() {
     expertPlot_->setVisible(false);
     figures_->setText(tr("No snapshot yet"));
     figures_->setToolTip(ttftToolTip());
+    setStale({});
 }
+
+void ThroughputPanel::setStale(const QString& note) {
+    awayNote_->setText(note);
+    awayNote_->setVisible(!note.isEmpty());
+    figures_->setEnabled(note.isEmpty()); // the palette's dimmed text: not live figures
+}
+
+bool ThroughputPanel::figuresGreyed() const { return !figures_->isEnabled(); }
 
 void ThroughputPanel::showEvent(QShowEvent* event) {
     QWidget::showEvent(event);

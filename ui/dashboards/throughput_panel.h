@@ -27,6 +27,8 @@ namespace kvscope::ui {
 // (completed, aborted, failed: the engine's own counts) as numbers. Tokens/s is drawn from the tokens each interval
 // between snapshots made and the engine's busy time in it
 // (token_rate_spans.h): idle time reads 0, never a line between bursts.
+// A connected server that stopped answering leaves its last figures,
+// greyed under a note of their age (setStale).
 class ThroughputPanel : public QWidget {
     Q_OBJECT
 public:
@@ -57,6 +59,11 @@ public:
     // For the window changing engine (local <-> server), after it cleared
     // the shared history: nothing of the old engine stays on screen.
     void clear();
+    // While the engine's figures are a server's last ones (it stopped
+    // answering): `note` says so and how old ("Last figures, as of 12 s
+    // ago: ..."), above the figures, which are greyed; empty: live again.
+    void setStale(const QString& note);
+    bool figuresGreyed() const;
 
 public slots:
     void setSnapshot(std::shared_ptr<const kvscope::EngineSnapshot> snapshot);
@@ -81,6 +88,7 @@ private:
     QCustomPlot* kvPlot_;
     QCustomPlot* expertPlot_;
     QLabel* figures_;
+    QLabel* awayNote_; // setStale's note
     // Hidden (a tabbed dock in the background): record, draw when shown.
     std::shared_ptr<const EngineSnapshot> latest_;
     bool stale_ = false;

@@ -106,10 +106,27 @@ void ServerPanel::showSample(const attach::RemoteSample& sample) {
     sample_ = sample;
     sinceSample_.start();
     setView(server_view(sample));
-    if (view_.stale.empty())
+    followAge();
+}
+
+// The age counts on only while the panel is shown: one left behind by a
+// disconnect says nothing more (its staleChanged would grey the local
+// engine's figures).
+void ServerPanel::followAge() {
+    if (view_.stale.empty() || !isVisible())
         ageTicker_->stop();
     else if (!ageTicker_->isActive())
         ageTicker_->start();
+}
+
+void ServerPanel::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    followAge();
+}
+
+void ServerPanel::hideEvent(QHideEvent* event) {
+    QWidget::hideEvent(event);
+    followAge();
 }
 
 void ServerPanel::tickAge() {
@@ -124,7 +141,10 @@ void ServerPanel::changeEvent(QEvent* event) {
 }
 
 void ServerPanel::setView(ServerView view) {
+    const bool staleChanges = view.stale != view_.stale;
     view_ = std::move(view);
+    if (staleChanges)
+        emit staleChanged(QString::fromStdString(view_.stale));
     // The URL on a line of its own: wrapped after "http://" it reads badly.
     const std::string& t = view_.title;
     const bool endsWithUrl = !view_.url.empty() && t.ends_with(view_.url);
@@ -196,6 +216,8 @@ void ServerPanel::showRanks() {
 }
 
 bool ServerPanel::figuresGreyed() const { return !figures_->isEnabled(); }
+
+bool ServerPanel::isCountingAge() const { return ageTicker_->isActive(); }
 
 std::vector<PrefixCacheWidget*> ServerPanel::prefixCaches() const {
     std::vector<PrefixCacheWidget*> caches;

@@ -48,14 +48,24 @@ public:
     QString text(const QString& part) const;
     // The server's figures are its last ones, greyed (it does not answer).
     bool figuresGreyed() const;
+    // The stale figures' age is counting on (shown, and the server away).
+    bool isCountingAge() const;
+
+signals:
+    // ServerView::stale as it changes ("Last figures, as of 12 s ago: ..."),
+    // empty once the server answers: for the dashboards showing its figures.
+    void staleChanged(const QString& stale);
 
 protected:
     void changeEvent(QEvent* event) override;
+    void showEvent(QShowEvent* event) override;
+    void hideEvent(QHideEvent* event) override;
 
 private:
     QLabel* addLabel(const char* name);
     void showRanks();
     void tickAge();
+    void followAge();
 
     ServerView view_;
     // The newest sample and when it came, for its data's age while the server is away.

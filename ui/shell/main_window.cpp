@@ -449,6 +449,7 @@ void MainWindow::connectEngine() {
         map->setPaletteMaker(palette);
     }
     connect(remote_, &RemoteController::sampleReady, this, &MainWindow::showServerSample);
+    connect(serverPanel_, &ServerPanel::staleChanged, throughput_, &ThroughputPanel::setStale);
     connect(settings_, &EngineSettingsPanel::applyRequested, engine_, &EngineThread::applyConfig);
     connect(workload_, &WorkloadDock::startWorkloadRequested, engine_, &EngineThread::startWorkload);
     connect(workload_, &WorkloadDock::stopWorkloadRequested, engine_, &EngineThread::stopWorkload);
