@@ -100,7 +100,7 @@ private slots:
         QCOMPARE(value(view.figures, "Requests"), QStringLiteral("6 running · 2 waiting"));
         QCOMPARE(value(view.figures, "Preemptions"), QStringLiteral("4"));
         QCOMPARE(value(view.figures, "Prefix hit rate"), QStringLiteral("25.0%"));
-        QCOMPARE(value(view.figures, kServerTtftLabel), QStringLiteral("p50 12.0 ms · p99 none"));
+        QCOMPARE(value(view.figures, kServerTtftLabel), QStringLiteral("p50 12.0 ms · p99 \u2014"));
         QVERIFY(view.slot_rows.empty());
         QVERIFY(view.slot_summary.empty());
 

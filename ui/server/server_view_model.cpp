@@ -36,8 +36,9 @@ std::string optional_number(const std::optional<double>& value) {
     return value ? fmt::format("{:.0f}", *value) : std::string("?");
 }
 
+// No observation in the window reads "—", as in the app's other figures.
 std::string milliseconds(const std::optional<double>& ms) {
-    return ms ? fmt::format("{:.1f} ms", *ms) : std::string("none");
+    return ms ? fmt::format("{:.1f} ms", *ms) : std::string("\u2014");
 }
 
 std::optional<std::uint64_t> tokens_capacity(const ServerFigures& f) {
