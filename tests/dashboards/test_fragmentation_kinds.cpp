@@ -39,10 +39,10 @@ std::shared_ptr<const EngineSnapshot> hybrid(std::uint64_t step) {
     return s;
 }
 
-// One chat's blocks at the start of a 2,048-block pool: `used` blocks, all
-// full but the last, which holds one token.
-std::shared_ptr<const EngineSnapshot> oneChat(std::uint64_t step, std::size_t used) {
-    std::vector<BlockInfo> blocks(2048);
+// One chat's blocks at the start of a pool (2,048 blocks unless given):
+// `used` blocks, all full but the last, which holds one token.
+std::shared_ptr<const EngineSnapshot> oneChat(std::uint64_t step, std::size_t used, std::size_t pool_blocks = 2048) {
+    std::vector<BlockInfo> blocks(pool_blocks);
     for (std::size_t b = 0; b < used; ++b)
         blocks[b] = {.state = BlockState::Used, .fill = static_cast<std::uint16_t>(b + 1 < used ? kBlockSize : 1), .ref_count = 1};
     auto pool = std::make_shared<PoolSnapshot>(PoolSnapshot{.layout = KvLayout({6, 1, 8}, KvDtype::F16, kBlockSize),
@@ -125,6 +125,26 @@ private slots:
         QCOMPARE(panel.heatmapExtent(), std::size_t{128}); // 100 blocks and a quarter more, to a power of two
         QCOMPARE(panel.blocksPerRow(), std::size_t{1});
         QCOMPARE(panel.heatmapCell(0, 2), 0.25); // the first step's last block, shown over the new extent
+    }
+
+    // The same in a pool of 200,000 blocks (a vLLM server's on one H100):
+    // the rows still cover 16 blocks, one each.
+    void oneChatInAHugePoolIsReadable() {
+        FragmentationPanel panel;
+        panel.show();
+        panel.setSnapshot(oneChat(1, 3, 200000));
+        QCOMPARE(panel.heatmapSize().height(), 16);
+        QCOMPARE(column(panel, 0), (std::vector<double>{1, 1, 0.25, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+        QCOMPARE(panel.heatmapAxisLabel(), tr("blocks 0–15 of %1").arg(QLocale().toString(200000)));
+        // A workload's 5,000 blocks then: rows of 32 blocks over 8,192, each
+        // column's mean exact (the workload's kept in runs of 8 blocks).
+        panel.setSnapshot(oneChat(2, 5000, 200000));
+        QCOMPARE(panel.heatmapExtent(), std::size_t{8192});
+        QCOMPARE(panel.blocksPerRow(), std::size_t{32});
+        QCOMPARE(panel.heatmapCell(0, 0), 2.25 / 32);
+        QCOMPARE(panel.heatmapCell(1, 155), 1.0);
+        QCOMPARE(panel.heatmapCell(1, 156), 7.25 / 32); // blocks 4,992-5,023: 7 full, one a quarter
+        QCOMPARE(panel.heatmapCell(1, 157), 0.0);
     }
 
     // The colour scale has a dark version: on a dark palette free blocks

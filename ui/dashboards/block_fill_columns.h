@@ -24,14 +24,17 @@ namespace kvscope::ui {
 // than kMaxRows, so a 65,536-block pool costs the same to paint as a
 // 256-block one.
 //
-// Each column keeps the fill of "fine rows" (one block each in a pool of
-// up to kFineRows blocks, runs of consecutive blocks beyond that), up to
-// its last fine row holding tokens: the rows are reshaped over a new extent
-// from what was recorded, and a column of a nearly empty pool is short.
+// Each column keeps the fill of "fine rows" of consecutive blocks, up to its
+// last block holding tokens: one block each while at most
+// kFineRowsPerRow * max_rows blocks are in use, else the fewest blocks (a
+// power of two) that make that many rows of them. The rows are reshaped over a new extent from what was
+// recorded; a column of a nearly empty pool is short and exact, whatever
+// the pool's size (one chat in 200,000 blocks is 16 rows).
 class BlockFillColumns {
 public:
     struct Column {
         std::uint64_t step = 0;
+        std::size_t blocks_per_fine_row = 1; // a power of two
         // Per fine row, the sum of its blocks' fill fractions, up to the
         // last fine row holding tokens (empty when none does).
         std::vector<float> fill_sums;
@@ -39,7 +42,7 @@ public:
 
     static constexpr std::size_t kMaxRows = 256;
     static constexpr std::size_t kCapacity = 600;
-    static constexpr std::size_t kFineRows = 4096;
+    static constexpr std::size_t kFineRowsPerRow = 4;
     static constexpr std::size_t kMinExtent = 16;
 
     // groups: those whose blocks count; empty: every block.
@@ -54,7 +57,7 @@ public:
     std::size_t blocks() const { return blocks_; } // the pool's
     std::size_t extent() const { return extent_; }  // blocks shown: [0, extent), whole rows
     std::size_t rows() const { return rows_; }      // rows over the extent
-    std::size_t blocks_per_row() const { return fine_rows_per_row_ * blocks_per_fine_row_; }
+    std::size_t blocks_per_row() const { return blocks_per_row_; } // a power of two
     const std::deque<Column>& columns() const { return columns_; }
 
     // The column showing the pool at `step`: the latest recorded at or
@@ -72,8 +75,7 @@ private:
     std::size_t max_rows_;
     std::size_t capacity_;
     std::size_t blocks_ = 0;
-    std::size_t blocks_per_fine_row_ = 1;
-    std::size_t fine_rows_per_row_ = 1;
+    std::size_t blocks_per_row_ = 1;
     std::size_t extent_ = 0;
     std::size_t rows_ = 0;
     std::deque<Column> columns_;
