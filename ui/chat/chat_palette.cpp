@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 
@@ -27,15 +28,19 @@ int chatOf(std::uint64_t client_tag) {
 }
 
 SequencePalette chatPalette(const EngineSnapshot& snapshot) {
-    std::unordered_map<SeqId, std::pair<RequestId, int>> owner; // request and chat of each sequence
+    // Request and chat of each sequence, shared by the palette's three
+    // functions and every copy of it: a server's snapshot lists thousands of
+    // ended sequences, and the palette is copied to each map that paints.
+    auto owners = std::make_shared<std::unordered_map<SeqId, std::pair<RequestId, int>>>();
+    owners->reserve(snapshot.seqs.size() + snapshot.ended_seqs.size());
     for (const SeqSnapshot& s : snapshot.seqs)
-        owner.emplace(s.seq, std::pair(s.request, ui::chatOf(s.client_tag)));
+        owners->emplace(s.seq, std::pair(s.request, ui::chatOf(s.client_tag)));
     for (const EndedSeq& e : snapshot.ended_seqs) // their blocks wait in the prefix cache
-        owner.emplace(e.seq, std::pair(e.request, ui::chatOf(e.client_tag)));
-    // A copy: the palette outlives this call (it stays with the block map).
-    const auto chatOf = [owner = std::move(owner)](SeqId seq) -> std::pair<RequestId, int> {
-        const auto o = owner.find(seq);
-        return o == owner.end() ? std::pair<RequestId, int>(0, 0) : o->second;
+        owners->emplace(e.seq, std::pair(e.request, ui::chatOf(e.client_tag)));
+    const auto chatOf = [owners = std::shared_ptr<const decltype(owners)::element_type>(std::move(owners))](
+                            SeqId seq) -> std::pair<RequestId, int> {
+        const auto o = owners->find(seq);
+        return o == owners->end() ? std::pair<RequestId, int>(0, 0) : o->second;
     };
     auto namer = [chatOf](SeqId seq) {
         const auto [request, chat] = chatOf(seq);
