@@ -35,6 +35,7 @@
 #include "ui/chat/chat_panel.h"
 #include "ui/chat/chat_tabs.h"
 #include "ui/playground/playground_panel.h"
+#include "ui/settings/kv_calculator_dialog.h"
 #include "ui/shell/main_window.h"
 #include "ui/shell/theme.h"
 
@@ -300,6 +301,29 @@ private slots:
         problems += unreadableText(window);
         problems.removeDuplicates();
         for (const QString& problem : problems) // one a line: QVERIFY2 would cut a long list short
+            qWarning().noquote() << problem;
+        QVERIFY2(problems.isEmpty(), qPrintable(QStringLiteral("%1 texts under their contrast, listed above").arg(problems.size())));
+    }
+
+    // Tools > KV Calculator's error line (a GPU chosen for a model of no
+    // known size), in each theme.
+    void calculatorErrorIsReadable_data() {
+        QTest::addColumn<int>("theme");
+        QTest::addRow("light") << static_cast<int>(Theme::Light);
+        QTest::addRow("dark") << static_cast<int>(Theme::Dark);
+    }
+    void calculatorErrorIsReadable() {
+        QFETCH(int, theme);
+        applyTheme(static_cast<Theme>(theme));
+        KvCalculatorDialog dialog;
+        dialog.setLoadedModel(CalcModel{.name = "custom", .kv = {4, 2, 64}, .context = 1024});
+        auto* gpu = dialog.findChild<QComboBox*>(QStringLiteral("gpu"));
+        QVERIFY(gpu);
+        gpu->setCurrentIndex(gpu->findText(QStringLiteral("a100-40gb")));
+        QVERIFY(!dialog.errorText().isEmpty());
+        QVERIFY(showAt(dialog, {1000, 700}));
+        const QStringList problems = unreadableText(dialog);
+        for (const QString& problem : problems)
             qWarning().noquote() << problem;
         QVERIFY2(problems.isEmpty(), qPrintable(QStringLiteral("%1 texts under their contrast, listed above").arg(problems.size())));
     }
