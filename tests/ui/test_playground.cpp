@@ -214,6 +214,23 @@ private slots:
         QCOMPARE(child<QLabel>(panel, "lastOperation")->text(), QStringLiteral("Last operation: <b>Free C</b>"));
     }
 
+    // The chart's lines stand out from its background (WCAG's 3:1 for
+    // graphics) on a light and on a dark palette.
+    void chartLinesFollowTheTheme() {
+        PlaygroundChart chart;
+        const auto check = [&chart](const QColor& base) {
+            for (int series = 0; series < 4; ++series)
+                QVERIFY2(contrastRatio(chart.seriesColour(series), base) >= 3.0,
+                         qPrintable(chart.seriesColour(series).name() + QStringLiteral(" on ") + base.name()));
+        };
+        check(chart.palette().color(QPalette::Base));
+        QPalette dark = chart.palette();
+        dark.setColor(QPalette::Window, QColor(0x2d, 0x2f, 0x33));
+        dark.setColor(QPalette::Base, QColor(0x1f, 0x21, 0x24));
+        chart.setPalette(dark);
+        check(dark.color(QPalette::Base));
+    }
+
     void panelShowsTheRefusalInRed() {
         PlaygroundPanel panel;
         click(panel, "abcScenario");

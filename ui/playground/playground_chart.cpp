@@ -6,21 +6,24 @@
 #include <qcustomplot.h>
 
 #include "ui/dashboards/dashboard_plot.h"
+#include "ui/look/text_status.h"
 
 namespace kvscope::ui {
 namespace {
 
-const QColor kPagedColor(0x00, 0x79, 0x6b);
-const QColor kContiguousColor(0xbf, 0x36, 0x0c);
+// Paged teal, contiguous deep orange: darker on a light background,
+// lighter on a dark one.
+QColor pagedColour(bool dark) { return dark ? QColor(0x4d, 0xb6, 0xac) : QColor(0x00, 0x79, 0x6b); }
+QColor contiguousColour(bool dark) { return dark ? QColor(0xff, 0x8a, 0x65) : QColor(0xbf, 0x36, 0x0c); }
 
 double unusable(const FragmentationStats& s) {
     return 100.0 * (s.internal_waste() + s.reserved_waste() + s.external_fragmentation());
 }
 
-void addGraph(QCustomPlot* plot, const QString& name, const QColor& color, Qt::PenStyle style) {
+void addGraph(QCustomPlot* plot, const QString& name, Qt::PenStyle style) {
     QCPGraph* graph = plot->addGraph();
     graph->setName(name);
-    graph->setPen(QPen(color, 2, style));
+    graph->setPen(QPen(Qt::black, 2, style)); // coloured by colourSeries
     graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 4));
 }
 
@@ -32,10 +35,11 @@ PlaygroundChart::PlaygroundChart(QWidget* parent) : QWidget(parent), plot_(new Q
     layout->addWidget(plot_);
     setMinimumHeight(150);
 
-    addGraph(plot_, tr("Paged: blocks in use"), kPagedColor, Qt::SolidLine);
-    addGraph(plot_, tr("Contiguous: blocks in use"), kContiguousColor, Qt::SolidLine);
-    addGraph(plot_, tr("Paged: unusable"), kPagedColor, Qt::DashLine);
-    addGraph(plot_, tr("Contiguous: unusable"), kContiguousColor, Qt::DashLine);
+    addGraph(plot_, tr("Paged: blocks in use"), Qt::SolidLine);
+    addGraph(plot_, tr("Contiguous: blocks in use"), Qt::SolidLine);
+    addGraph(plot_, tr("Paged: unusable"), Qt::DashLine);
+    addGraph(plot_, tr("Contiguous: unusable"), Qt::DashLine);
+    colourSeries();
     plot_->xAxis->setLabel(tr("operation"));
     plot_->yAxis->setLabel(tr("% of pool"));
     plot_->yAxis->setRange(0, 105);
@@ -73,6 +77,25 @@ void PlaygroundChart::setHistory(const std::vector<PlaygroundStep>& history) {
     plot_->xAxis->setRange(-0.3, last + 0.3);
     plot_->replot();
 }
+
+void PlaygroundChart::colourSeries() {
+    const bool dark = isDarkPalette(palette());
+    for (int i = 0; i < plot_->graphCount(); ++i) {
+        QPen pen = plot_->graph(i)->pen();
+        pen.setColor(i % 2 == 0 ? pagedColour(dark) : contiguousColour(dark)); // paged, contiguous, paged, contiguous
+        plot_->graph(i)->setPen(pen);
+    }
+}
+
+void PlaygroundChart::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange) {
+        colourSeries();
+        plot_->replot();
+    }
+}
+
+QColor PlaygroundChart::seriesColour(int series) const { return plot_->graph(series)->pen().color(); }
 
 std::vector<int> PlaygroundChart::pointCounts() const {
     std::vector<int> counts;

@@ -23,8 +23,16 @@ public:
     // Graph points per series, in the order paged in use, contiguous in
     // use, paged unusable, contiguous unusable (for tests).
     std::vector<int> pointCounts() const;
+    // A series' line colour (same order): a light and a dark version, so
+    // that the lines stand out from the plot's background in either theme.
+    QColor seriesColour(int series) const;
+
+protected:
+    void changeEvent(QEvent* event) override;
 
 private:
+    void colourSeries();
+
     QCustomPlot* plot_;
 };
 
