@@ -21,6 +21,7 @@ set(rules
   "engine;<Q;the engine knows no Qt"
   "engine;<httplib;the engine opens no sockets"
   "engine;<zmq;the engine opens no sockets"
+  "engine;<curl;the engine opens no sockets"
   "net;ui/;net/ is below ui/"
   "net;app/;net/ is below app/"
   "net;<Q;net/ knows no Qt"

@@ -16,8 +16,9 @@ packages=(
   cmake ninja-build g++ pkg-config dpkg-dev file fonts-dejavu-core
   qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6
   libspdlog-dev nlohmann-json3-dev
-  libcpp-httplib-dev prometheus-cpp-dev
+  libcpp-httplib-dev libboost-dev zlib1g-dev prometheus-cpp-dev
   cppzmq-dev libzmq3-dev libmsgpack-cxx-dev
+  libcurl4-openssl-dev libssl-dev
   xvfb xauth
 )
 package_tools=(librsvg2-bin help2man desktop-file-utils appstream)

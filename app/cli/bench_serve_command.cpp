@@ -22,7 +22,7 @@ namespace {
 
 // --model FILE, or --preset NAME: a synthetic model written to a temporary file.
 std::shared_ptr<const Model> bench_model(Args& args, std::filesystem::path& temp) {
-    const auto path = args.value("--model");
+    const auto path = optional_model_path(args);
     const auto preset = args.value("--preset");
     const std::string type = args.value_or("--type", "q8_0");
     if (path.has_value() == preset.has_value())

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "app/cli/model_options.h"
 #include "engine/core/error.h"
 #include "engine/core/byte_text.h"
 #include "engine/presets/calc_presets.h"
@@ -29,7 +30,7 @@ std::string count_text(double n) {
 }
 
 CalcModel read_model(Args& args) {
-    if (const auto path = args.value("--model"))
+    if (const auto path = optional_model_path(args))
         return calc_model_from_file(*path);
     if (const auto preset = args.value("--preset"))
         return find_calc_preset(*preset).model;

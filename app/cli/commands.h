@@ -22,5 +22,7 @@ int run_bench_tokenizer(Args& args); // bench_tokenizer_command.cpp: encode MB/s
 int run_perplexity(Args& args);      // perplexity_command.cpp: KV dtype accuracy on a text
 int run_serve(Args& args);           // serve_command.cpp: the OpenAI-compatible HTTP server
 int run_top(Args& args);             // top_command.cpp: a running server's KV cache, live
+int run_pull(Args& args);            // pull_command.cpp: a model from the Hugging Face Hub
+int run_models(Args& args);          // models_command.cpp: the GGUFs in the hub cache
 
 } // namespace kvscope::cli

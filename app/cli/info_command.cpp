@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "app/cli/model_options.h"
 #include "engine/core/error.h"
 #include "engine/engine_config.h"
 #include "engine/kv/kv_layout.h"
@@ -118,7 +119,7 @@ int run_info(Args& args) {
     args.finish();
     if (!path)
         throw Error("info needs a file: kvscope-cli info FILE.gguf");
-    const GgufFile file(*path);
+    const GgufFile file(resolve_model_path(*path));
     const ModelConfig config = read_model_config(file);
     const auto j = info_json(file, config, tensor_stats(file));
     if (json)

@@ -34,6 +34,8 @@ commands:
                [--ignore-eos] [--json]
   info         a GGUF model's architecture, shape, tensor types and KV bytes
                FILE.gguf [--json]
+  models       the GGUFs downloaded into the Hugging Face cache (pull's, llama.cpp -hf's),
+               with size, quant, architecture and whether kvscope runs each  [--json]
   make-model   a GGUF with random weights of a real model's shape (meaningless text)
                --preset NAME [--type T] [--seed S] [--chat-template FILE] -o FILE
                (T: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, iq4_xs;
@@ -48,6 +50,9 @@ commands:
                --model FILE --text-file F [--kv-dtype D[,D...]] [--ctx N] [--block-size B]
                [--threads N] [--backend B] [--json]   (default: every KV dtype this build and
                backend can run; the backend each ran on is listed)
+  pull         a model from the Hugging Face Hub into the cache llama.cpp's -hf uses
+               (docs/command-line.md#pull): ORG/NAME[:QUANT] [--json] (default quant Q4_K_M,
+               else the closest); resumed when interrupted, its SHA-256 checked
   serve        an OpenAI-compatible HTTP server over the paged engine (docs/serving.md):
                /v1/completions, /v1/chat/completions, /v1/models, /tokenize, /detokenize,
                /health, /metrics (Prometheus), /kv/snapshot and /kv/stream (the KV pool)
@@ -60,7 +65,7 @@ commands:
   top          a running server's KV cache and load, live: kvscope-cli serve, llama.cpp's
                llama-server or vLLM (docs/attaching.md); redrawn
                in place on a terminal, one block (or JSON line) per interval otherwise
-               --url URL [--server-kind kvscope|llama.cpp|vllm] [--api-key KEY]
+               --url URL (or the URL alone; http:// or https://) [--server-kind kvscope|llama.cpp|vllm] [--api-key KEY]
                [--kv-events tcp://HOST:PORT[,...]] [--kv-replay tcp://HOST:PORT[,...]]
                [--kv-topic T] [--kv-dtype f16] [--kv-unified yes|no|auto]
                [--interval S] [--once] [--json]
@@ -106,6 +111,8 @@ commands:
   bench tokenizer  encoding speed (MB/s, one thread) of a model's tokenizer
                --model FILE [--text-file F] [--json] (default: 4 MB of generated English)
 
+MODEL: wherever --model FILE is taken, --model hf://ORG/NAME[:QUANT] or -hf ORG/NAME[:QUANT]
+  runs a Hugging Face model: the cached file when there, else pulled first (info takes hf://...)
 LEVEL: trace, debug, info, warn, error, critical, off (default info)
 B (backend): auto (CUDA when built with it and a GPU answers, else CPU), cpu, cuda
 --swa-full: sliding-window layers (Gemma 2/3) keep the whole context instead of freeing
@@ -134,6 +141,10 @@ int dispatch(const std::string& command, kvscope::cli::Args& args) {
         return run_serve(args);
     if (command == "top")
         return run_top(args);
+    if (command == "pull")
+        return run_pull(args);
+    if (command == "models")
+        return run_models(args);
     if (command == "bench") {
         const auto which = args.subcommand();
         if (which == "paint") // the one that needs Qt Widgets, which kvscope-cli does not link

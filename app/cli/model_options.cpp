@@ -2,16 +2,34 @@
 
 #include <charconv>
 #include <cstdint>
+#include <cstdio>
 
 #include "engine/core/error.h"
+#include "net/hub/model_path.h"
 
 namespace kvscope::cli {
 
-std::string required_model_path(Args& args) {
+std::optional<std::string> optional_model_path(Args& args) {
     const auto path = args.value("--model");
+    const auto hub = args.value("-hf");
+    if (path && hub)
+        throw Error("--model and -hf both name the model; give one");
+    if (hub)
+        return resolve_model_path(std::string(hub::kHubScheme) + *hub);
+    if (path)
+        return resolve_model_path(*path);
+    return std::nullopt;
+}
+
+std::string required_model_path(Args& args) {
+    auto path = optional_model_path(args);
     if (!path)
-        throw Error("--model FILE.gguf is required");
+        throw Error("--model FILE.gguf (or -hf ORG/NAME[:QUANT], a Hugging Face model) is required");
     return *path;
+}
+
+std::string resolve_model_path(const std::string& text) {
+    return hub::resolve_model_path(text, hub::terminal_progress(stderr));
 }
 
 Backend read_backend(Args& args) { return parse_backend(args.value_or("--backend", "auto")); }

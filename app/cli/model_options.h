@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,8 +12,16 @@
 
 namespace kvscope::cli {
 
-// --model FILE, required.
+// --model FILE, --model hf://ORG/NAME[:QUANT] or -hf ORG/NAME[:QUANT]
+// (llama.cpp's spelling), required. A Hugging Face model comes back as its
+// file in the cache, pulled first when it is not there (net/hub/model_path.h),
+// with a progress line on a terminal.
 std::string required_model_path(Args& args);
+// The same when the model is optional (calc, bench serve's --preset).
+std::optional<std::string> optional_model_path(Args& args);
+// FILE as given, hf://... resolved as above: for a model named otherwise
+// (info's FILE).
+std::string resolve_model_path(const std::string& text);
 // --backend auto|cpu|cuda (default auto: CUDA when built with it and a
 // device answers). Resolved later, where the model's shape is known.
 Backend read_backend(Args& args);

@@ -32,7 +32,9 @@ constexpr auto kOnceDeadline = 10s;
 constexpr int kEventsGraceIntervals = 3;
 
 attach::ConnectOptions read_options(Args& args) {
-    const auto url = args.value("--url");
+    auto url = args.value("--url");
+    if (!url)
+        url = args.subcommand(); // `top https://HOST:PORT`, the URL alone
     if (!url)
         throw Error("top needs --url, the server's address, e.g. --url http://127.0.0.1:8000");
     attach::ConnectOptions o = attach::parse_connect_options({*url, args.value_or("--api-key", ""),

@@ -74,12 +74,9 @@ std::optional<bool> parse_kv_unified(std::string_view text) {
 }
 
 void validate(const ConnectOptions& options) {
-    if (options.url.starts_with("https://"))
-        throw ConnectOptionsError("'" + options.url + "': HTTPS is not supported; give the server's plain "
-                                  "http://HOST:PORT (a TLS proxy in front of it can be bypassed on its own host)");
-    if (!is_host_port(options.url, "http://", true))
-        throw ConnectOptionsError("'" + options.url + "' is not a server URL: expected http://HOST:PORT, "
-                                  "e.g. http://127.0.0.1:8000");
+    if (!is_host_port(options.url, "http://", true) && !is_host_port(options.url, "https://", true))
+        throw ConnectOptionsError("'" + options.url + "' is not a server URL: expected http://HOST:PORT or "
+                                  "https://HOST:PORT, e.g. http://127.0.0.1:8000");
     for (const std::vector<std::string>* list : {&options.kv_events, &options.kv_replay})
         for (const std::string& endpoint : *list) {
             if (endpoint.starts_with("tcp://*:"))

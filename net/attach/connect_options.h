@@ -21,7 +21,7 @@ public:
 };
 
 struct ConnectOptions {
-    std::string url{};                 // http://HOST:PORT of the server's HTTP API
+    std::string url{};                 // http://HOST:PORT or https://HOST:PORT of the server's HTTP API
     std::optional<ServerKind> kind;  // nullopt: detected from /v1/models, /props, /kv/snapshot, /metrics
     std::string api_key{};             // sent as "Authorization: Bearer KEY" when not empty
     // vLLM: one ZeroMQ PUB endpoint per data-parallel rank, rank 0 first
@@ -42,7 +42,7 @@ struct ConnectOptions {
 };
 
 // Throws ConnectOptionsError (a kvscope::Error) for options that cannot
-// work: an URL that is not http://HOST:PORT, an endpoint that is not
+// work: an URL that is not http(s)://HOST:PORT, an endpoint that is not
 // tcp://HOST:PORT, more replay endpoints than event endpoints, a KV dtype
 // llama.cpp does not have.
 void validate(const ConnectOptions& options);

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <charconv>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <map>
@@ -222,6 +223,11 @@ struct RemoteMonitor::Impl {
         client.set_keep_alive(true);
         if (!options.api_key.empty())
             client.set_bearer_token_auth(options.api_key.c_str());
+        // https://: Debian's cpp-httplib is built with OpenSSL and verifies the
+        // certificate and host name; OpenSSL's default store honours
+        // SSL_CERT_FILE, and KVSCOPE_CA_FILE names the one file to trust.
+        if (const char* ca_file = std::getenv("KVSCOPE_CA_FILE"); ca_file && *ca_file)
+            client.set_ca_cert_path(ca_file);
     }
 
     double now_s() const { return seconds(Clock::now() - start); }

@@ -152,7 +152,8 @@ void TestRemoteMonitor::options_that_cannot_work_are_refused() {
     QVERIFY(!refused([](ConnectOptions&) {}));
     QVERIFY(!refused([](ConnectOptions& o) { o.url += "/"; }));
     QVERIFY(refused([](ConnectOptions& o) { o.url = "127.0.0.1:8000"; }));
-    QVERIFY(refused([](ConnectOptions& o) { o.url = "https://127.0.0.1:8000"; }));
+    QVERIFY(!refused([](ConnectOptions& o) { o.url = "https://127.0.0.1:8000"; }));
+    QVERIFY(refused([](ConnectOptions& o) { o.url = "ftp://127.0.0.1:8000"; }));
     QVERIFY(refused([](ConnectOptions& o) { o.url = "http://127.0.0.1:99999"; }));
     QVERIFY(refused([](ConnectOptions& o) { o.url = "http://127.0.0.1:8000/v1"; }));
     QVERIFY(refused([](ConnectOptions& o) { o.kv_events = {"tcp://*:5557"}; }));

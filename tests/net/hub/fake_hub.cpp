@@ -1,0 +1,217 @@
+#include "fake_hub.h"
+
+#include <map>
+#include <stdexcept>
+#include <thread>
+
+#include <QByteArray>
+#include <QCryptographicHash>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+namespace kvscope::test {
+namespace {
+
+std::string hex_hash(const std::string& bytes, QCryptographicHash::Algorithm algorithm, const std::string& prefix) {
+    QCryptographicHash hash(algorithm);
+    hash.addData(QByteArrayView(prefix.data(), static_cast<qsizetype>(prefix.size())));
+    hash.addData(QByteArrayView(bytes.data(), static_cast<qsizetype>(bytes.size())));
+    return hash.result().toHex().toStdString();
+}
+
+void refuse(httplib::Response& res, int status, const std::string& code, const std::string& message) {
+    res.status = status;
+    if (!code.empty())
+        res.set_header("X-Error-Code", code);
+    res.set_content(nlohmann::json{{"error", message}}.dump(), "application/json");
+}
+
+} // namespace
+
+std::string FakeHub::sha256(const std::string& bytes) { return hex_hash(bytes, QCryptographicHash::Sha256, {}); }
+
+std::string FakeHub::git_blob_sha1(const std::string& bytes) {
+    std::string prefix = "blob " + std::to_string(bytes.size());
+    prefix += '\0';
+    return hex_hash(bytes, QCryptographicHash::Sha1, prefix);
+}
+
+struct FakeHub::Impl {
+    std::vector<FakeHubRepo> repos;
+    std::unique_ptr<httplib::Server> server;
+    std::string scheme;
+    int port = 0;
+    std::thread thread;
+
+    mutable std::mutex mutex;
+    std::map<std::string, std::size_t> drops; // path → bytes before the connection closes
+    std::map<std::string, bool> corrupted;
+    std::vector<std::string> cdn_log;
+    int answered = 0;
+
+    const FakeHubRepo* repo(const std::string& id) const {
+        for (const FakeHubRepo& r : repos)
+            if (r.id == id)
+                return &r;
+        return nullptr;
+    }
+
+    // The file and its repository for a CDN hash.
+    std::pair<const FakeHubRepo*, const FakeHubFile*> by_hash(const std::string& sha) const {
+        for (const FakeHubRepo& r : repos)
+            for (const FakeHubFile& f : r.files)
+                if (FakeHub::sha256(f.bytes) == sha)
+                    return {&r, &f};
+        return {nullptr, nullptr};
+    }
+
+    void count() {
+        std::lock_guard lock(mutex);
+        ++answered;
+    }
+
+    void refs(const httplib::Request& req, httplib::Response& res) {
+        count();
+        const FakeHubRepo* r = repo(req.matches[1]);
+        if (!r)
+            return refuse(res, 401, "RepoNotFound", "Repository not found");
+        const nlohmann::json body{{"branches", {{{"name", "main"}, {"ref", "refs/heads/main"}, {"targetCommit", r->commit}}}},
+                                  {"converts", nlohmann::json::array()},
+                                  {"tags", nlohmann::json::array()},
+                                  {"pullRequests", nullptr}};
+        res.set_content(body.dump(), "application/json");
+    }
+
+    void tree(const httplib::Request& req, httplib::Response& res) {
+        count();
+        const FakeHubRepo* r = repo(req.matches[1]);
+        if (!r)
+            return refuse(res, 401, "RepoNotFound", "Repository not found");
+        if (req.matches[2] != r->commit || req.get_param_value("recursive") != "true")
+            return refuse(res, 404, "RevisionNotFound", "Invalid rev id: " + std::string(req.matches[2]));
+        nlohmann::json list = nlohmann::json::array();
+        std::map<std::string, bool> folders;
+        for (const FakeHubFile& f : r->files)
+            if (const auto slash = f.path.rfind('/'); slash != std::string::npos)
+                folders[f.path.substr(0, slash)] = true;
+        for (const auto& [folder, _] : folders)
+            list.push_back({{"type", "directory"}, {"oid", git_blob_sha1(folder)}, {"size", 0}, {"path", folder}});
+        for (const FakeHubFile& f : r->files) {
+            nlohmann::json item{{"type", "file"}, {"oid", git_blob_sha1(f.bytes)}, {"size", f.bytes.size()}, {"path", f.path}};
+            if (f.lfs)
+                item["lfs"] = {{"oid", sha256(f.bytes)}, {"size", f.bytes.size()}, {"pointerSize", 134}};
+            list.push_back(item);
+        }
+        res.set_content(list.dump(), "application/json");
+    }
+
+    void resolve(const httplib::Request& req, httplib::Response& res) {
+        count();
+        const FakeHubRepo* r = repo(req.matches[1]);
+        if (!r)
+            return refuse(res, 401, "RepoNotFound", "Repository not found");
+        if (r->gated && req.get_header_value("Authorization") != std::string("Bearer ") + FakeHub::kToken)
+            return refuse(res, 401, "GatedRepo",
+                          "Access to model " + r->id +
+                              " is restricted. You must have access to it and be authenticated to access it. "
+                              "Please log in.");
+        for (const FakeHubFile& f : r->files) {
+            if (f.path != std::string(req.matches[3]))
+                continue;
+            res.set_header("X-Repo-Commit", r->commit);
+            res.set_header("ETag", "\"" + git_blob_sha1(f.bytes) + "\"");
+            if (!f.lfs)
+                return res.set_content(f.bytes, "application/octet-stream");
+            res.set_header("X-Linked-ETag", "\"" + sha256(f.bytes) + "\"");
+            res.set_header("X-Linked-Size", std::to_string(f.bytes.size()));
+            return res.set_redirect("/cdn/" + sha256(f.bytes), 302);
+        }
+        refuse(res, 404, "EntryNotFound", std::string(req.matches[3]) + " does not exist on \"main\"");
+    }
+
+    void cdn(const httplib::Request& req, httplib::Response& res) {
+        count();
+        const std::string sha = req.matches[1];
+        const auto [r, f] = by_hash(sha);
+        if (!f)
+            return refuse(res, 404, {}, "no such object");
+        std::optional<std::size_t> drop_at;
+        std::string bytes = f->bytes;
+        {
+            std::lock_guard lock(mutex);
+            cdn_log.push_back(sha + " " + (req.has_header("Range") ? req.get_header_value("Range") : "-"));
+            if (const auto it = drops.find(f->path); it != drops.end()) {
+                drop_at = it->second;
+                drops.erase(it);
+            }
+            if (corrupted.count(f->path))
+                bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x5a);
+        }
+        if (!drop_at)
+            return res.set_content(bytes, "application/octet-stream");
+        // Promises the whole (ranged) body, sends up to drop_at, then hangs up.
+        res.set_content_provider(bytes.size(), "application/octet-stream",
+                                 [bytes, at = *drop_at](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+                                     const std::size_t end = std::min(offset + length, at);
+                                     if (offset < end)
+                                         sink.write(bytes.data() + offset, end - offset);
+                                     return false;
+                                 });
+    }
+};
+
+FakeHub::FakeHub(std::vector<FakeHubRepo> repos, const std::string& cert, const std::string& key)
+    : impl_(std::make_unique<Impl>()) {
+    Impl& s = *impl_;
+    s.repos = std::move(repos);
+    if (cert.empty()) {
+        s.server = std::make_unique<httplib::Server>();
+        s.scheme = "http";
+    } else {
+        s.server = std::make_unique<httplib::SSLServer>(cert.c_str(), key.c_str());
+        s.scheme = "https";
+    }
+    if (!s.server->is_valid())
+        throw std::runtime_error("the fake hub's server could not start (certificate?)");
+    const std::string repo = "([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)";
+    s.server->Get("/api/models/" + repo + "/refs", [&s](const auto& req, auto& res) { s.refs(req, res); });
+    s.server->Get("/api/models/" + repo + "/tree/([0-9a-f]+)", [&s](const auto& req, auto& res) { s.tree(req, res); });
+    s.server->Get("/" + repo + "/resolve/([0-9a-f]+)/(.+)", [&s](const auto& req, auto& res) { s.resolve(req, res); });
+    s.server->Get("/cdn/([0-9a-f]{64})", [&s](const auto& req, auto& res) { s.cdn(req, res); });
+    s.port = s.server->bind_to_any_port("127.0.0.1");
+    if (s.port <= 0)
+        throw std::runtime_error("the fake hub could not bind a loopback port");
+    s.thread = std::thread([&s] { s.server->listen_after_bind(); });
+}
+
+FakeHub::~FakeHub() {
+    impl_->server->stop();
+    impl_->thread.join();
+}
+
+std::string FakeHub::endpoint() const {
+    return impl_->scheme + "://127.0.0.1:" + std::to_string(impl_->port) + "/";
+}
+
+void FakeHub::drop_next_download(const std::string& path, std::size_t bytes) {
+    std::lock_guard lock(impl_->mutex);
+    impl_->drops[path] = bytes;
+}
+
+void FakeHub::corrupt(const std::string& path) {
+    std::lock_guard lock(impl_->mutex);
+    impl_->corrupted[path] = true;
+}
+
+std::vector<std::string> FakeHub::cdn_requests() const {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->cdn_log;
+}
+
+int FakeHub::requests() const {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->answered;
+}
+
+} // namespace kvscope::test
