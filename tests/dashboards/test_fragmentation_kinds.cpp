@@ -9,6 +9,7 @@
 
 #include "engine/kv/fragmentation.h"
 #include "ui/dashboards/fragmentation_panel.h"
+#include "ui/look/text_status.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;
@@ -149,14 +150,23 @@ private slots:
 
     // The colour scale has a dark version: on a dark palette free blocks
     // are a dark field (not white) and fuller blocks are lighter; back on a
-    // light one, the light version.
+    // light one, the light version. The waste lines stand out from the
+    // plot's background on either.
     void heatmapFollowsTheTheme() {
         FragmentationPanel panel;
         const QColor lightFree = panel.heatmapColour(0);
         QPalette dark = panel.palette();
         dark.setColor(QPalette::Window, QColor(0x2d, 0x2f, 0x33));
         dark.setColor(QPalette::Base, QColor(0x1f, 0x21, 0x24));
+        const auto linesStandOut = [&panel](const QColor& base) { // WCAG's 3:1 for graphics
+            using W = FragmentationPanel::WasteSeries;
+            for (W s : {W::Internal, W::Reserved, W::External, W::ContiguousInternal, W::ContiguousReserved})
+                QVERIFY2(contrastRatio(panel.wasteSeriesColour(s), base) >= 3.0,
+                         qPrintable(panel.wasteSeriesColour(s).name() + QStringLiteral(" on ") + base.name()));
+        };
+        linesStandOut(panel.palette().color(QPalette::Base));
         panel.setPalette(dark);
+        linesStandOut(dark.color(QPalette::Base));
         QVERIFY2(panel.heatmapColour(0).lightness() < 80, qPrintable(panel.heatmapColour(0).name()));
         QVERIFY(panel.heatmapColour(0.5).lightness() > panel.heatmapColour(0).lightness());
         QVERIFY(panel.heatmapColour(1).lightness() > panel.heatmapColour(0.5).lightness());

@@ -23,9 +23,20 @@ namespace {
 // More columns than a plot is wide in pixels would only cost time.
 constexpr int kMaxHeatColumns = 600;
 
-const QColor kInternal(0x1f, 0x77, 0xb4);
-const QColor kReserved(0xff, 0x7f, 0x0e);
-const QColor kExternal(0xd6, 0x27, 0x28);
+// The waste lines: blue, orange and red, darker on a light background
+// and lighter on a dark one (3:1 or more on either); a contiguous series
+// is its paged twin's colour, dashed.
+QColor wasteColour(FragmentationPanel::WasteSeries series, bool dark) {
+    using W = FragmentationPanel::WasteSeries;
+    switch (series) {
+    case W::Internal:
+    case W::ContiguousInternal: return dark ? QColor(0x5f, 0xa8, 0xe0) : QColor(0x1f, 0x77, 0xb4);
+    case W::Reserved:
+    case W::ContiguousReserved: return dark ? QColor(0xff, 0x9f, 0x40) : QColor(0xd9, 0x5f, 0x02);
+    case W::External: break;
+    }
+    return dark ? QColor(0xff, 0x6b, 0x6b) : QColor(0xc6, 0x28, 0x28);
+}
 
 // Free blocks are a shade off the plot's background and fuller blocks
 // stand further out from it: dark to light blue on a light background,
@@ -71,6 +82,7 @@ FragmentationPanel::FragmentationPanel(std::shared_ptr<SnapshotHistory> history,
     connect(kindPicker_, &QComboBox::activated, this, &FragmentationPanel::setHeatmapKind);
     buildHeatmap();
     buildWastePlot();
+    colourForPalette();
     counterfactual_->setToolTip(
         tr("What a pre-vLLM allocator would waste: each sequence reserves prompt + max_new_tokens "
            "slots up front. External fragmentation depends on placement history and is not shown."));
@@ -102,7 +114,6 @@ void FragmentationPanel::buildHeatmap() {
     scale->axis()->setLabel(tr("fill (0 free, 1 full)"));
     // The map takes its gradient and range from the scale it is attached to.
     heatmap_->setColorScale(scale);
-    scale->setGradient(fillGradient(isDarkPalette(palette())));
     scale->setDataRange(QCPRange(0, 1));
     auto* margins = new QCPMarginGroup(heatPlot_);
     heatPlot_->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
@@ -138,11 +149,12 @@ void FragmentationPanel::showCellToolTip(QMouseEvent* event) {
 }
 
 void FragmentationPanel::buildWastePlot() {
-    addLine(wastePlot_, tr("internal"), kInternal);
-    addLine(wastePlot_, tr("reserved"), kReserved);
-    addLine(wastePlot_, tr("external"), kExternal);
-    addLine(wastePlot_, tr("contiguous: internal"), kInternal, Qt::DashLine);
-    addLine(wastePlot_, tr("contiguous: reserved"), kReserved, Qt::DashLine);
+    // In WasteSeries' order; coloured by colourForPalette.
+    addLine(wastePlot_, tr("internal"), Qt::black);
+    addLine(wastePlot_, tr("reserved"), Qt::black);
+    addLine(wastePlot_, tr("external"), Qt::black);
+    addLine(wastePlot_, tr("contiguous: internal"), Qt::black, Qt::DashLine);
+    addLine(wastePlot_, tr("contiguous: reserved"), Qt::black, Qt::DashLine);
     for (int i = 0; i < wastePlot_->graphCount(); ++i)
         wastePlot_->graph(i)->setLineStyle(QCPGraph::lsStepLeft); // a step's waste holds until the next
     wastePlot_->yAxis->setRange(0, 100);
@@ -212,11 +224,24 @@ void FragmentationPanel::setSnapshot(std::shared_ptr<const EngineSnapshot> snaps
         stale_ = true;
 }
 
+// The heatmap's colour scale and the waste lines in their light or dark version.
+void FragmentationPanel::colourForPalette() {
+    const bool dark = isDarkPalette(palette());
+    heatmap_->colorScale()->setGradient(fillGradient(dark));
+    for (WasteSeries s : {WasteSeries::Internal, WasteSeries::Reserved, WasteSeries::External,
+                          WasteSeries::ContiguousInternal, WasteSeries::ContiguousReserved}) {
+        QPen pen = graph(s)->pen();
+        pen.setColor(wasteColour(s, dark));
+        graph(s)->setPen(pen);
+    }
+}
+
 void FragmentationPanel::changeEvent(QEvent* event) {
     QWidget::changeEvent(event);
-    if (event->type() == QEvent::PaletteChange && heatmap_->colorScale()) {
-        heatmap_->colorScale()->setGradient(fillGradient(isDarkPalette(palette())));
+    if (event->type() == QEvent::PaletteChange) {
+        colourForPalette();
         queueReplot(heatPlot_);
+        queueReplot(wastePlot_);
     }
 }
 
@@ -359,6 +384,8 @@ QColor FragmentationPanel::heatmapColour(double fill) const {
 std::vector<double> FragmentationPanel::wasteSeries(WasteSeries series) const { return graphValues(graph(series)); }
 
 QString FragmentationPanel::wasteSeriesName(WasteSeries series) const { return graph(series)->name(); }
+
+QColor FragmentationPanel::wasteSeriesColour(WasteSeries series) const { return graph(series)->pen().color(); }
 
 QString FragmentationPanel::summaryText() const { return summary_->text(); }
 

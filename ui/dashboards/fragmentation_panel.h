@@ -63,6 +63,7 @@ public:
     void setHeatmapKind(int index);
     std::vector<double> wasteSeries(WasteSeries series) const;
     QString wasteSeriesName(WasteSeries series) const; // its legend entry: internal's says its value now
+    QColor wasteSeriesColour(WasteSeries series) const; // its line's, in the palette's light or dark version
     double wasteAxisTop() const; // the waste axis's top, in %
     QString summaryText() const;
 
@@ -72,12 +73,13 @@ public slots:
 
 protected:
     void showEvent(QShowEvent* event) override;
-    void changeEvent(QEvent* event) override; // the heatmap's light or dark colour scale
+    void changeEvent(QEvent* event) override; // the heatmap's and lines' light or dark colours
 
 private:
     void repaintFromData(); // plots and summary from the recorded data and latest_
     void buildHeatmap();
     void buildWastePlot();
+    void colourForPalette();
     void updateHeatmap();
     void updateWastePlot();
     double wasteAxisTop(const QVector<double>& internal, const QVector<double>& reserved,
