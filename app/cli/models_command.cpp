@@ -20,10 +20,11 @@ nlohmann::ordered_json to_json(const hub::CachedGguf& m) {
 }
 
 void print_table(const std::vector<hub::CachedGguf>& models) {
-    std::printf("%-44s %-8s %10s  %-12s %s\n", "model", "quant", "MiB", "architecture", "kvscope runs it");
+    std::printf("%-44s %-8s %10s  %-12s %s\n", "model (pull/-hf name)", "quant", "MiB", "architecture",
+                "kvscope runs it");
     for (const hub::CachedGguf& m : models) {
         const std::string name = m.repo + (m.quant.empty() ? "" : ":" + m.quant);
-        std::printf("%-44s %-8s %10.1f  %-12s %s\n", name.c_str(), m.quant.c_str(),
+        std::printf("%-44s %-8s %10.1f  %-12s %s\n", name.c_str(), m.quant.empty() ? "-" : m.quant.c_str(),
                     static_cast<double>(m.bytes) / (1 << 20), m.architecture.empty() ? "-" : m.architecture.c_str(),
                     m.runnable ? "yes" : ("no: " + m.why_not).c_str());
         std::printf("  %s\n", m.path.string().c_str());

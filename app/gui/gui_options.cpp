@@ -1,6 +1,7 @@
 #include "app/gui/gui_options.h"
 
 #include <array>
+#include <cstdio>
 #include <string>
 
 #include <QCommandLineOption>
@@ -10,6 +11,7 @@
 #include "app/gui/fail.h"
 #include "engine/core/error.h"
 #include "engine/core/log.h"
+#include "net/hub/model_path.h"
 
 namespace kvscope::gui {
 namespace {
@@ -27,7 +29,9 @@ QCommandLineOption benchPaintNumber(const char* name, const char* what, const ch
 
 // Every option kvscope takes, in the order --help lists them.
 struct Options {
-    QCommandLineOption model{QStringLiteral("model"), QStringLiteral("Open this GGUF model and start a chat."),
+    QCommandLineOption model{QStringLiteral("model"),
+                             QStringLiteral("Open this GGUF model and start a chat; hf://ORG/NAME[:QUANT] takes it "
+                                            "from the Hugging Face cache, downloaded first when not there."),
                              QStringLiteral("FILE")};
     QCommandLineOption synthetic{QStringLiteral("synthetic"),
                                  QStringLiteral("Build a model of this preset's shape with random weights "
@@ -152,9 +156,16 @@ bool applyLogLevel(const QCommandLineParser& parser, const Options& o) {
 bool readModelSource(const QCommandLineParser& parser, const Options& o, std::optional<ui::ModelSource>& out) {
     if (parser.isSet(o.model) && parser.isSet(o.synthetic))
         return refuse(QStringLiteral("--model and --synthetic are alternatives; give one"));
-    if (parser.isSet(o.model))
-        out = ui::ModelSource::file(parser.value(o.model));
-    else if (parser.isSet(o.synthetic))
+    if (parser.isSet(o.model)) {
+        // hf://ORG/NAME[:QUANT]: the cached file, else pulled first (progress
+        // on a terminal), through net/hub's resolver, as kvscope-cli resolves it.
+        try {
+            out = ui::ModelSource::file(QString::fromStdString(
+                hub::resolve_model_path(parser.value(o.model).toStdString(), hub::terminal_progress(stderr))));
+        } catch (const Error& e) {
+            return refuse(QString::fromUtf8(e.what()));
+        }
+    } else if (parser.isSet(o.synthetic))
         out = ui::ModelSource::synthetic(parser.value(o.synthetic));
     return true;
 }

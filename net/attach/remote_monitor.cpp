@@ -90,6 +90,11 @@ std::string describe(httplib::Error error, std::chrono::milliseconds timeout) {
         return "the connection broke while sending the request";
     case httplib::Error::Canceled:
         return "canceled";
+    case httplib::Error::SSLServerVerification:
+        return "the server's TLS certificate is not trusted (KVSCOPE_CA_FILE or SSL_CERT_FILE names a CA file to "
+               "trust)";
+    case httplib::Error::SSLConnection:
+        return "the TLS handshake failed (is it an https:// server?)";
     default:
         return "request failed (" + httplib::to_string(error) + ")";
     }
