@@ -9,6 +9,8 @@
 #include <QImage>
 #include <QSlider>
 #include <QSpinBox>
+#include <QTabWidget>
+#include <QLabel>
 #include <QToolButton>
 #include <QStandardPaths>
 #include <QtTest>
@@ -242,6 +244,28 @@ private slots:
         QCOMPARE(panel.map()->zoomStep(), std::size_t{0});
         QVERIFY(!bar->fitButton()->isEnabled());
         QCOMPARE(lastEntry(), QStringLiteral("A cell of %1 blocks: their mix").arg(perCell));
+    }
+
+    // Behind another tab the map keeps up but the figures line waits for
+    // the tab to show (no wrapped relayout 30 times a second for nobody).
+    void aHiddenPanelWordsItsFiguresWhenShown() {
+        QTabWidget tabs;
+        tabs.addTab(new QWidget, QStringLiteral("front"));
+        auto* panel = new LivePoolPanel;
+        tabs.addTab(panel, QStringLiteral("behind"));
+        tabs.resize(600, 400);
+        tabs.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&tabs));
+        const auto line = [&] { return panel->findChild<QLabel*>(QStringLiteral("poolFigures"))->text(); };
+        const QString idle = line();
+        const auto snapshot = atStep(1, 64);
+        panel->setSnapshot(snapshot, {});
+        QCOMPARE(panel->map()->snapshot(), snapshot->pool);
+        QCOMPARE(line(), idle);
+        QVERIFY2(panel->figures().contains(QStringLiteral("blocks used")), qPrintable(panel->figures()));
+        tabs.setCurrentIndex(1);
+        QCOMPARE(line(), panel->figures());
+        QVERIFY(line() != idle);
     }
 };
 

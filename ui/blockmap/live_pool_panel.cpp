@@ -95,7 +95,7 @@ void LivePoolPanel::setSnapshot(std::shared_ptr<const EngineSnapshot> snapshot, 
     replay_.add(std::move(snapshot));
     if (replay_.live())
         showShown();
-    else
+    else if (!hiddenInWindow())
         replayBar_->display(replay_);
 }
 
@@ -105,13 +105,15 @@ void LivePoolPanel::addSteps(const SnapshotBatch& steps) {
             replay_.add(step);
             liveFade_.observe(*step->pool, step->time_s);
         }
-    replayBar_->display(replay_); // the live picture comes with the next setSnapshot
+    if (!hiddenInWindow())
+        replayBar_->display(replay_); // the live picture comes with the next setSnapshot
 }
 
 void LivePoolPanel::clear() {
     replay_.clear();
     liveFade_.clear();
     livePalette_ = SequencePalette();
+    stale_ = false;
     map_->setSnapshot(nullptr);
     figures_->setText(idleText_);
     replayBar_->display(replay_);
@@ -134,25 +136,58 @@ void LivePoolPanel::goLive() {
     showShown();
 }
 
+// Hidden behind another tab or dock, the panel still hands each snapshot to
+// its map (which paints only when shown) but words nothing until it shows
+// again: re-laying out a wrapped line of figures ~30 times a second, for
+// nobody to see, was much of the UI thread's work under a busy workload.
+// (Hidden by its window's tabs or docks, that is: a window not shown yet,
+// a test's panel, is worded as it goes.)
+bool LivePoolPanel::hiddenInWindow() const {
+    for (const QWidget* w = this; w && !w->isWindow(); w = w->parentWidget())
+        if (w->isHidden())
+            return true;
+    return false;
+}
+
+void LivePoolPanel::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (stale_)
+        showShown();
+}
+
 void LivePoolPanel::showShown() {
-    replayBar_->display(replay_);
     const auto shown = replay_.shown();
+    if (shown) {
+        map_->setSequencePalette(!replay_.live() && paletteMaker_ ? paletteMaker_(*shown) : livePalette_);
+        map_->setSnapshot(shown->pool);
+        if (replay_.live())
+            map_->setWindowFade(liveFade_, shown->time_s, true);
+        else
+            map_->setWindowFade(fadeAt(replay_, replay_.position()), shown->time_s, false);
+    }
+    stale_ = hiddenInWindow();
+    if (stale_)
+        return;
+    replayBar_->display(replay_);
     if (!shown)
         return;
-    map_->setSequencePalette(!replay_.live() && paletteMaker_ ? paletteMaker_(*shown) : livePalette_);
-    map_->setSnapshot(shown->pool);
-    if (replay_.live())
-        map_->setWindowFade(liveFade_, shown->time_s, true);
-    else
-        map_->setWindowFade(fadeAt(replay_, replay_.position()), shown->time_s, false);
     // Window groups free blocks when paged; a contiguous window group is a
     // ring that reuses its own.
     const KvGroups& groups = shown->pool->layout.groups();
     legend_->setShowsWindow(groups.frees_any() && shown->pool->mode == AllocationMode::Paged);
-    const QString lanes = describeLanes(map_->lanes());
-    figures_->setText(lanes.isEmpty() ? describe(*shown) : describe(*shown) + QLatin1Char('\n') + lanes);
+    figures_->setText(wordFigures(*shown, map_->lanes()));
 }
 
-QString LivePoolPanel::figures() const { return figures_->text(); }
+QString LivePoolPanel::wordFigures(const EngineSnapshot& shown, const std::vector<BlockLane>& lanes) {
+    const QString perLane = describeLanes(lanes);
+    return perLane.isEmpty() ? describe(shown) : describe(shown) + QLatin1Char('\n') + perLane;
+}
+
+QString LivePoolPanel::figures() const {
+    const auto shown = replay_.shown();
+    if (!stale_ || !shown)
+        return figures_->text();
+    return wordFigures(*shown, map_->lanes()); // what it will say once shown
+}
 
 } // namespace kvscope::ui

@@ -6,6 +6,7 @@
 #include <QWidget>
 
 #include "engine/engine_snapshot.h"
+#include "ui/blockmap/block_lanes.h"
 #include "ui/blockmap/sequence_palette.h"
 #include "ui/blockmap/snapshot_replay.h"
 #include "ui/blockmap/window_fade.h"
@@ -26,6 +27,8 @@ class SnapshotReplayBar;
 // KV cache groups the figures go on per lane (kind of attention layer),
 // and blocks freed by a sliding window stay marked for a moment, live (the
 // mark fading as time passes) and in the replay (as it stood at that step).
+// Behind another tab or dock its map keeps up but its words wait until it is
+// shown again.
 class LivePoolPanel : public QWidget {
     Q_OBJECT
 public:
@@ -59,8 +62,13 @@ public:
     void goLive();
     QString figures() const;
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
+    bool hiddenInWindow() const;
     void showShown();
+    static QString wordFigures(const EngineSnapshot& shown, const std::vector<BlockLane>& lanes);
 
     BlockMapWidget* map_;
     BlockMapLegend* legend_;
@@ -68,6 +76,7 @@ private:
     BlockMapZoomBar* zoomBar_;
     QLabel* figures_;
     QString idleText_;
+    bool stale_ = false; // a snapshot came while hidden: its words wait for showEvent
     SnapshotReplay replay_;
     SequencePalette livePalette_;
     WindowFade liveFade_; // every snapshot added, in order
