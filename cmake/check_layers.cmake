@@ -22,6 +22,7 @@ set(rules
   "engine;<httplib;the engine opens no sockets"
   "engine;<zmq;the engine opens no sockets"
   "engine;<curl;the engine opens no sockets"
+  "engine;<boost/;the engine opens no sockets (Boost.Asio and Beast are net/serve's)"
   "net;ui/;net/ is below ui/"
   "net;app/;net/ is below app/"
   "net;<Q;net/ knows no Qt"

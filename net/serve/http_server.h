@@ -1,24 +1,25 @@
-// net/serve: the HTTP side of `kvscope-cli serve` (cpp-httplib). Routes the
-// OpenAI-compatible endpoints, /tokenize, /detokenize, /metrics and the KV
-// feeds (/kv/snapshot, /kv/stream) to what kvscope_serve provides: bodies
-// through openai_request / openai_response, generation through the
-// EngineService, Prometheus text from the MetricsRegistry.
+// net/serve: the HTTP side of `kvscope-cli serve`, on Boost.Beast over
+// Asio: the listening socket, a few event-loop threads that hold every
+// connection (an idle keep-alive connection costs a small buffer and a
+// timer, no thread), and a pool of worker threads that run the routes
+// (server_routes.h) once a request was read whole (http_connection.h
+// reads and checks it).
 //
 // It answers before the model is loaded (start(): /health says 503 until
 // serve()), so a supervisor polling /health sees the server come up. Every
 // error goes out OpenAI-shaped (ApiError::to_json) with its status, and no
-// request can take the server down: whatever a handler throws becomes that
-// request's error and a log line. One access-log line per request ("http"
-// logger, stderr): method, route, status, tokens in/out, TTFT, total time.
+// request can take the server down. One access-log line per request
+// (access_log.h): method, route, status, tokens in/out, TTFT, total time.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <string>
 
-#include "engine/service/engine_service.h"
-#include "net/serve/metrics_registry.h"
+#include "net/serve/access_log.h"
+#include "net/serve/connection_limits.h"
 #include "net/serve/openai_request.h"
+#include "net/serve/server_routes.h"
 
 namespace kvscope::serve {
 
@@ -28,17 +29,12 @@ struct HttpServerOptions {
     // Empty: no key. Otherwise /v1/*, /tokenize, /detokenize and /kv/* need
     // "Authorization: Bearer <key>"; /health and /metrics stay open, as vLLM's.
     std::string api_key;
-    // Worker threads. A streaming client holds one for its whole reply, so
-    // this bounds the concurrent streams (httplib's default pool has 8).
+    // Worker threads: the requests served at once (a streaming reply holds
+    // one for its whole length; an idle connection holds none).
     std::size_t http_threads = 512;
     RequestLimits limits;
-};
-
-// What serve() hands the routes; each must outlive stop().
-struct ServingBackend {
-    EngineService* service = nullptr;
-    ServedModel model;
-    const MetricsRegistry* metrics = nullptr;
+    ConnectionLimits connection;
+    LogFormat log_format = LogFormat::Text;
 };
 
 class HttpServer {
@@ -48,16 +44,19 @@ public:
     HttpServer(const HttpServer&) = delete;
     HttpServer& operator=(const HttpServer&) = delete;
 
-    // Binds host:port and answers on a thread of its own; until serve(),
+    // Binds host:port and answers on threads of its own; until serve(),
     // /health and every route answer 503 "loading". Returns the bound port.
     // Throws kvscope::Error when the address cannot be bound.
     int start();
     // From now on requests reach `backend`.
     void serve(const ServingBackend& backend);
-    // Stops taking requests: new ones (and /health) answer 503, /kv/stream
-    // feeds end; those in flight go on until the service ends them.
+    // Stops taking requests: new ones (and /health) answer 503 while
+    // /metrics stays readable, idle keep-alive connections close at once,
+    // the others get "Connection: close" with their reply, /kv/stream feeds
+    // end; generations in flight go on until the service ends them.
     void begin_drain();
-    // Closes the socket and joins the HTTP threads. Idempotent.
+    // Lets the replies being written finish (a short while), then closes
+    // every connection and joins the threads. Idempotent.
     void stop();
 
 private:
