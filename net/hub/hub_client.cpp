@@ -107,6 +107,13 @@ std::string without_quotes(std::string etag) {
     return etag;
 }
 
+// 0 for a file that is not there (or whose size cannot be read).
+std::uint64_t size_or_zero(const fs::path& file) {
+    std::error_code ec;
+    const auto size = fs::file_size(file, ec);
+    return ec ? 0 : size;
+}
+
 std::string mib(std::uint64_t bytes) {
     char text[32];
     std::snprintf(text, sizeof text, "%.1f", static_cast<double>(bytes) / (1 << 20));
@@ -186,36 +193,35 @@ std::vector<RepoFile> HubClient::list_files(const std::string& repo, const std::
     return files;
 }
 
-fs::path HubClient::fetch_blob(const std::string& repo, const std::string& commit, const RepoFile& file,
-                               const std::function<bool(const TransferProgress&)>& progress) const {
-    const HubCache cache(settings_.cache_dir);
-    const fs::path target =
-        file.oid.empty() ? cache.snapshot_path(repo, commit, file.path) : cache.blob_path(repo, file.oid);
-    if (fs::exists(target))
-        return target;
-    fs::create_directories(target.parent_path());
-    const fs::path part = HubCache::in_progress_path(target);
-    std::error_code ec;
-    if (file.size > 0 && fs::exists(part) && fs::file_size(part) > file.size)
-        fs::remove(part); // longer than the file: not a prefix of it
-    const std::uint64_t have = fs::exists(part) ? fs::file_size(part) : 0;
-    check_space(target.parent_path(), file.size > have ? file.size - have : 0, file.path);
+namespace {
 
-    const std::string url = settings_.endpoint + repo + "/resolve/" + commit + "/" + escape_path(file.path);
+// Fills `part` with the file's bytes, resuming what is there, with up to
+// `attempts` tries; throws HubError for a refusal, a full disk, a cancel or
+// a download that did not finish.
+DownloadOutcome download_part(const std::string& url, const fs::path& part, const RepoFile& file,
+                              const std::string& repo, const HubSettings& settings,
+                              const std::function<bool(const TransferProgress&)>& progress) {
     DownloadOutcome outcome;
-    for (int attempt = 0; attempt < std::max(1, settings_.attempts) && !outcome.complete; ++attempt) {
+    if (file.size > 0 && size_or_zero(part) == file.size) { // finished before, not yet checked
+        outcome.complete = true;
+        outcome.bytes = file.size;
+        return outcome;
+    }
+    std::error_code ec;
+    for (int attempt = 0; attempt < std::max(1, settings.attempts) && !outcome.complete; ++attempt) {
         std::this_thread::sleep_for(kRetryStep * std::max(0, attempt - 1));
-        outcome = http_download(url, {settings_.token, settings_.ca_file}, part, file.size, progress);
+        outcome = http_download(url, {settings.token, settings.ca_file}, part, file.size, progress);
         if (outcome.bytes == 0)
             fs::remove(part, ec); // nothing came: leave no empty download behind
         if (outcome.reply.status >= 300 && outcome.reply.status < 500) // a refusal: asking again will not help
-            throw_refusal(outcome.reply, repo, settings_, "the download of " + file.path);
+            throw_refusal(outcome.reply, repo, settings, "the download of " + file.path);
         if (outcome.reply.status >= 500)
             outcome.reply.failure = "the server answered " + std::to_string(outcome.reply.status);
         if (outcome.disk_full)
-            throw HubError(HubErrorKind::DiskFull, "the disk filled up while downloading " + file.path + " into " +
-                                                       part.string() + " (" + mib(outcome.bytes) +
-                                                       " MiB so far, kept for a resume; LLAMA_CACHE moves the cache)");
+            throw HubError(HubErrorKind::DiskFull,
+                           "the disk filled up while downloading " + file.path + " into " + part.string() + " (" +
+                               mib(outcome.bytes) + " MiB so far" + (outcome.bytes > 0 ? ", kept for a resume" : "") +
+                               "; LLAMA_CACHE moves the cache)");
         if (outcome.cancelled)
             throw HubError(HubErrorKind::Cancelled, "the download of " + file.path + " was cancelled at " +
                                                         mib(outcome.bytes) + " MiB (kept in " + part.string() +
@@ -226,6 +232,28 @@ fs::path HubClient::fetch_blob(const std::string& repo, const std::string& commi
                        "the download of " + file.path + " stopped at " + mib(outcome.bytes) + " of " + mib(file.size) +
                            " MiB (" + (outcome.reply.failure.empty() ? "no answer" : outcome.reply.failure) +
                            "); run the same command again to resume from there");
+    return outcome;
+}
+
+} // namespace
+
+fs::path HubClient::fetch_blob(const std::string& repo, const std::string& commit, const RepoFile& file,
+                               const std::function<bool(const TransferProgress&)>& progress) const {
+    const HubCache cache(settings_.cache_dir);
+    const fs::path target =
+        file.oid.empty() ? cache.snapshot_path(repo, commit, file.path) : cache.blob_path(repo, file.oid);
+    if (fs::exists(target))
+        return target;
+    fs::create_directories(target.parent_path());
+    const fs::path part = HubCache::in_progress_path(target);
+    std::error_code ec;
+    if (file.size > 0 && size_or_zero(part) > file.size)
+        fs::remove(part, ec); // longer than the file: not a prefix of it
+    const std::uint64_t have = size_or_zero(part);
+    check_space(target.parent_path(), file.size > have ? file.size - have : 0, file.path);
+
+    const std::string url = settings_.endpoint + repo + "/resolve/" + commit + "/" + escape_path(file.path);
+    const DownloadOutcome outcome = download_part(url, part, file, repo, settings_, progress);
     if (file.size > 0 && outcome.bytes != file.size) {
         fs::remove(part, ec);
         throw HubError(HubErrorKind::ChecksumMismatch, file.path + ": the download holds " +

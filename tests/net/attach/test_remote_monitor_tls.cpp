@@ -10,13 +10,10 @@
 #include <memory>
 #include <thread>
 
-#include <httplib.h>
-#include <nlohmann/json.hpp>
-
-#include "net/attach/fake_vllm_server.h"
 #include "net/attach/remote_monitor.h"
 #include "support/test_certificate.h"
 #include "support/wait.h"
+#include "tls_vllm_server.h"
 
 using namespace std::chrono_literals;
 using kvscope::attach::ConnectOptions;
@@ -26,36 +23,6 @@ using kvscope::attach::RemoteSample;
 using kvscope::attach::ServerKind;
 
 namespace {
-
-// What the monitor reads from vLLM (fake_vllm_server.h has the shapes),
-// served over TLS.
-class TlsVllm {
-public:
-    TlsVllm(const kvscope::test::TestCertificate& cert)
-        : server_(cert.cert.toStdString().c_str(), cert.key.toStdString().c_str()) {
-        server_.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
-            const nlohmann::json card{{"id", "tls-model"}, {"object", "model"}, {"owned_by", "vllm"}, {"max_model_len", 2048}};
-            res.set_content(nlohmann::json{{"object", "list"}, {"data", {card}}}.dump(), "application/json");
-        });
-        server_.Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
-            res.set_content(kvscope::test::vllm_metrics_text("tls-model", {kvscope::test::FakeVllmRank{}}), "text/plain");
-        });
-        server_.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
-        port_ = server_.bind_to_any_port("127.0.0.1");
-        thread_ = std::thread([this] { server_.listen_after_bind(); });
-    }
-    ~TlsVllm() {
-        server_.stop();
-        thread_.join();
-    }
-    bool valid() const { return port_ > 0; }
-    std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
-
-private:
-    httplib::SSLServer server_;
-    int port_ = 0;
-    std::thread thread_;
-};
 
 ConnectOptions options_for(const std::string& url) {
     ConnectOptions o;
@@ -81,7 +48,7 @@ private slots:
     }
 
     void trusted_certificate_goes_live() {
-        TlsVllm server(cert_);
+        kvscope::test::TlsVllmServer server(cert_);
         QVERIFY(server.valid());
         qputenv("KVSCOPE_CA_FILE", cert_.cert.toLocal8Bit());
         const RemoteMonitor monitor(options_for(server.url()));
@@ -96,7 +63,7 @@ private slots:
     }
 
     void unknown_certificate_is_refused() {
-        TlsVllm server(cert_);
+        kvscope::test::TlsVllmServer server(cert_);
         QVERIFY(server.valid());
         qunsetenv("KVSCOPE_CA_FILE");
         qunsetenv("SSL_CERT_FILE");

@@ -125,7 +125,12 @@ struct FakeHub::Impl {
                 return res.set_content(f.bytes, "application/octet-stream");
             res.set_header("X-Linked-ETag", "\"" + sha256(f.bytes) + "\"");
             res.set_header("X-Linked-Size", std::to_string(f.bytes.size()));
-            return res.set_redirect("/cdn/" + sha256(f.bytes), 302);
+            // The real hub's redirect carries a short text body too, which must not end up in the file.
+            // (Not on a Range request: httplib would apply the range to that body and answer 416.)
+            res.set_redirect("/cdn/" + sha256(f.bytes), 302);
+            if (!req.has_header("Range"))
+                res.set_content("Found. Redirecting to /cdn/" + sha256(f.bytes), "text/plain; charset=utf-8");
+            return;
         }
         refuse(res, 404, "EntryNotFound", std::string(req.matches[3]) + " does not exist on \"main\"");
     }

@@ -17,7 +17,8 @@
 //     (a gated repository lists its files to anyone, as the real hub does)
 //   GET /ORG/NAME/resolve/COMMIT/PATH
 //     LFS file: 302 Location: <file server>/cdn/<sha256>, X-Linked-ETag: "<sha256>",
-//               X-Linked-Size: N, X-Repo-Commit: COMMIT, ETag: "<git oid>"
+//               X-Linked-Size: N, X-Repo-Commit: COMMIT, ETag: "<git oid>",
+//               body "Found. Redirecting to <location>"
 //     git file: 200 the bytes, ETag: "<git oid>"
 //     gated, no valid token: 401 X-Error-Code: GatedRepo {"error":"Access to model ORG/NAME is restricted..."}
 //   GET /cdn/<sha256>   the bytes; "Range: bytes=N-" answered 206 with the rest

@@ -212,6 +212,34 @@ private slots:
         QVERIFY(fs::is_empty(s.cache_dir / "models--kvscope-test--stories260K-GGUF" / "blobs"));
     }
 
+    void full_disk_is_said() {
+        // /dev/full answers every write with ENOSPC: the download's part file is made to be it.
+        const HubSettings s = settings(hub_->endpoint(), "full");
+        const fs::path blobs = s.cache_dir / "models--kvscope-test--stories260K-GGUF" / "blobs";
+        fs::create_directories(blobs);
+        fs::create_symlink("/dev/full", blobs / (FakeHub::sha256(q8_) + ".downloadInProgress"));
+        std::string message;
+        QCOMPARE(kind_of([&] { HubClient(s).pull({kRepo, "Q8_0"}); }, &message), HubErrorKind::DiskFull);
+        QVERIFY2(message.find("disk filled up") != std::string::npos, message.c_str());
+        QVERIFY(!fs::exists(blobs / FakeHub::sha256(q8_)));
+    }
+
+    void finished_download_is_checked_not_fetched_again() {
+        const HubSettings s = settings(hub_->endpoint(), "finished");
+        const fs::path blobs = s.cache_dir / "models--kvscope-test--stories260K-GGUF" / "blobs";
+        fs::create_directories(blobs);
+        const fs::path part = blobs / (FakeHub::sha256(q8_) + ".downloadInProgress");
+        std::ofstream(part, std::ios::binary) << q8_;
+        const std::size_t before = hub_->cdn_requests().size();
+        QVERIFY(read_bytes(HubClient(s).pull({kRepo, "Q8_0"}).first()) == q8_);
+        QCOMPARE(hub_->cdn_requests().size(), before);
+        // The same length of other bytes: refused by its hash and removed.
+        const fs::path part4 = blobs / (FakeHub::sha256(q4_) + ".downloadInProgress");
+        std::ofstream(part4, std::ios::binary) << std::string(q4_.size(), 'x');
+        QCOMPARE(kind_of([&] { HubClient(s).pull({kRepo, "Q4_K_M"}); }), HubErrorKind::ChecksumMismatch);
+        QVERIFY(!fs::exists(part4));
+    }
+
     void progress_is_told_to_the_end() {
         std::vector<FileProgress> seen;
         HubClient(settings(hub_->endpoint(), "progress")).pull({kRepo, "F16"}, [&](const FileProgress& p) {
