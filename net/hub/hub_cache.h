@@ -28,7 +28,8 @@ public:
     // "ORG/NAME" → ROOT/models--ORG--NAME.
     std::filesystem::path repo_dir(const std::string& repo) const;
     std::filesystem::path blob_path(const std::string& repo, const std::string& oid) const;
-    std::filesystem::path snapshot_path(const std::string& repo, const std::string& commit, const std::string& file) const;
+    std::filesystem::path snapshot_path(const std::string& repo, const std::string& commit,
+                                        const std::string& file) const;
     static std::filesystem::path in_progress_path(const std::filesystem::path& blob);
 
     // refs/main, else the first ref with a commit; nullopt when none.

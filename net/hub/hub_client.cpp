@@ -87,16 +87,49 @@ std::string error_text(const HttpReply& reply) {
                                            what + " of " + repo + ": " + error_text(reply));
 }
 
+// The hub pages long listings (as GitHub does): the Link header names the
+// next page, `<URL>; rel="next"` (huggingface_hub's paginate follows it).
+// A URL without a host is the endpoint's.
+std::string next_page(const std::string& link, const std::string& endpoint) {
+    const std::size_t rel = link.find("rel=\"next\"");
+    if (rel == std::string::npos)
+        return {};
+    const std::size_t open = link.rfind('<', rel);
+    const std::size_t close = link.find('>', open);
+    if (open == std::string::npos || close == std::string::npos || close > rel)
+        return {};
+    std::string url = link.substr(open + 1, close - open - 1);
+    if (url.starts_with('/')) {
+        const std::size_t host_end = endpoint.find('/', endpoint.find("://") + 3);
+        url = endpoint.substr(0, host_end) + url;
+    }
+    return url;
+}
+
+// The JSON `url` answers; `next` (when given) gets the URL of the next page
+// its Link header names, or "" on the last page.
 nlohmann::json get_json(const std::string& url, const std::string& repo, const HubSettings& settings,
-                        const std::string& what) {
+                        const std::string& what, std::string* next = nullptr) {
     const HttpReply reply = http_get(url, {settings.token, settings.ca_file});
     if (reply.status != 200)
         throw_refusal(reply, repo, settings, what);
+    if (next)
+        *next = next_page(reply.header("link"), settings.endpoint);
     try {
         return nlohmann::json::parse(reply.body);
     } catch (const nlohmann::json::exception& e) {
         throw HubError(HubErrorKind::Http, url + " did not answer JSON (" + e.what() + ")");
     }
+}
+
+RepoFile repo_file_of(const nlohmann::json& item) {
+    RepoFile f{item["path"].get<std::string>(), item.value("size", std::uint64_t{0}), item.value("oid", ""), false};
+    if (item.contains("lfs") && item["lfs"].is_object() && is_hex(item["lfs"].value("oid", ""), 64)) {
+        f.oid = item["lfs"]["oid"].get<std::string>();
+        f.size = item["lfs"].value("size", f.size);
+        f.lfs = true;
+    }
+    return f;
 }
 
 std::string without_quotes(std::string etag) {
@@ -172,23 +205,19 @@ std::string HubClient::main_commit(const std::string& repo) const {
 }
 
 std::vector<RepoFile> HubClient::list_files(const std::string& repo, const std::string& commit) const {
-    const auto json = get_json(settings_.endpoint + "api/models/" + repo + "/tree/" + commit + "?recursive=true",
-                               repo, settings_, "the list of its files");
-    if (!json.is_array())
-        throw HubError(HubErrorKind::Http, "the file list of " + repo + " is not a JSON array");
     std::vector<RepoFile> files;
-    for (const auto& item : json) {
-        if (!item.is_object() || item.value("type", "") != "file" || !is_safe_relative(item.value("path", "")))
-            continue;
-        RepoFile f{item["path"].get<std::string>(), item.value("size", std::uint64_t{0}), item.value("oid", ""), false};
-        if (item.contains("lfs") && item["lfs"].is_object() && is_hex(item["lfs"].value("oid", ""), 64)) {
-            f.oid = item["lfs"]["oid"].get<std::string>();
-            f.size = item["lfs"].value("size", f.size);
-            f.lfs = true;
+    std::string url = settings_.endpoint + "api/models/" + repo + "/tree/" + commit + "?recursive=true";
+    while (!url.empty()) {
+        const auto page = get_json(url, repo, settings_, "the list of its files", &url);
+        if (!page.is_array())
+            throw HubError(HubErrorKind::Http, "the file list of " + repo + " is not a JSON array");
+        for (const auto& item : page) {
+            if (!item.is_object() || item.value("type", "") != "file" || !is_safe_relative(item.value("path", "")))
+                continue;
+            RepoFile f = repo_file_of(item);
+            if (f.oid.empty() || is_hex(f.oid, 40) || is_hex(f.oid, 64)) // else it cannot name a blob file
+                files.push_back(std::move(f));
         }
-        if (!f.oid.empty() && !is_hex(f.oid, 40) && !is_hex(f.oid, 64))
-            continue; // an oid that cannot name a blob file
-        files.push_back(std::move(f));
     }
     return files;
 }

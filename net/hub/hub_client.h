@@ -3,6 +3,7 @@
 //
 //   GET ENDPOINT/api/models/ORG/NAME/refs                   {"branches":[{"name":"main","targetCommit":SHA}]}
 //   GET ENDPOINT/api/models/ORG/NAME/tree/SHA?recursive=true [{"type":"file","path","size","oid","lfs":{"oid","size"}}]
+//                                                            (in pages: the Link header's rel="next")
 //   GET ENDPOINT/ORG/NAME/resolve/SHA/PATH                   the bytes (through a redirect carrying X-Linked-ETag)
 //
 // then the blob downloaded beside its final name, resumed with Range,

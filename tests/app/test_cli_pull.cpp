@@ -79,7 +79,8 @@ private slots:
     void pull_puts_the_file_where_llamacpp_looks() {
         const CliResult r = run({"pull", QString::fromStdString(kRepo + ":Q8_0")}, hub_->endpoint(), cache());
         QVERIFY2(r.exit_code == 0, r.err.constData());
-        const fs::path expected = llamacpp_path(cache(), "kvscope-test", "stories260K-GGUF", kCommit, "stories260K-Q8_0.gguf");
+        const fs::path expected =
+            llamacpp_path(cache(), "kvscope-test", "stories260K-GGUF", kCommit, "stories260K-Q8_0.gguf");
         QCOMPARE(r.out.trimmed().toStdString(), expected.string());
         QVERIFY(read_bytes(expected) == q8_);
     }
@@ -127,7 +128,8 @@ private slots:
                                  "Once", "-n", "2"},
                                 hub_->endpoint(), cache());
         QVERIFY2(r.exit_code == 0, r.err.constData());
-        QVERIFY(fs::exists(llamacpp_path(cache(), "kvscope-test", "stories260K-GGUF", kCommit, "stories260K-Q4_0.gguf")));
+        QVERIFY(
+            fs::exists(llamacpp_path(cache(), "kvscope-test", "stories260K-GGUF", kCommit, "stories260K-Q4_0.gguf")));
     }
 
     void a_file_placed_by_hand_is_found() {
@@ -151,7 +153,8 @@ private slots:
 
     void progress_line_on_a_terminal() {
         // script(1) runs the command on a pseudo-terminal and copies what it writes.
-        const QString command = QStringLiteral("'%1' pull '%2'").arg(QStringLiteral(KVSCOPE_CLI), QString::fromStdString(kRepo + ":Q4_0"));
+        const QString command =
+            QStringLiteral("'%1' pull '%2'").arg(QStringLiteral(KVSCOPE_CLI), QString::fromStdString(kRepo + ":Q4_0"));
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert(QStringLiteral("LLAMA_CACHE"), temp_.filePath(QStringLiteral("tty-cache")));
         env.insert(QStringLiteral("HF_ENDPOINT"), QString::fromStdString(hub_->endpoint()));

@@ -22,11 +22,13 @@ public:
     explicit TlsVllmServer(const kvscope::test::TestCertificate& cert)
         : server_(cert.cert.toStdString().c_str(), cert.key.toStdString().c_str()) {
         server_.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
-            const nlohmann::json card{{"id", "tls-model"}, {"object", "model"}, {"owned_by", "vllm"}, {"max_model_len", 2048}};
+            const nlohmann::json card{
+                {"id", "tls-model"}, {"object", "model"}, {"owned_by", "vllm"}, {"max_model_len", 2048}};
             res.set_content(nlohmann::json{{"object", "list"}, {"data", {card}}}.dump(), "application/json");
         });
         server_.Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
-            res.set_content(kvscope::test::vllm_metrics_text("tls-model", {kvscope::test::FakeVllmRank{}}), "text/plain");
+            res.set_content(kvscope::test::vllm_metrics_text("tls-model", {kvscope::test::FakeVllmRank{}}),
+                            "text/plain");
         });
         server_.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
         port_ = server_.bind_to_any_port("127.0.0.1");

@@ -47,6 +47,7 @@ struct FakeHub::Impl {
     mutable std::mutex mutex;
     std::map<std::string, std::size_t> drops; // path → bytes before the connection closes
     std::map<std::string, bool> corrupted;
+    std::size_t page_size = 0; // of the tree listing; 0: one page
     std::vector<std::string> cdn_log;
     int answered = 0;
 
@@ -76,10 +77,11 @@ struct FakeHub::Impl {
         const FakeHubRepo* r = repo(req.matches[1]);
         if (!r)
             return refuse(res, 401, "RepoNotFound", "Repository not found");
-        const nlohmann::json body{{"branches", {{{"name", "main"}, {"ref", "refs/heads/main"}, {"targetCommit", r->commit}}}},
-                                  {"converts", nlohmann::json::array()},
-                                  {"tags", nlohmann::json::array()},
-                                  {"pullRequests", nullptr}};
+        const nlohmann::json body{
+            {"branches", {{{"name", "main"}, {"ref", "refs/heads/main"}, {"targetCommit", r->commit}}}},
+            {"converts", nlohmann::json::array()},
+            {"tags", nlohmann::json::array()},
+            {"pullRequests", nullptr}};
         res.set_content(body.dump(), "application/json");
     }
 
@@ -98,12 +100,30 @@ struct FakeHub::Impl {
         for (const auto& [folder, _] : folders)
             list.push_back({{"type", "directory"}, {"oid", git_blob_sha1(folder)}, {"size", 0}, {"path", folder}});
         for (const FakeHubFile& f : r->files) {
-            nlohmann::json item{{"type", "file"}, {"oid", git_blob_sha1(f.bytes)}, {"size", f.bytes.size()}, {"path", f.path}};
+            nlohmann::json item{
+                {"type", "file"}, {"oid", git_blob_sha1(f.bytes)}, {"size", f.bytes.size()}, {"path", f.path}};
             if (f.lfs)
                 item["lfs"] = {{"oid", sha256(f.bytes)}, {"size", f.bytes.size()}, {"pointerSize", 134}};
             list.push_back(item);
         }
-        res.set_content(list.dump(), "application/json");
+        send_page(list, req, *r, res);
+    }
+
+    // The listing whole, or the page the cursor asks for with a Link to the next.
+    void send_page(const nlohmann::json& list, const httplib::Request& req, const FakeHubRepo& r,
+                   httplib::Response& res) const {
+        std::size_t page = 0;
+        {
+            std::lock_guard lock(mutex);
+            page = page_size;
+        }
+        const std::size_t from = req.has_param("cursor") ? std::stoul(req.get_param_value("cursor")) : 0;
+        const std::size_t to = page == 0 ? list.size() : std::min(list.size(), from + page);
+        if (to < list.size())
+            res.set_header("Link", "</api/models/" + r.id + "/tree/" + r.commit + "?recursive=true&cursor=" +
+                                       std::to_string(to) + ">; rel=\"next\"");
+        const auto begin = list.begin() + static_cast<long>(std::min(from, to));
+        res.set_content(nlohmann::json(begin, list.begin() + static_cast<long>(to)).dump(), "application/json");
     }
 
     void resolve(const httplib::Request& req, httplib::Response& res) {
@@ -156,13 +176,14 @@ struct FakeHub::Impl {
         if (!drop_at)
             return res.set_content(bytes, "application/octet-stream");
         // Promises the whole (ranged) body, sends up to drop_at, then hangs up.
-        res.set_content_provider(bytes.size(), "application/octet-stream",
-                                 [bytes, at = *drop_at](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
-                                     const std::size_t end = std::min(offset + length, at);
-                                     if (offset < end)
-                                         sink.write(bytes.data() + offset, end - offset);
-                                     return false;
-                                 });
+        res.set_content_provider(
+            bytes.size(), "application/octet-stream",
+            [bytes, at = *drop_at](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+                const std::size_t end = std::min(offset + length, at);
+                if (offset < end)
+                    sink.write(bytes.data() + offset, end - offset);
+                return false;
+            });
     }
 };
 
@@ -207,6 +228,11 @@ void FakeHub::drop_next_download(const std::string& path, std::size_t bytes) {
 void FakeHub::corrupt(const std::string& path) {
     std::lock_guard lock(impl_->mutex);
     impl_->corrupted[path] = true;
+}
+
+void FakeHub::set_tree_page_size(std::size_t items) {
+    std::lock_guard lock(impl_->mutex);
+    impl_->page_size = items;
 }
 
 std::vector<std::string> FakeHub::cdn_requests() const {

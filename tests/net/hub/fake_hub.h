@@ -15,6 +15,7 @@
 //          {"type":"file","oid":"<git blob sha1>","size":N,"path":"x.gguf",
 //           "lfs":{"oid":"<sha256>","size":N,"pointerSize":134}}, ...]
 //     (a gated repository lists its files to anyone, as the real hub does)
+//     long listings come in pages: Link: </api/models/ORG/NAME/tree/COMMIT?recursive=true&cursor=C>; rel="next"
 //   GET /ORG/NAME/resolve/COMMIT/PATH
 //     LFS file: 302 Location: <file server>/cdn/<sha256>, X-Linked-ETag: "<sha256>",
 //               X-Linked-Size: N, X-Repo-Commit: COMMIT, ETag: "<git oid>",
@@ -67,6 +68,9 @@ public:
     void drop_next_download(const std::string& path, std::size_t bytes);
     // Downloads of `path` serve its bytes with one flipped, under the right hash.
     void corrupt(const std::string& path);
+    // The tree listing in pages of `items` (0: one page), each but the last
+    // with the Link header the real hub sends: </api/...&cursor=C>; rel="next".
+    void set_tree_page_size(std::size_t items);
     // Every file-server request: "<sha256> <Range header or '-'>".
     std::vector<std::string> cdn_requests() const;
     // How many requests of any kind it has answered.

@@ -83,7 +83,8 @@ private slots:
     void default_is_q4_k_m_else_the_closest() {
         const std::vector<std::string> all{"m-F16.gguf", "m-Q8_0.gguf", "m-Q4_K_M.gguf", "mmproj-m-Q4_K_M.gguf"};
         QCOMPARE(chosen(all, ""), std::string("m-Q4_K_M.gguf"));
-        QCOMPARE(chosen({"m-F16.gguf", "m-Q8_0.gguf", "m-Q5_K_M.gguf", "m-Q3_K_M.gguf"}, ""), std::string("m-Q5_K_M.gguf"));
+        QCOMPARE(chosen({"m-F16.gguf", "m-Q8_0.gguf", "m-Q5_K_M.gguf", "m-Q3_K_M.gguf"}, ""),
+                 std::string("m-Q5_K_M.gguf"));
         QCOMPARE(chosen({"m-F16.gguf", "m-Q8_0.gguf"}, ""), std::string("m-Q8_0.gguf"));
         QCOMPARE(chosen({"README.md", "model.gguf"}, ""), std::string("model.gguf"));
         QCOMPARE(chosen(all, "f16"), std::string("m-F16.gguf"));
@@ -99,7 +100,12 @@ private slots:
 
     void missing_quant_and_no_gguf_say_what_there_is() {
         std::string message;
-        QCOMPARE(kind_of([&] { chosen({"m-Q8_0.gguf", "m-F16.gguf"}, "Q4_K_M"); }, &message), HubErrorKind::NoSuchQuant);
+        QCOMPARE(kind_of(
+                     [&] {
+                         chosen({"m-Q8_0.gguf", "m-F16.gguf"}, "Q4_K_M");
+                     },
+                     &message),
+                 HubErrorKind::NoSuchQuant);
         QVERIFY2(message.find("F16, Q8_0") != std::string::npos, message.c_str());
         QCOMPARE(kind_of([] { chosen({"model.safetensors", "mmproj-F16.gguf"}, ""); }), HubErrorKind::NoGguf);
     }
@@ -126,7 +132,8 @@ private slots:
         const HubCache cache(dir.path().toStdString());
         const std::string commit(40, 'e');
         const fs::path snapshot = cache.snapshot_path("org/m-GGUF", commit, "m-Q8_0.gguf");
-        QCOMPARE(snapshot, fs::path(dir.path().toStdString()) / "models--org--m-GGUF" / "snapshots" / commit / "m-Q8_0.gguf");
+        QCOMPARE(snapshot,
+                 fs::path(dir.path().toStdString()) / "models--org--m-GGUF" / "snapshots" / commit / "m-Q8_0.gguf");
         QVERIFY(!cache.cached_commit("org/m-GGUF"));
         fs::create_directories(snapshot.parent_path());
         std::ofstream(snapshot) << "bytes";

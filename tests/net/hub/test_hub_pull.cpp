@@ -171,6 +171,14 @@ private slots:
         QCOMPARE(read_bytes(m.files[1]), std::string("second part"));
     }
 
+    void paged_file_list_is_read_to_its_end() {
+        FakeHub hub(repos());
+        hub.set_tree_page_size(1);
+        const HubClient client(settings(hub.endpoint(), "paged"));
+        QCOMPARE(client.list_files(kRepo, kCommit).size(), std::size_t{4});
+        QVERIFY(read_bytes(client.pull({kRepo, "F16"}).first()) == f16_); // the last page's file
+    }
+
     void dropped_connection_is_resumed_with_a_range() {
         HubSettings s = settings(hub_->endpoint(), "retry");
         s.attempts = 2;
@@ -254,7 +262,8 @@ private slots:
         const std::string line = kvscope::hub::format_progress(seen.back());
         QVERIFY2(line.starts_with("stories260K-F16.gguf  0.5 / 0.5 MiB"), line.c_str());
         FileProgress midway{"x.gguf", 1, 2, {3u << 20, 10u << 20, 1u << 20, 2.0}};
-        QCOMPARE(kvscope::hub::format_progress(midway), std::string("x.gguf [1/2]  3.0 / 10.0 MiB  1.0 MiB/s  0:07 left"));
+        QCOMPARE(kvscope::hub::format_progress(midway),
+                 std::string("x.gguf [1/2]  3.0 / 10.0 MiB  1.0 MiB/s  0:07 left"));
     }
 
     void cached_model_needs_no_network() {
