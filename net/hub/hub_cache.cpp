@@ -46,6 +46,10 @@ fs::path HubCache::snapshot_path(const std::string& repo, const std::string& com
 
 fs::path HubCache::in_progress_path(const fs::path& blob) { return blob.string() + ".downloadInProgress"; }
 
+fs::path HubCache::lock_path(const std::string& repo, const std::string& oid) const {
+    return root_ / ".locks" / repo_dir(repo).filename() / (oid + ".lock");
+}
+
 std::optional<std::string> HubCache::cached_commit(const std::string& repo) const {
     const fs::path refs = repo_dir(repo) / "refs";
     if (const std::string main = read_first_line(refs / "main"); is_commit(main))

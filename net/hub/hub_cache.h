@@ -7,8 +7,9 @@
 //   CACHE/models--ORG--NAME/snapshots/COMMIT/PATH     a relative symlink to ../../blobs/OID
 //
 // A download in progress is BLOB.downloadInProgress (llama.cpp's name for
-// it, so either tool resumes the other's); a blob appears under its final
-// name only once its hash is checked, by an atomic rename.
+// it, so either tool resumes the other's), written under huggingface_hub's
+// lock for that blob (lock_path); a blob appears under its final name only
+// once its hash is checked, by an atomic rename.
 #pragma once
 
 #include <filesystem>
@@ -31,6 +32,9 @@ public:
     std::filesystem::path snapshot_path(const std::string& repo, const std::string& commit,
                                         const std::string& file) const;
     static std::filesystem::path in_progress_path(const std::filesystem::path& blob);
+    // huggingface_hub's lock for downloading a blob: ROOT/.locks/models--ORG--NAME/OID.lock
+    // (file_download.py; py-filelock takes it with flock on Unix).
+    std::filesystem::path lock_path(const std::string& repo, const std::string& oid) const;
 
     // refs/main, else the first ref with a commit; nullopt when none.
     std::optional<std::string> cached_commit(const std::string& repo) const;

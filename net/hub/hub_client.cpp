@@ -1,9 +1,15 @@
 #include "net/hub/hub_client.h"
 
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <thread>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -264,6 +270,28 @@ DownloadOutcome download_part(const std::string& url, const fs::path& part, cons
     return outcome;
 }
 
+// Holds an exclusive flock on a lock file while it lives: another kvscope,
+// or huggingface_hub (whose py-filelock flocks the same file), downloading
+// the same blob waits here rather than writing the same part file.
+class BlobLock {
+public:
+    explicit BlobLock(const fs::path& file) {
+        fs::create_directories(file.parent_path());
+        fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd_ < 0)
+            throw HubError(HubErrorKind::DiskFull, "cannot create the lock file " + file.string() + ": " +
+                                                       std::strerror(errno));
+        while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+        }
+    }
+    ~BlobLock() { ::close(fd_); } // closing releases the flock
+    BlobLock(const BlobLock&) = delete;
+    BlobLock& operator=(const BlobLock&) = delete;
+
+private:
+    int fd_ = -1;
+};
+
 } // namespace
 
 fs::path HubClient::fetch_blob(const std::string& repo, const std::string& commit, const RepoFile& file,
@@ -272,6 +300,9 @@ fs::path HubClient::fetch_blob(const std::string& repo, const std::string& commi
     const fs::path target =
         file.oid.empty() ? cache.snapshot_path(repo, commit, file.path) : cache.blob_path(repo, file.oid);
     if (fs::exists(target))
+        return target;
+    const BlobLock lock(cache.lock_path(repo, file.oid.empty() ? file.path : file.oid));
+    if (fs::exists(target)) // the download we waited for has put it there
         return target;
     fs::create_directories(target.parent_path());
     const fs::path part = HubCache::in_progress_path(target);

@@ -9,12 +9,19 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fake_hub.h"
 #include "net/hub/hub_client.h"
 #include "net/hub/hub_error.h"
 #include "support/test_certificate.h"
 #include "support/test_models.h"
+#include "support/wait.h"
 
 using kvscope::hub::CachedModel;
 using kvscope::hub::FileProgress;
@@ -70,6 +77,20 @@ int leftovers(const fs::path& cache) {
     std::error_code ec;
     for (const auto& e : fs::recursive_directory_iterator(cache, ec))
         n += e.path().string().ends_with(".downloadInProgress");
+    return n;
+}
+
+// How many flock requests wait on `file`, from /proc/locks' lines
+// "N: -> FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF".
+int flock_waiters(const fs::path& file) {
+    struct stat info {};
+    if (::stat(file.c_str(), &info) != 0)
+        return 0;
+    std::ifstream locks("/proc/locks");
+    const std::string inode = ":" + std::to_string(info.st_ino) + " ";
+    int n = 0;
+    for (std::string line; std::getline(locks, line);)
+        n += line.find("->") != std::string::npos && line.find(inode) != std::string::npos;
     return n;
 }
 
@@ -246,6 +267,38 @@ private slots:
         std::ofstream(part4, std::ios::binary) << std::string(q4_.size(), 'x');
         QCOMPARE(kind_of([&] { HubClient(s).pull({kRepo, "Q4_K_M"}); }), HubErrorKind::ChecksumMismatch);
         QVERIFY(!fs::exists(part4));
+    }
+
+    void download_waits_for_the_lock_holder() {
+        // huggingface_hub's lock for the blob, held here as another downloader would hold it.
+        const HubSettings s = settings(hub_->endpoint(), "locked");
+        const fs::path repo_dir = s.cache_dir / "models--kvscope-test--stories260K-GGUF";
+        const fs::path lock = s.cache_dir / ".locks" / repo_dir.filename() / (FakeHub::sha256(q8_) + ".lock");
+        fs::create_directories(lock.parent_path());
+        const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT, 0644);
+        QVERIFY(fd >= 0);
+        QCOMPARE(::flock(fd, LOCK_EX), 0);
+        const std::size_t cdn_before = hub_->cdn_requests().size();
+        const int requests_before = hub_->requests();
+        std::string pulled;
+        std::thread puller([&] {
+            try {
+                pulled = read_bytes(HubClient(s).pull({kRepo, "Q8_0"}).first());
+            } catch (const std::exception& e) {
+                pulled = e.what();
+            }
+        });
+        // It waits on the lock (Linux lists a blocked flock in /proc/locks, "->" before
+        // it): the holder finishes the download meanwhile.
+        const bool waiting = kvscope::test::wait_until([&] { return flock_waiters(lock) > 0; });
+        fs::create_directories(repo_dir / "blobs");
+        std::ofstream(repo_dir / "blobs" / FakeHub::sha256(q8_), std::ios::binary) << q8_;
+        ::close(fd);
+        puller.join();
+        QVERIFY(waiting);
+        QVERIFY(hub_->requests() >= requests_before + 2); // it had asked for the file list
+        QVERIFY(pulled == q8_);
+        QCOMPARE(hub_->cdn_requests().size(), cdn_before); // it took the holder's blob
     }
 
     void progress_is_told_to_the_end() {
