@@ -262,6 +262,7 @@ void HttpConnection::dispatch() {
                            remote_addr_,
                            Clock::now()};
     client_keep_alive_ = head.keep_alive();
+    http10_ = head.version() < 11;
     parser_.reset();
     decoder_.reset();
     std::string().swap(chunk_);
@@ -322,10 +323,11 @@ bool HttpConnection::keep_alive() const { return client_keep_alive_ && !context_
 
 std::string HttpConnection::head(int status, const std::string& content_type,
                                  std::optional<std::size_t> length) const {
-    return fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\n{}\r\nConnection: {}\r\n\r\n", status, reason(status),
-                       content_type,
-                       length ? fmt::format("Content-Length: {}", *length) : std::string("Transfer-Encoding: chunked"),
-                       keep_alive() ? "keep-alive" : "close");
+    std::string framing = length ? fmt::format("Content-Length: {}\r\n", *length)
+                                 : http10_ ? std::string()
+                                           : std::string("Transfer-Encoding: chunked\r\n");
+    return fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\n{}Connection: {}\r\n\r\n", status, reason(status),
+                       content_type, framing, keep_alive() ? "keep-alive" : "close");
 }
 
 void HttpConnection::send(int status, std::string content_type, std::string body) {
@@ -337,15 +339,22 @@ void HttpConnection::send(int status, std::string content_type, std::string body
         }
     }
     status_ = status;
-    enqueue(head(status, content_type, body.size()) + body, true);
+    std::string reply = head(status, content_type, body.size());
+    if (request_.method != "HEAD") // HEAD: the length the body would have, no body
+        reply += body;
+    enqueue(std::move(reply), true);
 }
 
+// HTTP/1.0 has no chunked coding: its stream is the bytes themselves, and
+// the connection's end is the stream's.
 void HttpConnection::begin_stream(std::string content_type) {
     {
         std::lock_guard lock(out_mutex_);
         streaming_ = true;
     }
     status_ = 200;
+    if (http10_)
+        client_keep_alive_ = false; // set before the route ran; read by the strand only after end_stream
     enqueue(head(200, content_type, std::nullopt), false);
 }
 
@@ -363,11 +372,11 @@ bool HttpConnection::write(std::string piece) {
         close_now();
         return false;
     }
-    enqueue(chunk_of(piece), false);
+    enqueue(http10_ ? std::move(piece) : chunk_of(piece), false);
     return true;
 }
 
-void HttpConnection::end_stream() { enqueue("0\r\n\r\n", true); }
+void HttpConnection::end_stream() { enqueue(http10_ ? std::string() : std::string("0\r\n\r\n"), true); }
 
 void HttpConnection::abandon() {
     status_ = 499; // nginx's word: the client closed the request

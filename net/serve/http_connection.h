@@ -126,6 +126,7 @@ private:
     bool watching_ = false;       // a read watches the client while its route runs
     bool next_after_watch_ = false; // the watch was cancelled to read the next request
     bool client_keep_alive_ = true;
+    bool http10_ = false; // an HTTP/1.0 request: streams unchunked, then close
     std::size_t served_ = 0; // requests handed to a route
     std::string remote_addr_;
 

@@ -165,8 +165,12 @@ void ServerRoutes::serve(const ServingBackend& backend) {
     ready_.store(true, std::memory_order_release);
 }
 
+// HEAD is GET without the body (the connection leaves it out), but for
+// /kv/stream, whose body has no end.
 ServerRoutes::Route ServerRoutes::route_of(const HttpRequest& r) const {
-    if (r.method == "GET") {
+    if (r.method == "HEAD" && r.path == "/kv/stream")
+        return nullptr;
+    if (r.method == "GET" || r.method == "HEAD") {
         if (r.path == "/health")
             return &ServerRoutes::health;
         if (r.path == "/v1/models")

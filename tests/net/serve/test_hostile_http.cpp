@@ -23,6 +23,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -94,11 +95,14 @@ public:
         pollfd p{fd_, POLLIN, 0};
         return ::poll(&p, 1, ms) > 0;
     }
-    // One whole response (Content-Length framed), or what came before the
-    // server closed; "" if nothing came within `ms`.
-    std::string response(int ms = 10'000) {
+    // One whole response (Content-Length framed; its head alone when
+    // `head_only`, as to HEAD), or what came before the server closed; ""
+    // if nothing came within `ms`.
+    std::string response(int ms = 10'000, bool head_only = false) {
         const auto until = Clock::now() + std::chrono::milliseconds(ms);
         for (;;) {
+            if (head_only && in_.find("\r\n\r\n") != std::string::npos)
+                return std::exchange(in_, {});
             if (complete())
                 return take();
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
@@ -231,6 +235,7 @@ private slots:
     void a_slow_head_is_timed_out();
     void idle_connections_cost_no_thread();
     void model_by_id();
+    void head_and_http10();
     void slow_reader_is_dropped_and_its_request_aborted();
     void drain_closes_idle_connections();
 
@@ -442,6 +447,24 @@ void TestHostileHttp::model_by_id() {
     const std::string missing = exchange("GET /v1/models/gpt-4 HTTP/1.1\r\nHost: x\r\n\r\n");
     QCOMPARE(status_of(missing), 404);
     QCOMPARE(body_of(missing)["error"]["code"], 404);
+}
+
+// HEAD: GET's status and length, no body. HTTP/1.0 has no chunked
+// coding: a stream is its bytes, ended by the close.
+void TestHostileHttp::head_and_http10() {
+    RawClient head(port_);
+    QVERIFY(head.send("HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+    QCOMPARE(head.response(10'000, true), std::string("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                                          "15\r\nConnection: keep-alive\r\n\r\n"));
+    RawClient old(port_);
+    const std::string body = R"({"prompt": "Once", "max_tokens": 2, "stream": true})";
+    QVERIFY(old.send("POST /v1/completions HTTP/1.0\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+                     body));
+    const std::string stream = old.response();
+    QVERIFY(old.closed_by_server());
+    QCOMPARE(status_of(stream), 200);
+    QVERIFY(stream.find("Transfer-Encoding") == std::string::npos);
+    QVERIFY2(stream.ends_with("data: [DONE]\n\n"), stream.c_str());
 }
 
 // A client that asks for a long stream and reads none of it: past the
