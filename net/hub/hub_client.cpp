@@ -128,6 +128,12 @@ nlohmann::json get_json(const std::string& url, const std::string& repo, const H
     }
 }
 
+// A JSON answer whose fields are not of the types the hub sends.
+HubError unexpected_shape(const std::string& repo, const std::string& what, const nlohmann::json::exception& e) {
+    return HubError(HubErrorKind::Http, "the hub's " + what + " of " + repo + " is not in the shape it sends (" +
+                                            e.what() + ")");
+}
+
 RepoFile repo_file_of(const nlohmann::json& item) {
     RepoFile f{item["path"].get<std::string>(), item.value("size", std::uint64_t{0}), item.value("oid", ""), false};
     if (item.contains("lfs") && item["lfs"].is_object() && is_hex(item["lfs"].value("oid", ""), 64)) {
@@ -190,12 +196,14 @@ void verify(const fs::path& part, const RepoFile& file, const HttpReply& reply) 
 
 } // namespace
 
-std::string HubClient::main_commit(const std::string& repo) const {
+std::string HubClient::main_commit(const std::string& repo) const try {
     const auto json =
         get_json(settings_.endpoint + "api/models/" + repo + "/refs", repo, settings_, "the list of its branches");
     std::string fallback;
     if (json.is_object() && json.contains("branches") && json["branches"].is_array())
         for (const auto& branch : json["branches"]) {
+            if (!branch.is_object())
+                continue;
             const std::string name = branch.value("name", "");
             const std::string commit = branch.value("targetCommit", "");
             if (!is_hex(commit, 40))
@@ -208,9 +216,11 @@ std::string HubClient::main_commit(const std::string& repo) const {
     if (fallback.empty())
         throw HubError(HubErrorKind::Http, repo + " has no branch with a commit on " + settings_.endpoint);
     return fallback;
+} catch (const nlohmann::json::exception& e) {
+    throw unexpected_shape(repo, "branches", e);
 }
 
-std::vector<RepoFile> HubClient::list_files(const std::string& repo, const std::string& commit) const {
+std::vector<RepoFile> HubClient::list_files(const std::string& repo, const std::string& commit) const try {
     std::vector<RepoFile> files;
     std::string url = settings_.endpoint + "api/models/" + repo + "/tree/" + commit + "?recursive=true";
     while (!url.empty()) {
@@ -226,6 +236,8 @@ std::vector<RepoFile> HubClient::list_files(const std::string& repo, const std::
         }
     }
     return files;
+} catch (const nlohmann::json::exception& e) {
+    throw unexpected_shape(repo, "file list", e);
 }
 
 namespace {
