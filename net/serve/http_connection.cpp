@@ -24,6 +24,8 @@ constexpr std::size_t kWatchRead = 4096;
 constexpr std::size_t kMaxPipelined = 64 * 1024;
 // A body is read this much at a time, then decoded.
 constexpr std::size_t kBodyChunk = 16 * 1024;
+// Queued pieces written with one call, at most.
+constexpr std::size_t kMaxGathered = 64;
 
 constexpr const char* kJson = "application/json";
 // A body this large, once dropped, has the allocator give its free memory
@@ -91,36 +93,8 @@ std::string chunk_of(std::string_view piece) { return fmt::format("{:x}\r\n{}\r\
 
 } // namespace
 
-void ConnectionRegistry::add(const std::shared_ptr<HttpConnection>& connection) {
-    std::lock_guard lock(mutex_);
-    open_.emplace(connection.get(), connection);
-}
-
-void ConnectionRegistry::remove(const HttpConnection* connection) {
-    std::lock_guard lock(mutex_);
-    open_.erase(connection);
-}
-
-void ConnectionRegistry::for_each(const std::function<void(const std::shared_ptr<HttpConnection>&)>& f) const {
-    std::vector<std::shared_ptr<HttpConnection>> open;
-    {
-        std::lock_guard lock(mutex_);
-        open.reserve(open_.size());
-        for (const auto& [key, weak] : open_)
-            if (auto c = weak.lock())
-                open.push_back(std::move(c));
-    }
-    for (const auto& c : open)
-        f(c);
-}
-
-std::size_t ConnectionRegistry::size() const {
-    std::lock_guard lock(mutex_);
-    return open_.size();
-}
-
 HttpConnection::HttpConnection(asio::ip::tcp::socket socket, const ConnectionContext& context)
-    : stream_(std::move(socket)), context_(context) {
+    : stream_(std::move(socket)), context_(context), out_(context.limits.max_unsent_bytes) {
     beast::error_code ec;
     const auto peer = stream_.socket().remote_endpoint(ec);
     remote_addr_ = ec ? "-" : peer.address().to_string();
@@ -269,10 +243,7 @@ void HttpConnection::dispatch() {
     figures_ = {};
     status_ = 0;
     logged_ = false;
-    {
-        std::lock_guard lock(out_mutex_);
-        last_queued_ = streaming_ = fell_behind_ = false;
-    }
+    out_.begin_reply();
     phase_ = Phase::Handling;
     ++served_;
     route_running_ = true;
@@ -331,13 +302,8 @@ std::string HttpConnection::head(int status, const std::string& content_type,
 }
 
 void HttpConnection::send(int status, std::string content_type, std::string body) {
-    {
-        std::lock_guard lock(out_mutex_);
-        if (streaming_) { // a route failed mid-stream: the stream cannot say so in HTTP
-            gone_.store(true);
-            return close_now();
-        }
-    }
+    if (out_.streaming()) // a route failed mid-stream: the stream cannot say so in HTTP
+        return close_now();
     status_ = status;
     std::string reply = head(status, content_type, body.size());
     if (request_.method != "HEAD") // HEAD: the length the body would have, no body
@@ -348,10 +314,7 @@ void HttpConnection::send(int status, std::string content_type, std::string body
 // HTTP/1.0 has no chunked coding: its stream is the bytes themselves, and
 // the connection's end is the stream's.
 void HttpConnection::begin_stream(std::string content_type) {
-    {
-        std::lock_guard lock(out_mutex_);
-        streaming_ = true;
-    }
+    out_.mark_streaming();
     status_ = 200;
     if (http10_)
         client_keep_alive_ = false; // set before the route ran; read by the strand only after end_stream
@@ -361,18 +324,11 @@ void HttpConnection::begin_stream(std::string content_type) {
 bool HttpConnection::write(std::string piece) {
     if (gone_.load())
         return false;
-    {
-        std::lock_guard lock(out_mutex_);
-        if (unsent_ + piece.size() > context_.limits.max_unsent_bytes) {
-            fell_behind_ = true;
-            gone_.store(true);
-        }
-    }
-    if (gone_.load()) { // fell behind: dropped with its request
-        close_now();
+    if (!out_.push(http10_ ? std::move(piece) : chunk_of(piece), false, true)) {
+        close_now(); // fell behind: dropped with its request
         return false;
     }
-    enqueue(http10_ ? std::move(piece) : chunk_of(piece), false);
+    post_write();
     return true;
 }
 
@@ -383,18 +339,14 @@ void HttpConnection::abandon() {
     close_now();
 }
 
-std::size_t HttpConnection::unsent_bytes() const {
-    std::lock_guard lock(out_mutex_);
-    return unsent_;
-}
+std::size_t HttpConnection::unsent_bytes() const { return out_.unsent(); }
 
 void HttpConnection::enqueue(std::string bytes, bool last) {
-    {
-        std::lock_guard lock(out_mutex_);
-        unsent_ += bytes.size();
-        out_.push_back(std::move(bytes));
-        last_queued_ = last_queued_ || last;
-    }
+    out_.push(std::move(bytes), last);
+    post_write();
+}
+
+void HttpConnection::post_write() {
     asio::post(stream_.get_executor(), [self = shared_from_this()] {
         if (!self->writing_)
             self->write_next();
@@ -403,36 +355,31 @@ void HttpConnection::enqueue(std::string bytes, bool last) {
 
 // Writing (the strand).
 
+// Whatever is queued goes out in one gathered write: a stream's head and
+// first piece, or pieces that came while the last write was on its way.
 void HttpConnection::write_next() {
     if (phase_ == Phase::Closed)
         return;
-    const std::string* front = nullptr;
-    {
-        std::lock_guard lock(out_mutex_);
-        if (!out_.empty())
-            front = &out_.front(); // deque: stays put while others are pushed
-    }
-    if (!front) {
+    const std::vector<std::string_view> pieces = out_.front(kMaxGathered);
+    if (pieces.empty()) {
         writing_ = false;
         return;
     }
     writing_ = true;
-    asio::async_write(stream_.socket(), asio::buffer(*front),
-                      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_written(ec); });
+    std::vector<asio::const_buffer> buffers;
+    buffers.reserve(pieces.size());
+    for (std::string_view piece : pieces)
+        buffers.emplace_back(piece.data(), piece.size());
+    asio::async_write(stream_.socket(), buffers,
+                      [self = shared_from_this(), n = pieces.size()](beast::error_code ec, std::size_t) {
+                          self->on_written(ec, n);
+                      });
 }
 
-void HttpConnection::on_written(beast::error_code ec) {
-    bool over = false;
-    {
-        std::lock_guard lock(out_mutex_);
-        unsent_ -= out_.front().size();
-        out_.pop_front();
-        over = out_.empty() && last_queued_;
-    }
-    if (ec) {
-        gone_.store(true);
+void HttpConnection::on_written(beast::error_code ec, std::size_t pieces) {
+    const bool over = out_.pop(pieces);
+    if (ec)
         return close();
-    }
     if (!over)
         return write_next();
     writing_ = false;
@@ -464,12 +411,7 @@ void HttpConnection::route_done() {
     route_running_ = false;
     log_exchange();
     release(request_.body);
-    bool replied = false;
-    {
-        std::lock_guard lock(out_mutex_);
-        replied = last_queued_;
-    }
-    if (!replied) // abandoned, fell behind, or gone mid-stream
+    if (!out_.ended()) // abandoned, fell behind, or gone mid-stream
         close();
     else if (reply_out_)
         exchange_over();
@@ -503,10 +445,7 @@ void HttpConnection::reject(const ApiError& error) {
         release(read);
     }
     std::string().swap(chunk_);
-    {
-        std::lock_guard lock(out_mutex_);
-        last_queued_ = false;
-    }
+    out_.begin_reply();
     stream_.expires_after(context_.limits.linger);
     enqueue(fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
                         error.status(), reason(error.status()), kJson, body.size(), body),

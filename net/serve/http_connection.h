@@ -16,13 +16,9 @@
 
 #include <atomic>
 #include <cstddef>
-#include <deque>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -34,27 +30,12 @@
 #include "net/serve/access_log.h"
 #include "net/serve/body_decoder.h"
 #include "net/serve/connection_limits.h"
+#include "net/serve/connection_registry.h"
 #include "net/serve/http_exchange.h"
+#include "net/serve/reply_queue.h"
 #include "net/serve/server_routes.h"
 
 namespace kvscope::serve {
-
-class HttpConnection;
-
-// The server's open connections, so that draining and stopping reach them.
-// Thread-safe.
-class ConnectionRegistry {
-public:
-    void add(const std::shared_ptr<HttpConnection>& connection);
-    void remove(const HttpConnection* connection);
-    // Calls `f` on every open connection (outside the lock).
-    void for_each(const std::function<void(const std::shared_ptr<HttpConnection>&)>& f) const;
-    std::size_t size() const;
-
-private:
-    mutable std::mutex mutex_;
-    std::unordered_map<const HttpConnection*, std::weak_ptr<HttpConnection>> open_;
-};
 
 // What every connection of one server shares; outlives them all.
 struct ConnectionContext {
@@ -106,8 +87,9 @@ private:
     void on_watch(boost::beast::error_code ec, std::size_t n);
     void route_done();
     void enqueue(std::string bytes, bool last);
+    void post_write();
     void write_next();
-    void on_written(boost::beast::error_code ec);
+    void on_written(boost::beast::error_code ec, std::size_t pieces);
     void exchange_over();
     void reject(const ApiError& error);
     void linger();
@@ -139,12 +121,7 @@ private:
     bool route_running_ = false; // strand: the route has not returned
     bool reply_out_ = false;     // strand: its reply's last byte is written
 
-    mutable std::mutex out_mutex_; // the route's thread and the strand
-    std::deque<std::string> out_;
-    std::size_t unsent_ = 0;
-    bool last_queued_ = false; // the reply's last bytes are in out_ or written
-    bool streaming_ = false;
-    bool fell_behind_ = false;
+    ReplyQueue out_;
     bool writing_ = false; // strand only
 };
 

@@ -474,7 +474,10 @@ void TestHostileHttp::slow_reader_is_dropped_and_its_request_aborted() {
     const std::uint64_t aborted_before = service_->snapshot()->aborted_requests;
     RawClient c(port_);
     c.set_receive_buffer(4096);
-    const std::string body = R"({"prompt": [1], "max_tokens": 450, "ignore_eos": true, "stream": true, "n": 2})";
+    // Each token's piece carries its 20 likeliest alternatives (~1 KB): far
+    // more than the sockets hold.
+    const std::string body =
+        R"({"prompt": [1], "max_tokens": 450, "ignore_eos": true, "stream": true, "n": 2, "logprobs": 20})";
     QVERIFY(c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
                    "\r\n\r\n" + body));
     std::shared_ptr<const EngineSnapshot> s;

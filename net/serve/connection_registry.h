@@ -1,0 +1,29 @@
+// net/serve: the server's open connections, so that draining and stopping
+// reach them. Thread-safe; holds them weakly (a connection lives as long
+// as its pending operations and its route).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+namespace kvscope::serve {
+
+class HttpConnection;
+
+class ConnectionRegistry {
+public:
+    void add(const std::shared_ptr<HttpConnection>& connection);
+    void remove(const HttpConnection* connection);
+    // Calls `f` on every open connection (outside the lock).
+    void for_each(const std::function<void(const std::shared_ptr<HttpConnection>&)>& f) const;
+    std::size_t size() const;
+
+private:
+    mutable std::mutex mutex_;
+    std::unordered_map<const HttpConnection*, std::weak_ptr<HttpConnection>> open_;
+};
+
+} // namespace kvscope::serve
