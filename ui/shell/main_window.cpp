@@ -471,6 +471,8 @@ void MainWindow::connectEngine() {
     connect(startPage_, &StartPage::playgroundRequested, this, &MainWindow::showPlayground);
     connect(startPage_, &StartPage::syntheticRequested, this,
             [this](const QString& preset) { openModel(ModelSource::synthetic(preset)); });
+    connect(startPage_, &StartPage::modelDownloaded, this,
+            [this](const QString& path) { openModel(ModelSource::file(path)); });
 }
 
 void MainWindow::openModel(const ModelSource& source) {

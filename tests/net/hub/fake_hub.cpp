@@ -1,5 +1,7 @@
 #include "fake_hub.h"
 
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <stdexcept>
 #include <thread>
@@ -47,6 +49,9 @@ struct FakeHub::Impl {
     mutable std::mutex mutex;
     std::map<std::string, std::size_t> drops; // path → bytes before the connection closes
     std::map<std::string, bool> corrupted;
+    std::map<std::string, std::size_t> stalls; // path → bytes before the download stalls
+    std::condition_variable stopping_changed;
+    bool stopping = false; // the destructor's: stalled downloads end
     std::size_t page_size = 0; // of the tree listing; 0: one page
     std::vector<std::string> cdn_log;
     int answered = 0;
@@ -162,6 +167,7 @@ struct FakeHub::Impl {
         if (!f)
             return refuse(res, 404, {}, "no such object");
         std::optional<std::size_t> drop_at;
+        std::optional<std::size_t> stall_at;
         std::string bytes = f->bytes;
         {
             std::lock_guard lock(mutex);
@@ -170,9 +176,15 @@ struct FakeHub::Impl {
                 drop_at = it->second;
                 drops.erase(it);
             }
+            if (const auto it = stalls.find(f->path); it != stalls.end()) {
+                stall_at = it->second;
+                stalls.erase(it);
+            }
             if (corrupted.count(f->path))
                 bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x5a);
         }
+        if (stall_at)
+            return stall(res, std::move(bytes), *stall_at);
         if (!drop_at)
             return res.set_content(bytes, "application/octet-stream");
         // Promises the whole (ranged) body, sends up to drop_at, then hangs up.
@@ -182,6 +194,23 @@ struct FakeHub::Impl {
                 const std::size_t end = std::min(offset + length, at);
                 if (offset < end)
                     sink.write(bytes.data() + offset, end - offset);
+                return false;
+            });
+    }
+
+    // Promises the whole body, sends up to `at`, then waits, sending
+    // nothing, until the client hangs up or the hub stops.
+    void stall(httplib::Response& res, std::string bytes, std::size_t at) {
+        const std::size_t size = bytes.size(); // before the lambda takes the bytes
+        res.set_content_provider(
+            size, "application/octet-stream",
+            [this, bytes = std::move(bytes), at](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+                const std::size_t end = std::min(offset + length, at);
+                if (offset < end)
+                    return sink.write(bytes.data() + offset, end - offset);
+                std::unique_lock lock(mutex);
+                while (!stopping && sink.is_writable())
+                    stopping_changed.wait_for(lock, std::chrono::milliseconds(50));
                 return false;
             });
     }
@@ -212,6 +241,11 @@ FakeHub::FakeHub(std::vector<FakeHubRepo> repos, const std::string& cert, const 
 }
 
 FakeHub::~FakeHub() {
+    {
+        std::lock_guard lock(impl_->mutex);
+        impl_->stopping = true;
+    }
+    impl_->stopping_changed.notify_all();
     impl_->server->stop();
     impl_->thread.join();
 }
@@ -223,6 +257,11 @@ std::string FakeHub::endpoint() const {
 void FakeHub::drop_next_download(const std::string& path, std::size_t bytes) {
     std::lock_guard lock(impl_->mutex);
     impl_->drops[path] = bytes;
+}
+
+void FakeHub::stall_next_download(const std::string& path, std::size_t bytes) {
+    std::lock_guard lock(impl_->mutex);
+    impl_->stalls[path] = bytes;
 }
 
 void FakeHub::corrupt(const std::string& path) {

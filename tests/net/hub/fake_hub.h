@@ -25,7 +25,7 @@
 //   GET /cdn/<sha256>   the bytes; "Range: bytes=N-" answered 206 with the rest
 //
 // Faults a test asks for: a download that drops the connection after some
-// bytes, a file whose served bytes differ from its hash.
+// bytes, one that stalls after some bytes, a file whose served bytes differ from its hash.
 #pragma once
 
 #include <cstddef>
@@ -66,6 +66,10 @@ public:
     // The next download of `path` sends its bytes up to `bytes` and then
     // closes the connection, though it promised the whole file.
     void drop_next_download(const std::string& path, std::size_t bytes);
+    // The next download of `path` sends its bytes up to `bytes` and then
+    // nothing more, the connection held open, until the client hangs up or
+    // the hub is destroyed (a download for a test to cancel mid-way).
+    void stall_next_download(const std::string& path, std::size_t bytes);
     // Downloads of `path` serve its bytes with one flipped, under the right hash.
     void corrupt(const std::string& path);
     // The tree listing in pages of `items` (0: one page), each but the last
