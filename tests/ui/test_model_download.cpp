@@ -4,8 +4,9 @@
 // fresh cache folder for each test. A suggestion or a typed repository
 // shows progress and the model opens; Cancel stops a download mid-way and
 // leaves nothing under the final name; a missing quant lists those there
-// are; a gated repository asks for HF_TOKEN; a model in the cache is listed
-// under Recent. The hub serves the stories260K GGUFs, so the window really
+// are; each other failure (no such repository, gated, not a reference, the
+// hub unreachable) says what to do; a model in the cache is listed under
+// Recent. The hub serves the stories260K GGUFs, so the window really
 // opens what came.
 #include <QDir>
 #include <QLabel>
@@ -189,16 +190,42 @@ private slots:
         QVERIFY2(message->text().contains(QStringLiteral("Q4_K_M, Q8_0")), qPrintable(message->text()));
     }
 
-    void gatedRepositoryAsksForAToken() {
-        useCache(QStringLiteral("gated"));
+    // Each failure's first line says what to do; the hub's message follows.
+    void failureSaysWhatToDo_data() {
+        QTest::addColumn<QString>("reference");
+        QTest::addColumn<bool>("hubAway"); // HF_ENDPOINT names a port where nothing listens
+        QTest::addColumn<kvscope::hub::HubErrorKind>("kind");
+        QTest::addColumn<QString>("words");
+        using K = kvscope::hub::HubErrorKind;
+        QTest::newRow("no such repository") << QStringLiteral("kvscope-test/nothing-here") << false << K::NoSuchRepo
+                                            << QStringLiteral("no such repository");
+        QTest::newRow("gated") << QStringLiteral("kvscope-test/gated-GGUF") << false << K::Gated
+                               << QStringLiteral("set HF_TOKEN");
+        QTest::newRow("not a reference") << QStringLiteral("just-a-name") << false << K::BadReference
+                                         << QStringLiteral("ORG/NAME:QUANT");
+        QTest::newRow("hub unreachable") << QString::fromStdString(kRepo) << true << K::Network
+                                         << QStringLiteral("could not be reached");
+    }
+    void failureSaysWhatToDo() {
+        QFETCH(QString, reference);
+        QFETCH(bool, hubAway);
+        QFETCH(kvscope::hub::HubErrorKind, kind);
+        QFETCH(QString, words);
+        useCache(QStringLiteral("failures"));
+        if (hubAway)
+            qputenv("HF_ENDPOINT", "http://127.0.0.1:1/");
         StartPage page;
         page.show();
         QSignalSpy failed(child<ModelDownloader>(page, ""), &ModelDownloader::failed);
-        child<QLineEdit>(page, "downloadRepo")->setText(QStringLiteral("kvscope-test/gated-GGUF"));
+        child<QLineEdit>(page, "downloadRepo")->setText(reference);
         child<QPushButton>(page, "downloadModel")->click();
-        QVERIFY(failed.wait(kWaitMs));
-        QCOMPARE(failed.at(0).at(0).value<kvscope::hub::HubErrorKind>(), kvscope::hub::HubErrorKind::Gated);
-        QVERIFY(child<QLabel>(page, "downloadError")->text().contains(QStringLiteral("HF_TOKEN")));
+        const bool ended = failed.wait(kWaitMs);
+        qputenv("HF_ENDPOINT", QByteArray::fromStdString(hub_->endpoint()));
+        QVERIFY(ended);
+        QCOMPARE(failed.at(0).at(0).value<kvscope::hub::HubErrorKind>(), kind);
+        auto* message = child<QLabel>(page, "downloadError");
+        QVERIFY(message->isVisible());
+        QVERIFY2(message->text().contains(words), qPrintable(message->text()));
     }
 
     // A model already in the cache (pulled here by net/hub itself) is listed

@@ -57,7 +57,9 @@ void ModelDownloader::cancel() {
 // destructor joins this thread first, so `this` outlives every post.
 void ModelDownloader::run(const std::string& reference, const std::shared_ptr<std::atomic<bool>>& stop) {
     lowerCurrentThreadPriority();
-    const auto post = [this](auto&& f) { QMetaObject::invokeMethod(this, std::forward<decltype(f)>(f), Qt::QueuedConnection); };
+    const auto post = [this](auto&& f) {
+        QMetaObject::invokeMethod(this, std::forward<decltype(f)>(f), Qt::QueuedConnection);
+    };
     try {
         const hub::CachedModel model =
             hub::resolve_model(referenceOf(reference), hub::hub_settings_from_environment(),

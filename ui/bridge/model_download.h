@@ -36,7 +36,9 @@ class ModelDownloader : public QObject {
 public:
     explicit ModelDownloader(QObject* parent = nullptr);
     // Cancels a download under way and waits for its thread (the partial
-    // file stays for a resume).
+    // file stays for a resume): until the next progress report (about a
+    // second) while bytes come, longer while a hub API call waits on an
+    // unresponsive network (net/hub's connect and stall timeouts).
     ~ModelDownloader() override;
 
     // Starts fetching `reference`: ORG/NAME[:QUANT] or hf://ORG/NAME[:QUANT].
@@ -50,6 +52,8 @@ public:
 signals:
     void progress(const kvscope::ui::DownloadProgress& progress);
     void finished(const QString& path); // the model's first file, in the cache
+    // The HubError's kind and message; any other failure (no cache folder
+    // can be named, a file system error) comes as Http with its message.
     void failed(kvscope::hub::HubErrorKind kind, const QString& message);
     void cancelled();
 

@@ -71,7 +71,10 @@ constexpr Suggestion kSuggestions[] = {
 QString durationText(double seconds) {
     const auto s = static_cast<long long>(seconds + 0.5);
     if (s >= 3600)
-        return QStringLiteral("%1:%2:%3").arg(s / 3600).arg(s / 60 % 60, 2, 10, QLatin1Char('0')).arg(s % 60, 2, 10, QLatin1Char('0'));
+        return QStringLiteral("%1:%2:%3")
+            .arg(s / 3600)
+            .arg(s / 60 % 60, 2, 10, QLatin1Char('0'))
+            .arg(s % 60, 2, 10, QLatin1Char('0'));
     return QStringLiteral("%1:%2").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
 }
 
@@ -189,7 +192,8 @@ StartPage::StartPage(QWidget* parent)
     sections->addWidget(note(tr("<h2>kvscope</h2>Chat with a model and watch its paged KV cache live.")));
     sections->addWidget(section(
         tr("Model"),
-        {note(tr("A GGUF model: Llama (Mistral and SmolLM2 too), Qwen 2 and 3, Gemma 2 and 3, Phi-3, SmolLM3, gpt-oss."))},
+        {note(tr("A GGUF model: Llama (Mistral and SmolLM2 too), Qwen 2 and 3, Gemma 2 and 3, Phi-3, SmolLM3, "
+                 "gpt-oss."))},
         open));
     sections->addWidget(buildDownloadSection());
     sections->addWidget(section(tr("Recent"), {recent_}));
