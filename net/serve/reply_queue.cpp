@@ -21,7 +21,10 @@ bool ReplyQueue::streaming() const {
 
 bool ReplyQueue::push(std::string bytes, bool last, bool bounded) {
     std::lock_guard lock(mutex_);
-    if (bounded && unsent_ + bytes.size() > max_unsent_)
+    // Refused once the client is a whole bound behind, not for one piece
+    // larger than the bound: a large pool's /kv/stream snapshot is several
+    // MiB, and the feed sends it only when the last one has left.
+    if (bounded && unsent_ >= max_unsent_)
         return false;
     unsent_ += bytes.size();
     out_.push_back(std::move(bytes));

@@ -1,8 +1,8 @@
 // net/serve: one reply's bytes on their way to the socket. The route's
 // worker thread pushes; the connection's strand writes them in order.
-// Bounded for streams: a piece that would take the unsent bytes past the
-// bound is refused (the client reads too slowly: the route then aborts its
-// request). Thread-safe.
+// Bounded for streams: once the unsent bytes reach the bound, the next
+// piece is refused (the client reads too slowly: the route then aborts its
+// request), so a stream holds at most the bound and one piece. Thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -25,7 +25,7 @@ public:
     bool streaming() const;
 
     // Queues `bytes` (`last`: the reply's end). A bounded piece is refused,
-    // returning false, when it would take the unsent bytes past the bound.
+    // returning false, when the unsent bytes already reach the bound.
     bool push(std::string bytes, bool last, bool bounded = false);
     // The bytes queued, oldest first, at most `max` pieces (written with
     // one call); each stays valid until pop() takes it.

@@ -117,6 +117,23 @@ public:
             in_.append(buf, static_cast<std::size_t>(n));
         }
     }
+    // What came until `marker` had come (or the server closed, or `ms` passed).
+    std::string read_until(std::string_view marker, int ms = 10'000) {
+        const auto until = Clock::now() + std::chrono::milliseconds(ms);
+        while (in_.find(marker) == std::string::npos) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+            if (left <= 0 || !readable(static_cast<int>(left)))
+                break;
+            char buf[65536];
+            const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+            if (n <= 0) {
+                closed_ = true;
+                break;
+            }
+            in_.append(buf, static_cast<std::size_t>(n));
+        }
+        return take();
+    }
     // The server closed the connection within `ms`.
     bool closed_by_server(int ms = 10'000) {
         const auto until = Clock::now() + std::chrono::milliseconds(ms);
@@ -237,6 +254,7 @@ private slots:
     void model_by_id();
     void head_and_http10();
     void slow_reader_is_dropped_and_its_request_aborted();
+    void kv_stream_events_may_be_larger_than_the_bound();
     void drain_closes_idle_connections();
 
 private:
@@ -486,6 +504,22 @@ void TestHostileHttp::slow_reader_is_dropped_and_its_request_aborted() {
         return s->aborted_requests > aborted_before && s->running == 0 && s->waiting == 0;
     }));
     QVERIFY(c.closed_by_server());
+}
+
+// The bound is how far behind a reader may fall, not the size of one piece:
+// a snapshot of a large pool is several MiB (here the 64-block pool's is
+// far over the test's 4,096 bytes) and still goes out whole.
+void TestHostileHttp::kv_stream_events_may_be_larger_than_the_bound() {
+    RawClient c(port_);
+    QVERIFY(c.send("GET /kv/stream HTTP/1.1\r\nHost: x\r\n\r\n"));
+    const std::string got = c.read_until("}\n\n");
+    const std::size_t data = got.find("data: {");
+    QVERIFY2(data != std::string::npos, got.substr(0, 300).c_str());
+    const std::size_t end = got.find("}\n\n", data);
+    QVERIFY(end != std::string::npos);
+    QVERIFY2(end - data > 4096, std::to_string(end - data).c_str());
+    const auto event = nlohmann::json::parse(got.substr(data + 6, end + 1 - data - 6));
+    QCOMPARE(event["pool"]["blocks"].size(), 64u);
 }
 
 // Last: the server drains for good. /health says 503, /metrics stays readable.
