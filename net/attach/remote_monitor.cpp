@@ -32,8 +32,10 @@ constexpr std::size_t kMaxFaults = 16;
 // cannot interrupt a connect, so it is kept short whatever options.timeout is.
 constexpr auto kConnectTimeoutCap = 1s;
 // kvscope's /kv/stream writes a comment every second when the engine is
-// idle (net/serve/http_server.cpp); its reads may not time out before that.
-constexpr auto kStreamReadTimeoutMin = 3s;
+// idle (net/serve/server_routes.cpp), but a busy server writes nothing while
+// it words a large pool's snapshot: 112,640 blocks are 11 MB of JSON, over
+// 1.5 s on a loaded 2-core machine. A dead server is the poller's to find.
+constexpr auto kStreamReadTimeoutMin = 10s;
 // How often the destructor repeats httplib's stop() while a thread winds
 // down (a request may have started just after the previous stop()).
 constexpr auto kStopRetry = 20ms;

@@ -132,11 +132,18 @@ struct FeedState {
 // has not sent (at most every kFeedInterval, and only once the last one
 // left: a slow reader gets fewer snapshots, never a growing queue), a
 // comment when it has been quiet for kHeartbeat, else a short wait for the
-// engine. False once the client is gone.
+// engine. While a snapshot is still on its way (a large pool's is MiBs) the
+// stream is not quiet, and a comment queued behind it would only take it
+// past the connection's bound. False once the client is gone.
 bool feed(const EngineService& service, FeedState& s, ReplyChannel& reply) {
     std::this_thread::sleep_until(s.next_send);
+    if (reply.unsent_bytes() > 0) {
+        s.last_write = Clock::now();
+        std::this_thread::sleep_for(kFeedInterval / 4);
+        return !reply.gone();
+    }
     const std::uint64_t version = service.snapshot_version();
-    if (version <= s.version || reply.unsent_bytes() > 0) {
+    if (version <= s.version) {
         service.wait_snapshot(s.version, 250ms);
         if (Clock::now() - s.last_write < kHeartbeat)
             return !reply.gone();
