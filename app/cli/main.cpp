@@ -59,9 +59,10 @@ commands:
                --model FILE [--host 127.0.0.1] [--port 8000 (0: any free port)]
                [--served-model-name NAME] [--api-key KEY (or env KVSCOPE_API_KEY)]
                [--max-waiting N] [--drain-seconds S] [--metrics-names kvscope|vllm]
-               [--http-threads N] [--log-format text|json] [--kv-dtype D] [--block-size B]
-               [--kv-budget-mib M] [--max-seqs N] [--max-batched-tokens N]
-               [--preemption swap|recompute] [--swa-full] [--threads N] [--backend B]
+               [--http-threads N] [--max-connections-per-client N] [--log-format text|json]
+               [--kv-dtype D] [--block-size B] [--kv-budget-mib M] [--max-seqs N]
+               [--max-batched-tokens N] [--preemption swap|recompute] [--swa-full]
+               [--threads N] [--backend B]
   top          a running server's KV cache and load, live: kvscope-cli serve, llama.cpp's
                llama-server or vLLM (docs/attaching.md); redrawn
                in place on a terminal, one block (or JSON line) per interval otherwise

@@ -51,6 +51,8 @@ ServeSettings read_settings(Args& args) {
     s.http.api_key = args.value_or("--api-key", env_key ? env_key : "");
     s.http.http_threads = static_cast<std::size_t>(args.int_or("--http-threads", 512, 1, 65536));
     s.http.log_format = serve::parse_log_format(args.value_or("--log-format", "text"));
+    s.http.connection.max_per_client =
+        static_cast<std::size_t>(args.int_or("--max-connections-per-client", 0, 0, 1 << 20));
     s.service.max_waiting = static_cast<std::uint32_t>(args.int_or("--max-waiting", 1024, 1, 1 << 24));
     s.drain = std::chrono::milliseconds(
         static_cast<std::int64_t>(1000 * args.number_or("--drain-seconds", 5, 0, 24 * 3600)));

@@ -26,6 +26,9 @@ struct ConnectionLimits {
     // A streamed reply's pieces the client has not read yet: past this the
     // request is aborted (its KV freed) and the connection dropped.
     std::size_t max_unsent_bytes = 1 << 20;
+    // Open connections one client address may hold (0: no cap); past it a
+    // new one is answered 503 and closed.
+    std::size_t max_per_client = 0;
     // After an error reply that closes the connection, what the client
     // still sends is read and dropped this long (so it reads the reply
     // rather than a reset).

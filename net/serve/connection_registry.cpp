@@ -4,14 +4,20 @@
 
 namespace kvscope::serve {
 
-void ConnectionRegistry::add(const std::shared_ptr<HttpConnection>& connection) {
+std::size_t ConnectionRegistry::add(const std::shared_ptr<HttpConnection>& connection, const std::string& address) {
     std::lock_guard lock(mutex_);
-    open_.emplace(connection.get(), connection);
+    open_.emplace(connection.get(), Open{connection, address});
+    return ++per_address_[address];
 }
 
 void ConnectionRegistry::remove(const HttpConnection* connection) {
     std::lock_guard lock(mutex_);
-    open_.erase(connection);
+    const auto it = open_.find(connection);
+    if (it == open_.end())
+        return;
+    if (const auto count = per_address_.find(it->second.address); --count->second == 0)
+        per_address_.erase(count);
+    open_.erase(it);
 }
 
 void ConnectionRegistry::for_each(const std::function<void(const std::shared_ptr<HttpConnection>&)>& f) const {
@@ -19,8 +25,8 @@ void ConnectionRegistry::for_each(const std::function<void(const std::shared_ptr
     {
         std::lock_guard lock(mutex_);
         open.reserve(open_.size());
-        for (const auto& [key, weak] : open_)
-            if (auto c = weak.lock())
+        for (const auto& [key, entry] : open_)
+            if (auto c = entry.connection.lock())
                 open.push_back(std::move(c));
     }
     for (const auto& c : open)

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 namespace kvscope::serve {
@@ -15,7 +16,8 @@ class HttpConnection;
 
 class ConnectionRegistry {
 public:
-    void add(const std::shared_ptr<HttpConnection>& connection);
+    // Returns how many open connections `address` holds, this one included.
+    std::size_t add(const std::shared_ptr<HttpConnection>& connection, const std::string& address);
     void remove(const HttpConnection* connection);
     // Calls `f` on every open connection (outside the lock).
     void for_each(const std::function<void(const std::shared_ptr<HttpConnection>&)>& f) const;
@@ -23,7 +25,12 @@ public:
 
 private:
     mutable std::mutex mutex_;
-    std::unordered_map<const HttpConnection*, std::weak_ptr<HttpConnection>> open_;
+    struct Open {
+        std::weak_ptr<HttpConnection> connection;
+        std::string address;
+    };
+    std::unordered_map<const HttpConnection*, Open> open_;
+    std::unordered_map<std::string, std::size_t> per_address_;
 };
 
 } // namespace kvscope::serve

@@ -104,8 +104,15 @@ HttpConnection::HttpConnection(asio::ip::tcp::socket socket, const ConnectionCon
 HttpConnection::~HttpConnection() { context_.registry.remove(this); }
 
 void HttpConnection::start() {
-    context_.registry.add(shared_from_this());
-    asio::post(stream_.get_executor(), [self = shared_from_this()] { self->wait_request(); });
+    const std::size_t from_client = context_.registry.add(shared_from_this(), remote_addr_);
+    const std::size_t cap = context_.limits.max_per_client;
+    asio::post(stream_.get_executor(), [self = shared_from_this(), over = cap > 0 && from_client > cap, cap] {
+        if (!over)
+            return self->wait_request();
+        self->phase_ = Phase::Reading; // answered as a request that cannot be read
+        self->reject(ApiError::overloaded("too many connections from " + self->remote_addr_ + " (at most " +
+                                          std::to_string(cap) + ")"));
+    });
 }
 
 void HttpConnection::drain() {

@@ -253,6 +253,7 @@ private slots:
     void idle_connections_cost_no_thread();
     void model_by_id();
     void head_and_http10();
+    void connections_per_client_are_capped();
     void slow_reader_is_dropped_and_its_request_aborted();
     void kv_stream_events_may_be_larger_than_the_bound();
     void drain_closes_idle_connections();
@@ -483,6 +484,33 @@ void TestHostileHttp::head_and_http10() {
     QCOMPARE(status_of(stream), 200);
     QVERIFY(stream.find("Transfer-Encoding") == std::string::npos);
     QVERIFY2(stream.ends_with("data: [DONE]\n\n"), stream.c_str());
+}
+
+// A server of its own (no model: its routes say 503 "loading") capped at
+// two connections a client: the third is answered 503 and closed, and one
+// closing makes room again.
+void TestHostileHttp::connections_per_client_are_capped() {
+    serve::HttpServerOptions o;
+    o.port = 0;
+    o.http_threads = 2;
+    o.connection.max_per_client = 2;
+    serve::HttpServer capped(o);
+    const int port = capped.start();
+    auto first = std::make_unique<RawClient>(port);
+    RawClient second(port);
+    QVERIFY(first->send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+    QCOMPARE(status_of(first->response()), 503); // loading: the connection stays
+    RawClient third(port);
+    const std::string refused = third.response();
+    QCOMPARE(status_of(refused), 503);
+    QVERIFY2(refused.find("too many connections from 127.0.0.1") != std::string::npos, refused.c_str());
+    QVERIFY(third.closed_by_server());
+    first.reset();
+    QVERIFY(test::wait_until([&] {
+        RawClient again(port);
+        return again.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n") &&
+               again.response().find("loading") != std::string::npos;
+    }));
 }
 
 // A client that asks for a long stream and reads none of it: past the
