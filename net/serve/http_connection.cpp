@@ -397,6 +397,8 @@ void HttpConnection::on_written(beast::error_code ec, std::size_t pieces) {
 
 // The reply is out: the next request, or the end of the connection.
 void HttpConnection::exchange_over() {
+    if (phase_ == Phase::Closed) // closed while its last write was completing
+        return;
     if (phase_ == Phase::Reading) { // an error reply to an unreadable request
         linger();
         return;
