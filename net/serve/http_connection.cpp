@@ -4,10 +4,8 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/http/read.hpp>
 #include <fmt/format.h>
 
-#include "net/serve/request_target.h"
 
 namespace kvscope::serve {
 namespace {
@@ -22,8 +20,11 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t kFirstRead = 512;
 constexpr std::size_t kWatchRead = 4096;
 constexpr std::size_t kMaxPipelined = 64 * 1024;
-// A body is read this much at a time, then decoded.
-constexpr std::size_t kBodyChunk = 16 * 1024;
+// A request's bytes are read this much at a time.
+constexpr std::size_t kRequestRead = 16 * 1024;
+// What the client still sends after an error reply is read (and dropped)
+// this much at a time.
+constexpr std::size_t kLingerRead = 16 * 1024;
 // Queued pieces written with one call, at most.
 constexpr std::size_t kMaxGathered = 64;
 
@@ -42,51 +43,11 @@ void release(std::string& body) {
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-// The error a parse failure answers; nullopt: the client went away or timed
-// out, nothing to answer.
-std::optional<ApiError> parse_error(beast::error_code ec, std::size_t max_body) {
-    // A socket error or the request timeout (not the HTTP category), or a
-    // client that left mid-request.
-    if (ec.category() != beast::error_code(http::error::body_limit).category() || ec == http::error::end_of_stream ||
-        ec == http::error::partial_message)
-        return std::nullopt;
-    if (ec == http::error::body_limit)
-        return ApiError(413, "invalid_request_error",
-                        "the request body is larger than the server's limit of " + std::to_string(max_body) + " bytes");
-    if (ec == http::error::bad_content_length)
-        return ApiError::invalid_request("the request's Content-Length is not a length, or two of them differ");
-    if (ec == http::error::bad_transfer_encoding)
-        return ApiError::invalid_request(
-            "the request's Transfer-Encoding is repeated or comes with a Content-Length (RFC 9112)");
-    if (ec == http::error::bad_chunk || ec == http::error::bad_chunk_extension)
-        return ApiError::invalid_request("the request's chunked body is malformed");
-    return ApiError::invalid_request("the HTTP request could not be read: " + ec.message());
-}
-
 std::string_view as_view(beast::string_view s) { return {s.data(), s.size()}; }
 
 std::string_view reason(int status) {
     const beast::string_view r = http::obsolete_reason(http::int_to_status(static_cast<unsigned>(status)));
     return as_view(r);
-}
-
-// What a well-formed head may still break of the server's limits and of
-// RFC 9112 (Beast's parser checked the rest: Content-Length and
-// Transfer-Encoding together or repeated, a length that is not a number).
-std::optional<ApiError> check_head(const http::request_parser<http::buffer_body>::value_type& head,
-                                   const ConnectionLimits& limits) {
-    if (head.target().size() > limits.max_url_bytes)
-        return ApiError(414, "invalid_request_error",
-                        "the request's URL is longer than the server's limit of " +
-                            std::to_string(limits.max_url_bytes) + " bytes");
-    if (static_cast<std::size_t>(std::distance(head.begin(), head.end())) > limits.max_header_fields)
-        return ApiError(431, "invalid_request_error",
-                        "the request has more header fields than the server's limit of " +
-                            std::to_string(limits.max_header_fields));
-    const auto te = head.find(http::field::transfer_encoding);
-    if (te != head.end() && !beast::iequals(te->value(), "chunked"))
-        return ApiError::invalid_request("the request's Transfer-Encoding is not chunked, the only one the server reads");
-    return std::nullopt;
 }
 
 std::string chunk_of(std::string_view piece) { return fmt::format("{:x}\r\n{}\r\n", piece.size(), piece); }
@@ -153,100 +114,45 @@ void HttpConnection::on_first_bytes(beast::error_code ec, std::size_t n) {
 
 void HttpConnection::read_head() {
     phase_ = Phase::Reading;
-    parser_.emplace();
-    parser_->header_limit(static_cast<std::uint32_t>(context_.limits.max_head_bytes));
-    parser_->body_limit(context_.max_body_bytes);
+    reader_.emplace(context_.limits, context_.max_body_bytes);
     stream_.expires_after(context_.limits.request_timeout); // the head and the body together
-    http::async_read_header(stream_, buffer_, *parser_,
-                            [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_head(ec); });
+    read_on();
 }
 
-void HttpConnection::on_head(beast::error_code ec) {
-    if (ec == http::error::header_limit) {
-        // The parser takes the request line as soon as it is whole: without
-        // a target, the line alone was past the limit.
-        const std::size_t target = parser_->get().target().size();
-        if (target == 0 || target > context_.limits.max_url_bytes)
-            return reject(ApiError(414, "invalid_request_error",
-                                   "the request's URL is longer than the server's limit of " +
-                                       std::to_string(context_.limits.max_url_bytes) + " bytes"));
-        return reject(ApiError(431, "invalid_request_error",
-                               "the request's headers are larger than the server's limit of " +
-                                   std::to_string(context_.limits.max_head_bytes) + " bytes"));
-    }
-    if (ec) {
-        if (const auto error = parse_error(ec, context_.max_body_bytes))
-            return reject(*error);
-        return close();
-    }
-    const auto& head = parser_->get();
-    if (const auto error = check_head(head, context_.limits))
-        return reject(*error);
-    decoder_ = BodyDecoder::for_encoding(as_view(head[http::field::content_encoding]), context_.max_body_bytes);
-    if (!decoder_)
-        return reject(ApiError(415, "invalid_request_error",
-                               "the request's Content-Encoding is not one the server decodes (gzip, deflate)"));
-    if (parser_->is_done())
-        return dispatch();
-    const auto declared = parser_->content_length();
-    decoder_->expect(declared ? std::optional<std::uint64_t>(*declared) : std::nullopt);
-    if (beast::iequals(head[http::field::expect], "100-continue")) {
+// The reader takes what the buffer holds; then more is read, the request
+// goes to its route, or its error goes back.
+void HttpConnection::read_on() {
+    const std::size_t taken = reader_->feed(
+        std::string_view(static_cast<const char*>(buffer_.data().data()), buffer_.size()));
+    buffer_.consume(taken);
+    switch (reader_->step()) {
+    case RequestReader::Step::Ready: return dispatch();
+    case RequestReader::Step::Failed: return reject(reader_->error());
+    case RequestReader::Step::Continue: {
         auto cont = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
         return asio::async_write(stream_, asio::buffer(*cont),
-                                 [self = shared_from_this(), cont](beast::error_code e, std::size_t) {
-                                     e ? self->close() : self->read_body();
+                                 [self = shared_from_this(), cont](beast::error_code ec, std::size_t) {
+                                     ec ? self->close() : self->read_on();
                                  });
     }
-    read_body();
-}
-
-void HttpConnection::read_body() {
-    chunk_.resize(kBodyChunk);
-    auto& body = parser_->get().body();
-    body.data = chunk_.data();
-    body.size = chunk_.size();
-    http::async_read_some(stream_, buffer_, *parser_,
-                          [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_body(ec); });
-}
-
-// The bytes read go through the decoder at once: nothing past the limit
-// is ever held, encoded or not.
-void HttpConnection::on_body(beast::error_code ec) {
-    if (ec == http::error::need_buffer)
-        ec = {};
-    if (ec) {
-        if (const auto error = parse_error(ec, context_.max_body_bytes))
-            return reject(*error);
-        return close();
+    case RequestReader::Step::NeedMore: break;
     }
-    const std::size_t got = chunk_.size() - parser_->get().body().size;
-    auto result = decoder_->put(std::string_view(chunk_.data(), got));
-    if (result == BodyDecoder::Result::Ok && parser_->is_done())
-        result = decoder_->finish();
-    if (result == BodyDecoder::Result::TooLarge)
-        return reject(*parse_error(http::error::body_limit, context_.max_body_bytes));
-    if (result == BodyDecoder::Result::Corrupt)
-        return reject(ApiError::invalid_request("the request body does not decode as its Content-Encoding says"));
-    if (!parser_->is_done())
-        return read_body();
-    dispatch();
+    stream_.async_read_some(buffer_.prepare(kRequestRead),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                                if (ec) // gone, or past the request timeout: nothing to answer
+                                    return self->close();
+                                self->buffer_.commit(n);
+                                self->read_on();
+                            });
 }
 
 // The request goes to its route on a worker thread; the connection keeps
 // reading meanwhile (watch_client).
 void HttpConnection::dispatch() {
-    const auto& head = parser_->get();
-    request_ = HttpRequest{std::string(as_view(head.method_string())),
-                           decoded_path(as_view(head.target())),
-                           std::string(as_view(head[http::field::authorization])),
-                           decoder_ ? decoder_->take() : std::string(),
-                           remote_addr_,
-                           Clock::now()};
-    client_keep_alive_ = head.keep_alive();
-    http10_ = head.version() < 11;
-    parser_.reset();
-    decoder_.reset();
-    std::string().swap(chunk_);
+    request_ = reader_->take(remote_addr_);
+    client_keep_alive_ = reader_->keep_alive();
+    http10_ = reader_->http10();
+    reader_.reset();
     figures_ = {};
     status_ = 0;
     logged_ = false;
@@ -435,25 +341,24 @@ void HttpConnection::log_exchange() {
 }
 
 // A request that could not be read: its error, then the connection ends.
-void HttpConnection::reject(const ApiError& error) {
+// `error` is a copy: it may be the reader's, which goes here.
+void HttpConnection::reject(ApiError error) {
     client_keep_alive_ = false;
     const std::string body = error_body(error);
     request_ = HttpRequest{"-", "-", {}, {}, remote_addr_, Clock::now()};
-    if (parser_ && parser_->is_header_done()) {
-        request_.method = std::string(as_view(parser_->get().method_string()));
-        request_.path = decoded_path(as_view(parser_->get().target()));
+    if (reader_) {
+        request_.method = reader_->method();
+        request_.path = reader_->path();
     }
     figures_ = {};
     status_ = error.status();
     logged_ = false;
     log_exchange();
-    parser_.reset();
-    if (decoder_) {
-        std::string read = decoder_->take();
-        decoder_.reset();
+    if (reader_) {
+        std::string read = reader_->take(remote_addr_).body;
+        reader_.reset();
         release(read);
     }
-    std::string().swap(chunk_);
     out_.begin_reply();
     stream_.expires_after(context_.limits.linger);
     enqueue(fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
@@ -467,8 +372,8 @@ void HttpConnection::reject(const ApiError& error) {
 void HttpConnection::linger() {
     beast::error_code ignored;
     stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
-    chunk_.resize(kBodyChunk);
-    stream_.async_read_some(asio::buffer(chunk_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    linger_.resize(kLingerRead);
+    stream_.async_read_some(asio::buffer(linger_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
         ec ? self->close() : self->linger();
     });
 }

@@ -1,10 +1,8 @@
 // net/serve: one client's TCP connection to `kvscope-cli serve`, on
 // Boost.Beast over Asio. Its requests are read on the event loop (no
-// thread waits for a client): the head against ConnectionLimits, the body
-// against the body limit as it arrives (a declared Content-Length, chunks,
-// the bytes a Content-Encoding inflates to), framing as strict as RFC 9112
-// asks (several differing Content-Lengths, Transfer-Encoding with
-// Content-Length, a malformed chunk: 400 and the connection closed). A
+// thread waits for a client) through a RequestReader (limits while
+// reading, strict framing; its refusals are answered, then the connection
+// closes), within the request timeout. A
 // request read whole goes to its route on a worker thread, with the
 // connection as its ReplyChannel; meanwhile the connection keeps reading,
 // so a client that hangs up is seen at once, and a streamed reply's unsent
@@ -24,15 +22,13 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/buffer_body.hpp>
-#include <boost/beast/http/parser.hpp>
 
 #include "net/serve/access_log.h"
-#include "net/serve/body_decoder.h"
 #include "net/serve/connection_limits.h"
 #include "net/serve/connection_registry.h"
 #include "net/serve/http_exchange.h"
 #include "net/serve/reply_queue.h"
+#include "net/serve/request_reader.h"
 #include "net/serve/server_routes.h"
 
 namespace kvscope::serve {
@@ -79,9 +75,7 @@ private:
     void wait_request();
     void on_first_bytes(boost::beast::error_code ec, std::size_t n);
     void read_head();
-    void on_head(boost::beast::error_code ec);
-    void read_body();
-    void on_body(boost::beast::error_code ec);
+    void read_on();
     void dispatch();
     void watch_client();
     void on_watch(boost::beast::error_code ec, std::size_t n);
@@ -91,7 +85,7 @@ private:
     void write_next();
     void on_written(boost::beast::error_code ec, std::size_t pieces);
     void exchange_over();
-    void reject(const ApiError& error);
+    void reject(ApiError error);
     void linger();
     void close();
     bool keep_alive() const;
@@ -101,9 +95,8 @@ private:
     boost::beast::tcp_stream stream_;
     const ConnectionContext& context_;
     boost::beast::flat_buffer buffer_;
-    std::optional<boost::beast::http::request_parser<boost::beast::http::buffer_body>> parser_;
-    std::optional<BodyDecoder> decoder_;
-    std::string chunk_; // a body's bytes as read, before decoding; empty between bodies
+    std::optional<RequestReader> reader_; // the request being read
+    std::string linger_;                  // what a rejected client still sends, dropped
     Phase phase_ = Phase::Idle;
     bool watching_ = false;       // a read watches the client while its route runs
     bool next_after_watch_ = false; // the watch was cancelled to read the next request

@@ -287,7 +287,7 @@ void TestHostileHttp::initTestCase() {
     model_ = std::make_shared<const Model>(path.toStdString());
     EngineConfig engine;
     engine.backend = Backend::Cpu;
-    engine.num_blocks = 64;
+    engine.num_blocks = 512; // room for the unread stream's 16 samples
     metrics_ = std::make_unique<serve::MetricsRegistry>(serve::MetricsOptions{.model_name = "stories", .engine = engine});
     service_ = std::make_unique<EngineService>(engine, model_, ServiceOptions{}, metrics_.get());
     chat_ = std::make_unique<ChatTemplate>(ChatTemplate::for_model(model_->file(), service_->tokenizer()));
@@ -520,10 +520,11 @@ void TestHostileHttp::slow_reader_is_dropped_and_its_request_aborted() {
     const std::uint64_t aborted_before = service_->snapshot()->aborted_requests;
     RawClient c(port_);
     c.set_receive_buffer(4096);
-    // Each token's piece carries its 20 likeliest alternatives (~1 KB): far
-    // more than the sockets hold.
+    // 16 samples of 450 tokens, each piece with its 20 likeliest
+    // alternatives (~1 KB): ~7 MB, past what the sockets can hold (the
+    // kernel grows a send buffer up to 4 MiB: net.ipv4.tcp_wmem).
     const std::string body =
-        R"({"prompt": [1], "max_tokens": 450, "ignore_eos": true, "stream": true, "n": 2, "logprobs": 20})";
+        R"({"prompt": [1], "max_tokens": 450, "ignore_eos": true, "stream": true, "n": 16, "logprobs": 20})";
     QVERIFY(c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
                    "\r\n\r\n" + body));
     std::shared_ptr<const EngineSnapshot> s;
@@ -531,11 +532,14 @@ void TestHostileHttp::slow_reader_is_dropped_and_its_request_aborted() {
         s = service_->snapshot();
         return s->aborted_requests > aborted_before && s->running == 0 && s->waiting == 0;
     }));
+    // What the server had sent still comes first: read it with a window
+    // wide enough that it does not trickle in by zero-window probes.
+    c.set_receive_buffer(8 << 20);
     QVERIFY(c.closed_by_server());
 }
 
 // The bound is how far behind a reader may fall, not the size of one piece:
-// a snapshot of a large pool is several MiB (here the 64-block pool's is
+// a snapshot of a large pool is several MiB (here the 512-block pool's is
 // far over the test's 4,096 bytes) and still goes out whole.
 void TestHostileHttp::kv_stream_events_may_be_larger_than_the_bound() {
     RawClient c(port_);
@@ -547,7 +551,7 @@ void TestHostileHttp::kv_stream_events_may_be_larger_than_the_bound() {
     QVERIFY(end != std::string::npos);
     QVERIFY2(end - data > 4096, std::to_string(end - data).c_str());
     const auto event = nlohmann::json::parse(got.substr(data + 6, end + 1 - data - 6));
-    QCOMPARE(event["pool"]["blocks"].size(), 64u);
+    QCOMPARE(event["pool"]["blocks"].size(), 512u);
 }
 
 // Last: the server drains for good. /health says 503, /metrics stays readable.
