@@ -15,6 +15,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "engine/core/error.h"
+#include "net/serve/allocator_policy.h"
 #include "net/serve/http_connection.h"
 
 namespace kvscope::serve {
@@ -137,6 +138,7 @@ HttpServer::HttpServer(HttpServerOptions options) : impl_(std::make_unique<Impl>
 HttpServer::~HttpServer() { stop(); }
 
 int HttpServer::start() {
+    map_large_blocks_apart(); // request bodies' memory goes back once they are freed
     impl_->listen();
     impl_->accept();
     impl_->run();

@@ -1,0 +1,15 @@
+#include "net/serve/allocator_policy.h"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace kvscope::serve {
+
+void map_large_blocks_apart() {
+#if defined(__GLIBC__)
+    mallopt(M_MMAP_THRESHOLD, static_cast<int>(kOwnMappingBytes));
+#endif
+}
+
+} // namespace kvscope::serve
