@@ -16,10 +16,10 @@
 #include <fstream>
 #include <string>
 
-#include <zlib.h>
 
 #include "support/test_models.h"
 #include "support/wait.h"
+#include "tests/net/serve/gzip_bomb.h"
 #include "tests/net/serve/hostile_json_cases.h"
 
 using namespace kvscope;
@@ -87,31 +87,6 @@ std::string post_head(const std::string& route, const std::string& framing) {
            framing + "\r\n";
 }
 
-// `inflated` zero bytes, gzip-compressed.
-std::string gzip_of_zeros(std::size_t inflated) {
-    z_stream z{};
-    deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY);
-    const std::string zeros(1 << 20, '\0');
-    std::string out;
-    char buf[65536];
-    for (std::size_t left = inflated; left > 0 || z.avail_in > 0;) {
-        if (z.avail_in == 0) {
-            const std::size_t n = std::min(left, zeros.size());
-            z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(zeros.data()));
-            z.avail_in = static_cast<uInt>(n);
-            left -= n;
-        }
-        do {
-            z.next_out = reinterpret_cast<Bytef*>(buf);
-            z.avail_out = sizeof buf;
-            deflate(&z, left == 0 ? Z_FINISH : Z_NO_FLUSH);
-            out.append(buf, sizeof buf - z.avail_out);
-        } while (z.avail_out == 0);
-    }
-    deflateEnd(&z);
-    return out;
-}
-
 } // namespace
 
 class TestCliServeMemory : public QObject {
@@ -153,7 +128,7 @@ void TestCliServeMemory::memory_comes_back_after_a_hostile_burst() {
     QCOMPARE(send_case({"warm", "/v1/completions", R"({"prompt": "Once", "max_tokens": 2})", 200, ""}), 200);
     const long idle = resident_kb(pid);
 
-    const std::string bomb = gzip_of_zeros(std::size_t(64) << 20);
+    const std::string bomb = test::gzip_of_zeros(std::size_t(64) << 20);
     const std::string chunk = "10000\r\n" + std::string(65536, 'x') + "\r\n";
     long peak = idle;
     for (int pass = 0; pass < 3; ++pass) {

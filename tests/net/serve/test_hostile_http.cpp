@@ -28,7 +28,6 @@
 
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/base_sink.h>
-#include <zlib.h>
 
 #include "engine/core/log.h"
 #include "engine/runtime/model.h"
@@ -38,6 +37,7 @@
 #include "net/serve/http_server.h"
 #include "net/serve/metrics_registry.h"
 #include "support/test_models.h"
+#include "tests/net/serve/gzip_bomb.h"
 #include "tests/net/serve/hostile_json_cases.h"
 #include "support/wait.h"
 
@@ -210,31 +210,6 @@ long status_kb(const char* field) {
 }
 void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
-// `inflated` zero bytes, gzip-compressed.
-std::string gzip_of_zeros(std::size_t inflated) {
-    z_stream z{};
-    deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY);
-    const std::string zeros(1 << 20, '\0');
-    std::string out;
-    char buf[65536];
-    for (std::size_t left = inflated; left > 0 || z.avail_in > 0;) {
-        if (z.avail_in == 0) {
-            const std::size_t n = std::min(left, zeros.size());
-            z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(zeros.data()));
-            z.avail_in = static_cast<uInt>(n);
-            left -= n;
-        }
-        do {
-            z.next_out = reinterpret_cast<Bytef*>(buf);
-            z.avail_out = sizeof buf;
-            deflate(&z, left == 0 ? Z_FINISH : Z_NO_FLUSH);
-            out.append(buf, sizeof buf - z.avail_out);
-        } while (z.avail_out == 0);
-    }
-    deflateEnd(&z);
-    return out;
-}
-
 } // namespace
 
 class TestHostileHttp : public QObject {
@@ -374,7 +349,7 @@ void TestHostileHttp::url_and_header_limits() {
 // 256 KB of gzip inflating to 256 MiB: inflated a step at a time and cut
 // off at the body limit.
 void TestHostileHttp::gzip_bomb_is_cut_off_at_the_limit() {
-    const std::string bomb = gzip_of_zeros(std::size_t(256) << 20);
+    const std::string bomb = test::gzip_of_zeros(std::size_t(256) << 20);
     qInfo("gzip bomb: %zu bytes, 256 MiB inflated", bomb.size());
     reset_peak_rss();
     const std::string r =
