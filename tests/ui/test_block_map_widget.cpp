@@ -59,13 +59,7 @@ std::shared_ptr<const PoolSnapshot> uniformPool(std::size_t n, BlockState state)
 
 // n free blocks but for `used` full ones from `first`, held by sequence 3.
 std::shared_ptr<const PoolSnapshot> sparsePool(std::size_t n, std::size_t first, std::size_t used) {
-    PoolSnapshot s{.mode = AllocationMode::Paged,
-                   .layout = KvLayout(KvGeometry{1, 1, 8}, KvDtype::F16, kBlockSize),
-                   .blocks = {},
-                   .owners = {3},
-                   .sequences = {sequence(3)},
-                   .fragmentation = {}};
-    s.blocks.assign(n, block(BlockState::Free, 0, 0, 0, 0));
+    PoolSnapshot s = *uniformPool(n, BlockState::Free);
     for (std::size_t b = first; b < first + used; ++b)
         s.blocks[b] = block(BlockState::Used, kBlockSize, 1, 0, 1);
     return std::make_shared<const PoolSnapshot>(std::move(s));

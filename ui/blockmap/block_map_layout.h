@@ -84,6 +84,7 @@ struct BlockMapLayout {
     std::size_t cellCount() const { return lanes.empty() ? 0 : lanes.back().firstCell + lanes.back().cells; }
     Run run(std::size_t cellIndex) const;
     std::size_t cellOfSlot(std::size_t slot) const; // precondition: slot < blocks
+    std::size_t laneOfSlot(std::size_t slot) const; // which of `lanes` holds it
     QRect cellRect(std::size_t cellIndex) const;    // null beyond the cells
     QRect slotRect(std::size_t slot) const { return slot < blocks ? cellRect(cellOfSlot(slot)) : QRect(); }
     std::optional<std::size_t> cellAt(QPoint point) const; // nullopt on a gap, a title or outside
@@ -120,7 +121,6 @@ struct BlockMapLayout {
 
 private:
     std::size_t laneOfCell(std::size_t cellIndex) const;
-    std::size_t laneOfSlot(std::size_t slot) const;
     std::pair<std::size_t, std::size_t> cellsInView(const Lane& lane) const; // lane-local [begin, end)
 };
 

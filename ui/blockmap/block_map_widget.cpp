@@ -441,14 +441,6 @@ QString BlockMapWidget::toolTipFor(BlockId block) const {
     return lines.join(QLatin1Char('\n'));
 }
 
-std::size_t BlockMapWidget::laneOfBlock(BlockId block) const {
-    const std::size_t slot = slots_[block];
-    std::size_t lane = 0;
-    while (lane + 1 < lanes_.size() && cells().lanes[lane + 1].first <= slot)
-        ++lane;
-    return lane;
-}
-
 QString BlockMapWidget::toolTipAt(QPoint point) const {
     const std::vector<BlockId> blocks = blocksAt(point);
     if (blocks.size() == 1)
@@ -489,7 +481,7 @@ QString BlockMapWidget::runToolTip(const std::vector<BlockId>& blocks) const {
     if (lanes_.empty()) {
         lines << tr("Blocks %1: %2").arg(range, parts.join(QStringLiteral(", ")));
     } else {
-        const BlockLane& lane = lanes_[laneOfBlock(blocks.front())];
+        const BlockLane& lane = lanes_[cells().laneOfSlot(slots_[blocks.front()])];
         const QString where = lane.free_pool ? tr("the free pool") : QString::fromStdString(lane.kind.title());
         lines << tr("%1 blocks of %2 (ids %3): %4")
                      .arg(thousands(blocks.size()), where, range, parts.join(QStringLiteral(", ")));

@@ -124,7 +124,6 @@ private:
     void invalidate();
     void renderCells();
     void renderMinimap(CellPainter& cellPainter, CellColors& colors, double now);
-    std::size_t laneOfBlock(BlockId block) const;
     void setHovered(std::optional<std::size_t> cell);
     void paintNotes(QPainter& painter);
     void paintLaneTitles(QPainter& painter);
