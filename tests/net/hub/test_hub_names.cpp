@@ -14,8 +14,10 @@
 #include "net/hub/hub_error.h"
 #include "net/hub/hub_reference.h"
 #include "net/hub/hub_settings.h"
+#include "tests/net/hub/hub_error_kind.h"
 
 using namespace kvscope::hub;
+using kvscope::test::kind_of;
 namespace fs = std::filesystem;
 
 namespace {
@@ -32,17 +34,6 @@ std::string chosen(const std::vector<std::string>& paths, std::string_view quant
     for (const RepoFile& f : choose_gguf(named(paths), quant, "org/repo"))
         out += (out.empty() ? "" : " ") + f.path;
     return out;
-}
-
-HubErrorKind kind_of(const std::function<void()>& f, std::string* message = nullptr) {
-    try {
-        f();
-    } catch (const HubError& e) {
-        if (message)
-            *message = e.what();
-        return e.kind();
-    }
-    throw std::runtime_error("no HubError was thrown");
 }
 
 } // namespace

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fake_hub.h"
+#include "hub_error_kind.h"
 #include "net/hub/hub_client.h"
 #include "net/hub/hub_error.h"
 #include "support/test_certificate.h"
@@ -33,6 +34,7 @@ using kvscope::hub::HubSettings;
 using kvscope::test::FakeHub;
 using kvscope::test::FakeHubFile;
 using kvscope::test::FakeHubRepo;
+using kvscope::test::kind_of;
 namespace fs = std::filesystem;
 
 namespace {
@@ -57,17 +59,6 @@ fs::path llamacpp_path(const fs::path& cache, const std::string& repo, const std
     for (std::size_t at = folder.find('/'); at != std::string::npos; at = folder.find('/'))
         folder.replace(at, 1, "--");
     return cache / folder / "snapshots" / commit / file;
-}
-
-HubErrorKind kind_of(const std::function<void()>& f, std::string* message = nullptr) {
-    try {
-        f();
-    } catch (const HubError& e) {
-        if (message)
-            *message = e.what();
-        return e.kind();
-    }
-    throw std::runtime_error("no HubError was thrown");
 }
 
 // Files of the repository's tree, in the cache, whose name says a download
