@@ -17,6 +17,10 @@ if(KVSCOPE_SANITIZE)
 endif()
 
 if(KVSCOPE_FUZZ)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "AppleClang")
+    message(FATAL_ERROR "KVSCOPE_FUZZ needs libFuzzer, which Apple clang does not ship: on macOS build with "
+                        "-DKVSCOPE_FUZZ=OFF (installer/kvscope.sh test does) or with Homebrew llvm's clang++")
+  endif()
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     message(FATAL_ERROR "KVSCOPE_FUZZ needs clang, which has libFuzzer (Debian: clang and libclang-rt-14-dev; "
                         "-DCMAKE_CXX_COMPILER=clang++), not ${CMAKE_CXX_COMPILER_ID}")

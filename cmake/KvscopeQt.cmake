@@ -10,6 +10,11 @@
 find_package(Qt6 QUIET COMPONENTS Core Test)
 find_package(Qt6 QUIET COMPONENTS Gui Widgets PrintSupport)
 find_package(QCustomPlotQt6 CONFIG QUIET) # after Qt6: its config does not find Qt
+# macOS: Homebrew has no QCustomPlot; its pinned release is built here instead.
+if(APPLE AND NOT QCustomPlotQt6_FOUND AND Qt6Widgets_FOUND AND Qt6PrintSupport_FOUND
+   AND (NOT DEFINED KVSCOPE_GUI OR KVSCOPE_GUI))
+  include(KvscopeQCustomPlotFetch)
+endif()
 
 set(kvscope_gui_default OFF)
 if(Qt6Widgets_FOUND AND Qt6PrintSupport_FOUND AND QCustomPlotQt6_FOUND)
@@ -18,7 +23,9 @@ endif()
 option(KVSCOPE_GUI "Build the desktop app kvscope (Qt Widgets, QCustomPlot)" ${kvscope_gui_default})
 if(KVSCOPE_GUI)
   find_package(Qt6 REQUIRED COMPONENTS Core Gui Widgets PrintSupport)
-  find_package(QCustomPlotQt6 CONFIG REQUIRED)
+  if(NOT QCustomPlotQt6_FOUND)
+    find_package(QCustomPlotQt6 CONFIG REQUIRED)
+  endif()
 endif()
 
 set(KVSCOPE_HAVE_QT_TEST OFF)

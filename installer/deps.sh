@@ -10,7 +10,54 @@
 # jinja2 (test_chat_template_jinja compares kvscope's chat-template renders
 # with it), and the package tools but lintian (the package test builds and
 # checks the .deb).
+#
+# On macOS (uname -s = Darwin) it installs Homebrew formulae instead, by
+# install_homebrew below; the Debian part after it is not reached. Written
+# and reviewed for issue 35, not run: there is no Mac here.
 set -euo pipefail
+
+# The Homebrew formulae kvscope needs, installed when `brew list --versions`
+# does not know them. zlib is the SDK's; clang, iconutil, codesign and hdiutil
+# are Xcode's (xcode-select --install). QCustomPlot has no formula: CMake
+# builds its pinned release (cmake/KvscopeQCustomPlotFetch.cmake). openssl@3
+# and curl are keg-only: installer/kvscope.sh puts them on CMAKE_PREFIX_PATH.
+# librsvg draws the app's icon (rsvg-convert); Debian's package tools
+# (help2man, lintian, appstream) have no part in a .dmg. --test adds no
+# compiler: the sanitizer builds use Apple clang, which has ASan, UBSan and
+# TSan but no libFuzzer, so the fuzzers stay Linux's (kvscope.sh test says
+# so); Homebrew's llvm has libFuzzer, but its libc++ is not the one the
+# Homebrew bottles (Qt, spdlog, fmt) were built against.
+install_homebrew() {
+  local formulae=(
+    cmake ninja pkgconf
+    qt spdlog nlohmann-json cpp-httplib boost prometheus-cpp
+    cppzmq zeromq msgpack-cxx curl openssl@3
+  )
+  case "${1:-}" in
+    --test | --package) formulae+=(librsvg) ;;
+  esac
+  command -v brew >/dev/null ||
+    { echo "kvscope: Homebrew is needed on macOS (https://brew.sh)" >&2; exit 1; }
+  local missing=() f
+  for f in "${formulae[@]}"; do
+    brew list --versions "$f" >/dev/null || missing+=("$f")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "kvscope: installing ${missing[*]}" >&2
+    brew install --quiet "${missing[@]}"
+  fi
+  # test_chat_template_jinja compares with Python's jinja2 and skips without
+  # it; a Homebrew or system python3 refuses pip installs (PEP 668), so this
+  # only says how to get it.
+  if [ "${1:-}" = --test ] && ! python3 -c 'import jinja2' 2>/dev/null; then
+    echo "kvscope: python3 has no jinja2: test_chat_template_jinja will be skipped" \
+         "(a venv with jinja2 first on PATH runs it)" >&2
+  fi
+}
+if [ "$(uname -s)" = Darwin ]; then
+  install_homebrew "$@"
+  exit 0
+fi
 
 packages=(
   cmake ninja-build g++ pkg-config dpkg-dev file fonts-dejavu-core
