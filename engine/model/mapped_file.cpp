@@ -1,7 +1,6 @@
 #include "engine/model/mapped_file.h"
 
 #include <cerrno>
-#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "engine/core/error.h"
+#include "kernels/cpu/os_memory.h"
 
 namespace kvscope {
 namespace {
@@ -54,13 +54,7 @@ MappedFile::~MappedFile() { unmap(); }
 std::size_t MappedFile::release(const std::byte* from, std::size_t bytes) const {
     if (data_ == nullptr || from < data_ || bytes > size_ || from - data_ > static_cast<std::ptrdiff_t>(size_ - bytes))
         return 0;
-    // Whole pages only: the first and last ones may hold other bytes.
-    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const auto begin = (reinterpret_cast<std::uintptr_t>(from) + page - 1) / page * page;
-    const auto end = (reinterpret_cast<std::uintptr_t>(from) + bytes) / page * page;
-    if (end <= begin || ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED) != 0)
-        return 0;
-    return end - begin;
+    return kernels::cpu::release_file_pages(from, bytes);
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept

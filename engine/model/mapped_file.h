@@ -22,11 +22,13 @@ public:
     std::size_t size() const { return size_; }
 
     // Lets the OS drop the pages of this mapping that lie wholly inside
-    // [from, from + bytes) (madvise MADV_DONTNEED): they stop counting in
-    // the process's resident memory, and are read again from the file
-    // (usually from the page cache) if touched later. For bytes the process
-    // keeps a copy of elsewhere. Returns the bytes dropped: 0 for a range
-    // outside the mapping or one with no whole page.
+    // [from, from + bytes) (kernels/cpu/os_memory.h's release_file_pages):
+    // on Linux they stop counting in the process's resident memory at once,
+    // and are read again from the file (usually from the page cache) if
+    // touched later; elsewhere a hint (macOS reclaims them first under
+    // pressure). For bytes the process keeps a copy of elsewhere. Returns
+    // the bytes let go: 0 for a range outside the mapping or one with no
+    // whole page.
     std::size_t release(const std::byte* from, std::size_t bytes) const;
 
 private:

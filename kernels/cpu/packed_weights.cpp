@@ -6,9 +6,8 @@
 #include <new>
 #include <stdexcept>
 
-#include <sys/mman.h>
-
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/os_memory.h"
 #include "kernels/cpu/packed_kernel.h"
 #include "kernels/cpu/parallel_for.h"
 #include "kernels/cpu/simd_path.h"
@@ -33,7 +32,7 @@ std::byte* allocate_tiles(std::size_t bytes) {
     if (posix_memalign(&data, align, bytes) != 0)
         throw std::bad_alloc();
     if (bytes >= kHugePage)
-        madvise(data, bytes / kHugePage * kHugePage, MADV_HUGEPAGE); // a hint: failure changes nothing
+        advise_huge_pages(data, bytes / kHugePage * kHugePage); // a hint: failure changes nothing
     return static_cast<std::byte*>(data);
 }
 

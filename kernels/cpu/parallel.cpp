@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/cpu/cpu_topology.h"
 #include "kernels/cpu/parallel_for.h"
 
 namespace kvscope::kernels::cpu {
@@ -107,7 +108,7 @@ private:
 } // namespace
 
 int available_cores() {
-    static const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    static const int cores = default_thread_count();
     return cores;
 }
 

@@ -12,4 +12,10 @@ void map_large_blocks_apart() {
 #endif
 }
 
+void give_back_free_memory() {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+}
+
 } // namespace kvscope::serve

@@ -1,10 +1,10 @@
 #include "net/serve/http_connection.h"
 
-#include <malloc.h>
-
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <fmt/format.h>
+
+#include "net/serve/allocator_policy.h"
 
 
 namespace kvscope::serve {
@@ -29,16 +29,12 @@ constexpr std::size_t kLingerRead = 16 * 1024;
 constexpr std::size_t kMaxGathered = 64;
 
 constexpr const char* kJson = "application/json";
-// A body this large, once dropped, has the allocator give its free memory
-// back (glibc serves a size it has freed once from its heap afterwards,
-// and keeps it): a burst of large requests leaves no lasting growth.
-constexpr std::size_t kTrimAfter = 1 << 20;
 
 void release(std::string& body) {
-    const bool large = body.capacity() >= kTrimAfter;
+    const bool large = body.capacity() >= kTrimAfterBytes;
     std::string().swap(body);
     if (large)
-        malloc_trim(0);
+        give_back_free_memory();
 }
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }

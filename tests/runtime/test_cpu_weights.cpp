@@ -6,20 +6,19 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 #include <stdexcept>
 #include <thread>
-
-#include <unistd.h>
 #include <vector>
 
 #include "engine/core/error.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/runner.h"
 #include "engine/runtime/shared_models.h"
+#include "kernels/cpu/os_memory.h"
 #include "kernels/cpu/packed_kernel.h"
+#include "support/process_memory.h"
 #include "support/test_models.h"
 
 using namespace kvscope;
@@ -45,24 +44,9 @@ std::vector<float> prompt_logits(const Model& model, const ModelWeights& weights
     return runner.forward({&chunk, 1}, kv);
 }
 
-// Resident bytes (smaps' Rss) of the mapping that holds p.
-std::size_t resident_bytes(const void* p) {
-    const auto at = reinterpret_cast<std::uintptr_t>(p);
-    std::ifstream smaps("/proc/self/smaps");
-    bool inside = false;
-    for (std::string line; std::getline(smaps, line);) {
-        unsigned long long lo = 0, hi = 0;
-        if (std::sscanf(line.c_str(), "%llx-%llx ", &lo, &hi) == 2)
-            inside = lo <= at && at < hi;
-        else if (inside && line.rfind("Rss:", 0) == 0)
-            return std::stoull(line.substr(4)) * 1024;
-    }
-    return 0;
-}
-
 // Pages lying wholly inside [p, p + bytes).
 std::size_t whole_page_bytes(const void* p, std::size_t bytes) {
-    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const std::uintptr_t page = kernels::cpu::page_size();
     const auto begin = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
     const auto end = (reinterpret_cast<std::uintptr_t>(p) + bytes) / page * page;
     return end > begin ? end - begin : 0;
@@ -134,17 +118,19 @@ void TestCpuWeights::packing_releases_the_files_pages() {
         for (std::size_t i = 0; i < m->rows * m->row_bytes; i += 64)
             sink = sink ^ static_cast<const unsigned char*>(m->data)[i];
     const void* mapped = model.weights().output.data;
-    const std::size_t before = resident_bytes(mapped);
+    const std::optional<std::size_t> before = test::mapping_resident_bytes(mapped);
+    if (!before)
+        QSKIP("no per-mapping resident size on this system (Linux's smaps)");
     std::size_t packed_pages = 0;
     for (const WeightMatrix* m : matrices(model.cpu_weights()))
         if (m->packed != nullptr)
             packed_pages += whole_page_bytes(m->data, m->rows * m->row_bytes);
     if (packed_pages == 0)
         QSKIP("no tile kernels on this CPU: nothing is packed");
-    const std::size_t after = resident_bytes(mapped);
-    QVERIFY2(after + packed_pages <= before,
+    const std::size_t after = test::mapping_resident_bytes(mapped).value_or(*before);
+    QVERIFY2(after + packed_pages <= *before,
              qPrintable(QStringLiteral("resident %1 -> %2 bytes, packed matrices' pages %3")
-                            .arg(before).arg(after).arg(packed_pages)));
+                            .arg(*before).arg(after).arg(packed_pages)));
     const std::vector<float> logits = prompt_logits(model, model.weights()); // the file's bytes come back
     QVERIFY(!logits.empty() && std::isfinite(logits[0]));
 }
