@@ -93,6 +93,9 @@ package_macos() {
   cp "$build/app/kvscope-cli" "$app/Contents/MacOS/"
   "$(brew --prefix qt)/bin/macdeployqt" "$app" -executable="$app/Contents/MacOS/kvscope-cli" -always-overwrite
   check_bundle "$app"
+  # kvscope-cli first: --deep signs nested frameworks and plugins, and a
+  # second executable in Contents/MacOS is not one of those.
+  codesign --force --sign - "$app/Contents/MacOS/kvscope-cli"
   codesign --force --deep --sign - "$app"
   ln -s /Applications "$stage/Applications"
   version="$(/usr/libexec/PlistBuddy -c 'Print :CFBundleShortVersionString' "$app/Contents/Info.plist")"
