@@ -18,7 +18,8 @@ include(FetchContent)
 set(KVSCOPE_QCUSTOMPLOT_VERSION 2.1.1)
 FetchContent_Declare(qcustomplot
   URL https://www.qcustomplot.com/release/${KVSCOPE_QCUSTOMPLOT_VERSION}/QCustomPlot-source.tar.gz
-  URL_HASH SHA256=5e2d22dec779db8f01f357cbdb25e54fbcf971adaee75eae8d7ad2444487182f)
+  URL_HASH SHA256=5e2d22dec779db8f01f357cbdb25e54fbcf971adaee75eae8d7ad2444487182f
+  DOWNLOAD_EXTRACT_TIMESTAMP TRUE) # files dated at extraction (CMP0135's NEW)
 # The archive has no CMakeLists.txt: this only downloads and unpacks it.
 FetchContent_MakeAvailable(qcustomplot)
 
