@@ -1,9 +1,14 @@
 #include "kernels/cpu/cpu_features.h"
 
+#include <cstddef>
 #include <cstdint>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#elif defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
 #endif
 
 namespace kvscope::kernels::cpu {
@@ -50,6 +55,41 @@ CpuFeatures detect() {
     f.avx_vnni = ymm && bit(l7s1.eax, 4);
     const bool avx512_fbwdqvl = bit(l7.ebx, 16) && bit(l7.ebx, 30) && bit(l7.ebx, 17) && bit(l7.ebx, 31);
     f.avx512_vnni = zmm && avx512_fbwdqvl && bit(l7.ecx, 11);
+    return f;
+}
+
+#elif defined(__aarch64__) && defined(__linux__)
+
+// The bits Linux's <asm/hwcap.h> gives them (stable kernel ABI), spelled
+// out so that an older libc's headers need not know I8MM.
+constexpr unsigned long kHwcapAsimd = 1ul << 1;
+constexpr unsigned long kHwcapAsimdDp = 1ul << 20;
+constexpr unsigned long kHwcap2I8mm = 1ul << 13;
+
+CpuFeatures detect() {
+    const unsigned long hwcap = getauxval(AT_HWCAP);
+    const unsigned long hwcap2 = getauxval(AT_HWCAP2);
+    CpuFeatures f;
+    f.neon = (hwcap & kHwcapAsimd) != 0;
+    f.dotprod = (hwcap & kHwcapAsimdDp) != 0;
+    f.i8mm = (hwcap2 & kHwcap2I8mm) != 0;
+    return f;
+}
+
+#elif defined(__aarch64__) && defined(__APPLE__)
+
+// A hw.optional.arm.FEAT_* flag: 1 when present; absent (older macOS) is 0.
+bool sysctl_flag(const char* name) {
+    int value = 0;
+    std::size_t size = sizeof value;
+    return sysctlbyname(name, &value, &size, nullptr, 0) == 0 && value != 0;
+}
+
+CpuFeatures detect() {
+    CpuFeatures f;
+    f.neon = true; // every Apple arm64 CPU
+    f.dotprod = sysctl_flag("hw.optional.arm.FEAT_DotProd");
+    f.i8mm = sysctl_flag("hw.optional.arm.FEAT_I8MM");
     return f;
 }
 

@@ -205,7 +205,7 @@ void run_tile(const MatmulJob& job, const PreparedJob& p, std::size_t cols, std:
 // The job's packed layout when its tile kernels run on this call's path,
 // else null (the job reads W).
 const detail::PackedLayout* packed_job_layout(const MatmulJob& job, std::size_t cols, SimdPath path) {
-    if (job.packed == nullptr || !*job.packed || path != SimdPath::Avx2)
+    if (job.packed == nullptr || !*job.packed || detail::best_packed_gemm(job.type, path).fn == nullptr)
         return nullptr;
     if (job.packed->type() != job.type || job.packed->rows() != job.rows || job.packed->cols() != cols)
         throw std::invalid_argument("matmul: packed weights of another shape or type than the job's");
@@ -259,7 +259,7 @@ void matmuls(std::span<const MatmulJob> jobs, std::size_t cols, const float* X, 
         PreparedJob& p = prepared.back();
         const detail::PackedLayout* layout = packed_job_layout(job, cols, path);
         if (layout != nullptr)
-            p.gemm = detail::best_packed_gemm(job.type);
+            p.gemm = detail::best_packed_gemm(job.type, path);
         const ActFormat format = layout != nullptr ? layout->act : detail::act_format(job.type, path);
         const auto f = static_cast<std::size_t>(format);
         if (by_format[f] == nullptr)

@@ -61,8 +61,8 @@ PackedGemmFn float_packed_gemm(WeightType type, PackedIsa isa) {
 #else
         return {};
 #endif
+    default: return {};
     }
-    return {};
 }
 
 } // namespace kvscope::kernels::cpu::detail

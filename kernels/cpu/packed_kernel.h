@@ -19,8 +19,10 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "kernels/cpu/row_dot.h"
+#include "kernels/cpu/simd_path.h"
 #include "kernels/cpu/weight_type.h"
 
 namespace kvscope::kernels::cpu::detail {
@@ -28,15 +30,24 @@ namespace kvscope::kernels::cpu::detail {
 inline constexpr std::size_t kPackedRows = 16;
 inline constexpr std::size_t kPackedAlign = 64;
 
-// The x86 instruction sets with tile kernels, in order of preference.
+// The instruction sets with tile kernels. Within a SimdPath they are tried
+// in order of preference (packed_isas).
 enum class PackedIsa {
     Avx2,       // AVX2 + FMA + F16C (the SimdPath::Avx2 baseline)
     AvxVnni,    // + the VEX 256-bit dpbusd
     Avx512Vnni, // AVX-512 F, BW, DQ, VL + VNNI (512-bit dpbusd, 32 registers)
+    Neon,       // AArch64 Advanced SIMD (SimdPath::Neon)
+    NeonDot,    // + SDOT (SimdPath::NeonDot)
+    NeonI8mm,   // + SMMLA (SimdPath::NeonI8mm)
 };
 
 // Whether this build and CPU run that instruction set's kernels.
 bool packed_isa_available(PackedIsa isa);
+
+// The instruction sets whose tile kernels a path may run, best first
+// (empty for Scalar): the AVX2 path takes VNNI where the CPU has it, a
+// NEON path its own extension and those below it.
+std::span<const PackedIsa> packed_isas(SimdPath path);
 
 // The tile layout of one weight type.
 struct PackedLayout {
@@ -75,8 +86,9 @@ const PackedLayout* packed_layout(WeightType type);
 // The kernel of a type on an instruction set; {} when there is none or the
 // CPU lacks the instruction set.
 PackedGemmFn packed_gemm(WeightType type, PackedIsa isa);
-// The kernel matmul uses: the best available instruction set's.
-PackedGemmFn best_packed_gemm(WeightType type);
+// The kernel matmul uses on a path: the best available instruction set's
+// among packed_isas(path); {} when none has one for the type.
+PackedGemmFn best_packed_gemm(WeightType type, SimdPath path);
 
 // Each family of types supplies its layouts and kernels (one file per
 // family, one more per instruction set). They return null / {} for types

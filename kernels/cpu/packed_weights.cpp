@@ -41,15 +41,30 @@ std::byte* allocate_tiles(std::size_t bytes) {
 namespace detail {
 
 bool packed_isa_available(PackedIsa isa) {
-    if (best_simd_path() != SimdPath::Avx2)
-        return false;
+    const auto runs = [](SimdPath path) { return std::ranges::count(available_simd_paths(), path) != 0; };
     const CpuFeatures& cpu = cpu_features();
     switch (isa) {
-    case PackedIsa::Avx2: return true;
-    case PackedIsa::AvxVnni: return cpu.avx_vnni;
-    case PackedIsa::Avx512Vnni: return cpu.avx512_vnni;
+    case PackedIsa::Avx2: return runs(SimdPath::Avx2);
+    case PackedIsa::AvxVnni: return runs(SimdPath::Avx2) && cpu.avx_vnni;
+    case PackedIsa::Avx512Vnni: return runs(SimdPath::Avx2) && cpu.avx512_vnni;
+    case PackedIsa::Neon: return runs(SimdPath::Neon);
+    case PackedIsa::NeonDot: return runs(SimdPath::NeonDot);
+    case PackedIsa::NeonI8mm: return runs(SimdPath::NeonI8mm);
     }
     return false;
+}
+
+std::span<const PackedIsa> packed_isas(SimdPath path) {
+    static constexpr PackedIsa kX86[] = {PackedIsa::Avx512Vnni, PackedIsa::AvxVnni, PackedIsa::Avx2};
+    static constexpr PackedIsa kArm[] = {PackedIsa::NeonI8mm, PackedIsa::NeonDot, PackedIsa::Neon};
+    switch (path) {
+    case SimdPath::Scalar: return {};
+    case SimdPath::Avx2: return kX86;
+    case SimdPath::Neon: return std::span(kArm).subspan(2);
+    case SimdPath::NeonDot: return std::span(kArm).subspan(1);
+    case SimdPath::NeonI8mm: return kArm;
+    }
+    return {};
 }
 
 const PackedLayout* packed_layout(WeightType type) {
@@ -72,8 +87,8 @@ PackedGemmFn packed_gemm(WeightType type, PackedIsa isa) {
 
 namespace {
 
-PackedGemmFn find_best_packed_gemm(WeightType type) {
-    for (const PackedIsa isa : {PackedIsa::Avx512Vnni, PackedIsa::AvxVnni, PackedIsa::Avx2})
+PackedGemmFn find_best_packed_gemm(WeightType type, SimdPath path) {
+    for (const PackedIsa isa : packed_isas(path))
         if (const PackedGemmFn gemm = packed_gemm(type, isa); gemm.fn != nullptr)
             return gemm;
     return {};
@@ -81,19 +96,23 @@ PackedGemmFn find_best_packed_gemm(WeightType type) {
 
 } // namespace
 
-PackedGemmFn best_packed_gemm(WeightType type) {
+PackedGemmFn best_packed_gemm(WeightType type, SimdPath path) {
     // matmul asks for every packed job of every call; the answer depends only
-    // on the type and the CPU, so it is worked out once per process.
+    // on the type, the path and the CPU, so it is worked out once per process.
     constexpr std::size_t kTypes = static_cast<std::size_t>(std::ranges::max(kWeightTypes)) + 1;
-    static const std::array<PackedGemmFn, kTypes> table = [] {
-        std::array<PackedGemmFn, kTypes> best{};
-        for (std::size_t raw = 0; raw < kTypes; ++raw)
-            if (is_weight_type(static_cast<std::uint32_t>(raw)))
-                best[raw] = find_best_packed_gemm(static_cast<WeightType>(raw));
+    constexpr std::size_t kPaths = static_cast<std::size_t>(SimdPath::NeonI8mm) + 1;
+    using Table = std::array<std::array<PackedGemmFn, kTypes>, kPaths>;
+    static const Table table = [] {
+        Table best{};
+        for (std::size_t p = 0; p < kPaths; ++p)
+            for (std::size_t raw = 0; raw < kTypes; ++raw)
+                if (is_weight_type(static_cast<std::uint32_t>(raw)))
+                    best[p][raw] = find_best_packed_gemm(static_cast<WeightType>(raw), static_cast<SimdPath>(p));
         return best;
     }();
     const auto raw = static_cast<std::size_t>(type);
-    return raw < kTypes ? table[raw] : PackedGemmFn{};
+    const auto p = static_cast<std::size_t>(path);
+    return raw < kTypes && p < kPaths ? table[p][raw] : PackedGemmFn{};
 }
 
 } // namespace detail
@@ -106,7 +125,7 @@ PackedWeights PackedWeights::pack(WeightType type, const void* W, std::size_t ro
     if (W == nullptr)
         throw std::invalid_argument("PackedWeights::pack: null weights");
     const detail::PackedLayout* layout = detail::packed_layout(type);
-    if (layout == nullptr || detail::best_packed_gemm(type).fn == nullptr || rows == 0 || cols == 0)
+    if (layout == nullptr || detail::best_packed_gemm(type, best_simd_path()).fn == nullptr || rows == 0 || cols == 0)
         return {};
     PackedWeights packed;
     packed.type_ = type;

@@ -21,12 +21,11 @@ namespace kernel_test {
 
 using kvscope::kernels::cpu::SimdPath;
 
-// Scalar always; AVX2 too when this build and CPU have it.
+// Scalar always; then each path this build and CPU have (AVX2, or the
+// NEON paths from plain to I8MM).
 inline std::vector<SimdPath> available_paths() {
-    std::vector<SimdPath> paths{SimdPath::Scalar};
-    if (kvscope::kernels::cpu::best_simd_path() == SimdPath::Avx2)
-        paths.push_back(SimdPath::Avx2);
-    return paths;
+    const auto paths = kvscope::kernels::cpu::available_simd_paths();
+    return {paths.begin(), paths.end()};
 }
 
 // Selects a path for the scope of a test, restoring the best one after.

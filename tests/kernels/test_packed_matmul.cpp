@@ -33,13 +33,17 @@ namespace {
 constexpr int kThreads = 2;
 
 constexpr detail::PackedIsa kIsas[] = {detail::PackedIsa::Avx2, detail::PackedIsa::AvxVnni,
-                                       detail::PackedIsa::Avx512Vnni};
+                                       detail::PackedIsa::Avx512Vnni, detail::PackedIsa::Neon,
+                                       detail::PackedIsa::NeonDot, detail::PackedIsa::NeonI8mm};
 
 const char* isa_name(detail::PackedIsa isa) {
     switch (isa) {
     case detail::PackedIsa::Avx2: return "avx2";
     case detail::PackedIsa::AvxVnni: return "avx-vnni";
     case detail::PackedIsa::Avx512Vnni: return "avx512-vnni";
+    case detail::PackedIsa::Neon: return "neon";
+    case detail::PackedIsa::NeonDot: return "neon-dotprod";
+    case detail::PackedIsa::NeonI8mm: return "neon-i8mm";
     }
     return "?";
 }
@@ -62,10 +66,10 @@ std::vector<std::byte> prepare(detail::ActFormat format, const std::vector<float
         std::byte* row = out.data() + i * row_bytes;
         switch (format) {
         case detail::ActFormat::Q8x32Sums:
-            detail::quantize_act32_sum(x, cols, reinterpret_cast<detail::ActBlock32Sum*>(row), SimdPath::Avx2);
+            detail::quantize_act32_sum(x, cols, reinterpret_cast<detail::ActBlock32Sum*>(row), best_simd_path());
             break;
         case detail::ActFormat::Q8x256:
-            detail::quantize_act256(x, cols, reinterpret_cast<detail::ActBlock256*>(row), SimdPath::Avx2);
+            detail::quantize_act256(x, cols, reinterpret_cast<detail::ActBlock256*>(row), best_simd_path());
             break;
         case detail::ActFormat::F32: std::memcpy(row, x, cols * sizeof(float)); break;
         default: QTest::qFail("a format no packed layout reads", __FILE__, __LINE__);
@@ -89,7 +93,7 @@ std::vector<float> isa_matmul(const detail::PackedGemmFn& gemm, const PackedWeig
 }
 
 bool has_packed_kernel(WeightType type) {
-    return best_simd_path() == SimdPath::Avx2 && detail::best_packed_gemm(type).fn != nullptr;
+    return detail::best_packed_gemm(type, best_simd_path()).fn != nullptr;
 }
 
 // Every type: those without a tile kernel here skip.
