@@ -42,6 +42,10 @@ float quantize_block(const float* x, std::size_t n, std::int8_t* q, std::int16_t
     if (path == SimdPath::Avx2)
         return quantize_block_avx2(x, n, q, sums16);
 #endif
+#if defined(KVSCOPE_KERNELS_NEON)
+    if (is_neon(path))
+        return quantize_block_neon(x, n, q, sums16);
+#endif
     (void)path;
     const float amax = quantize_block_scalar(x, n, q);
     for (std::size_t j = 0; sums16 != nullptr && j < n / 16; ++j) {

@@ -88,5 +88,9 @@ void quantize_act256(const float* x, std::size_t n, ActBlock256* out, SimdPath p
 // Defined in matmul_avx2.cpp.
 float quantize_block_avx2(const float* x, std::size_t n, std::int8_t* q, std::int16_t* sums16);
 #endif
+#if defined(KVSCOPE_KERNELS_NEON)
+// The same for the NEON paths, defined in matmul_neon.cpp.
+float quantize_block_neon(const float* x, std::size_t n, std::int8_t* q, std::int16_t* sums16);
+#endif
 
 } // namespace kvscope::kernels::cpu::detail

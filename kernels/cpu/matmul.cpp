@@ -71,6 +71,15 @@ RowDot row_dot(WeightType type, SimdPath path) {
         if (const RowDot avx2 = avx2_row_dot(type))
             return avx2;
 #endif
+#if defined(KVSCOPE_KERNELS_NEON_DOTPROD)
+    if (has_neon_dot(path))
+        if (const RowDot dot = neondot_row_dot(type))
+            return dot;
+#endif
+#if defined(KVSCOPE_KERNELS_NEON)
+    if (is_neon(path))
+        return neon_row_dot(type); // every type (I8MM adds nothing to a row of one input)
+#endif
     (void)path;
     return scalar_row_dot(type); // also the types with no AVX2 row kernel (their tiles have one)
 }
@@ -88,6 +97,15 @@ RowDotMultiFn row_dot_multi(WeightType type, SimdPath path) {
 #if defined(KVSCOPE_KERNELS_AVX2)
     if (path == SimdPath::Avx2)
         return avx2_row_dot_multi(type);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON_DOTPROD)
+    if (has_neon_dot(path))
+        if (const RowDotMultiFn dot = neondot_row_dot_multi(type); dot.fn != nullptr)
+            return dot;
+#endif
+#if defined(KVSCOPE_KERNELS_NEON)
+    if (is_neon(path))
+        return neon_row_dot_multi(type);
 #endif
     (void)type;
     (void)path;

@@ -39,6 +39,17 @@ RowDot avx2_row_dot(WeightType type);
 RowDot avxvnni_row_dot(WeightType type);
 #endif
 
+#if defined(KVSCOPE_KERNELS_NEON)
+// Every weight type on the NEON paths (F32, F16, BF16 and every quantized
+// type); the quantized kernels use baseline widening multiplies.
+RowDot neon_row_dot(WeightType type);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON_DOTPROD)
+// The quantized types with SDOT, bit-identical to neon_row_dot and used in
+// its place on the NeonDot and NeonI8mm paths; null for the float types.
+RowDot neondot_row_dot(WeightType type);
+#endif
+
 #if defined(KVSCOPE_KERNELS_AVX512VNNI)
 // Whether this CPU runs the AVX-512 VNNI kernels: the blocks-of-32 types
 // on the AVX2 path then use them, with ActPair64 activations. Their
@@ -72,6 +83,12 @@ RowDotMultiFn avxvnni_row_dot_multi(WeightType type);
 #endif
 #if defined(KVSCOPE_KERNELS_AVX512VNNI)
 RowDotMultiFn avx512vnni_row_dot_multi(WeightType type);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON)
+RowDotMultiFn neon_row_dot_multi(WeightType type);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON_DOTPROD)
+RowDotMultiFn neondot_row_dot_multi(WeightType type);
 #endif
 
 RowDotMultiFn row_dot_multi(WeightType type, SimdPath path);

@@ -1,7 +1,7 @@
 // matvec / matmul for every weight type against a double-precision dot
 // product of the weights as quant_blocks dequantizes them (tested on its
-// own in tests/model/test_quant_blocks.cpp), on both SIMD paths and with
-// one and two threads; tolerances as weight_matrices.h derives them.
+// own in tests/model/test_quant_blocks.cpp), on every SIMD path the build
+// and CPU have and with one and two threads; tolerances as weight_matrices.h derives them.
 // A test with activations that are exactly representable in 8 bits drops
 // the first term, so any slip in decoding the weights' bits shows.
 #include <QTest>
@@ -59,10 +59,12 @@ private slots:
     void matvec_matches_reference();
     void exact_activations_leave_only_rounding_data() { add_type_rows(); }
     void exact_activations_leave_only_rounding();
-    void avx2_matches_scalar_data() { add_type_rows(); }
-    void avx2_matches_scalar();
+    void simd_paths_match_scalar_data() { add_type_rows(); }
+    void simd_paths_match_scalar();
     void avx_vnni_equals_avx2();
     void avx512_vnni_equals_avx2();
+    void neon_dot_equals_neon_data() { add_type_rows(); }
+    void neon_dot_equals_neon();
     void matmul_matches_reference_data() { add_type_rows(); }
     void matmul_matches_reference();
     void matmul_equals_matvecs_data() { add_type_rows(); }
@@ -112,31 +114,31 @@ void TestMatmul::exact_activations_leave_only_rounding() {
     }
 }
 
-void TestMatmul::avx2_matches_scalar() {
-    if (best_simd_path() != SimdPath::Avx2)
-        QSKIP("this build or CPU has no AVX2 path");
+void TestMatmul::simd_paths_match_scalar() {
     QFETCH(WeightType, type);
     std::mt19937 rng(static_cast<unsigned>(type) + 200);
     const Matrix m = random_matrix(type, 128, 1024, rng);
     const std::vector<float> x = random_activations(m.cols, rng);
-    std::vector<float> scalar, avx2;
+    std::vector<float> scalar;
     {
         PathScope scope(SimdPath::Scalar);
         scalar = run_matvec(m, x);
     }
-    {
-        PathScope scope(SimdPath::Avx2);
-        avx2 = run_matvec(m, x);
-    }
-    // Same quantized integers on both paths: only the float summation order
-    // differs, so twice the rounding bound covers it.
-    for (std::size_t r = 0; r < m.rows; ++r) {
-        const Expected e = expected_dot(m, r, x.data());
-        const double tolerance = 2 * e.rounding(m.cols);
-        QVERIFY2(std::fabs(scalar[r] - avx2[r]) <= tolerance,
-                 qPrintable(QStringLiteral("row %1: scalar %2, avx2 %3 (reference %4)")
-                                .arg(r).arg(static_cast<double>(scalar[r]), 0, 'g', 9)
-                                .arg(static_cast<double>(avx2[r]), 0, 'g', 9).arg(e.value, 0, 'g', 9)));
+    for (const SimdPath path : kernel_test::available_paths()) {
+        if (path == SimdPath::Scalar)
+            continue;
+        PathScope scope(path);
+        const std::vector<float> simd = run_matvec(m, x);
+        // Same quantized integers on every path: only the float summation
+        // order differs, so twice the rounding bound covers it.
+        for (std::size_t r = 0; r < m.rows; ++r) {
+            const Expected e = expected_dot(m, r, x.data());
+            const double tolerance = 2 * e.rounding(m.cols);
+            QVERIFY2(std::fabs(scalar[r] - simd[r]) <= tolerance,
+                     qPrintable(QStringLiteral("row %1: scalar %2, %3 %4 (reference %5)")
+                                    .arg(r).arg(static_cast<double>(scalar[r]), 0, 'g', 9).arg(to_string(path))
+                                    .arg(static_cast<double>(simd[r]), 0, 'g', 9).arg(e.value, 0, 'g', 9)));
+        }
     }
 }
 
@@ -218,6 +220,91 @@ void TestMatmul::avx512_vnni_equals_avx2() {
         }
 #else
     QSKIP("this build has no AVX-512 VNNI kernels");
+#endif
+}
+
+#if defined(KVSCOPE_KERNELS_NEON)
+namespace {
+
+// The activations of `inputs` rows of `cols` values as `type` reads them.
+std::vector<std::byte> neon_activations(WeightType type, const std::vector<float>& X, std::size_t inputs,
+                                        std::size_t cols) {
+    using namespace kvscope::kernels::cpu::detail;
+    const ActFormat format = act_format(type, SimdPath::Neon);
+    const std::size_t row_bytes = act_row_bytes(format, cols);
+    std::vector<std::byte> act(inputs * row_bytes);
+    for (std::size_t i = 0; i < inputs; ++i) {
+        std::byte* row = act.data() + i * row_bytes;
+        const float* x = X.data() + i * cols;
+        if (format == ActFormat::Q8x32)
+            quantize_act32(x, cols, reinterpret_cast<ActBlock32*>(row), SimdPath::Neon);
+        else if (format == ActFormat::Q8x32Sums)
+            quantize_act32_sum(x, cols, reinterpret_cast<ActBlock32Sum*>(row), SimdPath::Neon);
+        else if (format == ActFormat::Q8x256)
+            quantize_act256(x, cols, reinterpret_cast<ActBlock256*>(row), SimdPath::Neon);
+        else
+            std::memcpy(row, x, row_bytes);
+    }
+    return act;
+}
+
+} // namespace
+#endif
+
+void TestMatmul::neon_dot_equals_neon() {
+    // Each NEON kernel's result, for one input and for every count of its
+    // multi-input kernel, must be bit-identical to the one-input kernel's
+    // (a sequence's logits must not depend on which others decode with
+    // it), and the SDOT kernels, exact in the integer sums like the baseline
+    // ones and with the same float operations, bit-identical to those. Row
+    // lengths with a last group of fewer than four blocks of 32, or an odd
+    // number of super-blocks, included.
+#if defined(KVSCOPE_KERNELS_NEON)
+    using namespace kvscope::kernels::cpu::detail;
+    QFETCH(WeightType, type);
+    std::mt19937 rng(static_cast<unsigned>(type) + 260);
+    const bool is_float = act_block(type) == 0;
+    const std::size_t cols_list[] = {1024, act_block(type) == 256 ? 768u : is_float ? 77u : 1056u,
+                                     is_float ? 3u : act_block(type)};
+    const RowDotMultiFn neon = neon_row_dot_multi(type);
+    QVERIFY(neon.fn != nullptr && neon.max_inputs <= kMaxMultiInputs);
+    RowDotMultiFn dot;
+    RowDot dot_single = nullptr;
+#if defined(KVSCOPE_KERNELS_NEON_DOTPROD)
+    if (has_neon_dot(best_simd_path())) {
+        dot = neondot_row_dot_multi(type);
+        dot_single = neondot_row_dot(type);
+        QVERIFY(is_float || (dot.fn != nullptr && dot_single != nullptr && dot.max_inputs == neon.max_inputs));
+    }
+#endif
+    for (const std::size_t cols : cols_list) {
+        const Matrix m = random_matrix(type, 6, cols, rng);
+        const std::size_t inputs = neon.max_inputs;
+        const std::vector<float> X = random_activations(inputs * cols, rng);
+        const std::vector<std::byte> act = neon_activations(type, X, inputs, cols);
+        const std::size_t a_row_bytes = act.size() / inputs, w_row_bytes = weight_row_bytes(type, cols);
+        for (std::size_t r = 0; r < m.rows; ++r) {
+            const std::byte* w = m.bytes.data() + r * w_row_bytes;
+            float expected[kMaxMultiInputs];
+            for (std::size_t i = 0; i < inputs; ++i)
+                expected[i] = neon_row_dot(type)(w, act.data() + i * a_row_bytes, cols);
+            for (std::size_t i = 0; dot_single != nullptr && i < inputs; ++i)
+                QCOMPARE(dot_single(w, act.data() + i * a_row_bytes, cols), expected[i]);
+            for (const RowDotMultiFn& multi : {neon, dot})
+                for (std::size_t count = 1; multi.fn != nullptr && count <= inputs; ++count) {
+                    float got[kMaxMultiInputs];
+                    multi.fn(w, act.data(), a_row_bytes, count, cols, got);
+                    QVERIFY2(std::memcmp(got, expected, count * sizeof(float)) == 0,
+                             qPrintable(QStringLiteral("%1 cols %2 row %3, %4 inputs (%5): got %6, expected %7")
+                                            .arg(to_string(type).data()).arg(cols).arg(r).arg(count)
+                                            .arg(multi.fn == neon.fn ? "neon" : "neon-dotprod")
+                                            .arg(static_cast<double>(got[count - 1]), 0, 'g', 9)
+                                            .arg(static_cast<double>(expected[count - 1]), 0, 'g', 9)));
+                }
+        }
+    }
+#else
+    QSKIP("this build has no NEON kernels");
 #endif
 }
 
@@ -377,16 +464,24 @@ void TestMatmul::activation_codes_follow_definition() {
         for (std::size_t i = 1; i < 64; ++i)
             QVERIFY2(blocks[0].qs[i] % 2 == 0 && (i >= 32 || blocks32[0].qs[i] % 2 == 0), "ties round to even");
     }
-    if (best_simd_path() != SimdPath::Avx2)
-        return;
-    std::vector<ActBlock256> scalar(4), avx2(4);
+    // Every SIMD path's bytes are the scalar path's, the infinite and NaN
+    // blocks included.
+    std::vector<ActBlock256> scalar(4), simd(4);
     quantize_act256(x.data(), x.size(), scalar.data(), SimdPath::Scalar);
-    quantize_act256(x.data(), x.size(), avx2.data(), SimdPath::Avx2);
-    QVERIFY(std::memcmp(scalar.data(), avx2.data(), sizeof(ActBlock256) * scalar.size()) == 0);
-    std::vector<ActBlock32> scalar32(32), avx2_32(32);
+    std::vector<ActBlock32> scalar32(32), simd32(32);
     quantize_act32(x.data(), x.size(), scalar32.data(), SimdPath::Scalar);
-    quantize_act32(x.data(), x.size(), avx2_32.data(), SimdPath::Avx2);
-    QVERIFY(std::memcmp(scalar32.data(), avx2_32.data(), sizeof(ActBlock32) * scalar32.size()) == 0);
+    std::vector<ActBlock32Sum> scalar_sums(32), simd_sums(32);
+    quantize_act32_sum(x.data(), x.size(), scalar_sums.data(), SimdPath::Scalar);
+    for (const SimdPath path : kernel_test::available_paths()) {
+        quantize_act256(x.data(), x.size(), simd.data(), path);
+        QVERIFY2(std::memcmp(scalar.data(), simd.data(), sizeof(ActBlock256) * scalar.size()) == 0, to_string(path));
+        quantize_act32(x.data(), x.size(), simd32.data(), path);
+        QVERIFY2(std::memcmp(scalar32.data(), simd32.data(), sizeof(ActBlock32) * scalar32.size()) == 0,
+                 to_string(path));
+        quantize_act32_sum(x.data(), x.size(), simd_sums.data(), path);
+        QVERIFY2(std::memcmp(scalar_sums.data(), simd_sums.data(), sizeof(ActBlock32Sum) * scalar_sums.size()) == 0,
+                 to_string(path));
+    }
 }
 
 void TestMatmul::matmuls_equal_matmul() {
