@@ -159,6 +159,18 @@ PackedGemmFn blocks32_packed_gemm(WeightType type, PackedIsa isa) {
     if (isa == PackedIsa::Avx2)
         return blocks32::avx2_packed_gemm(type);
 #endif
+#if defined(KVSCOPE_KERNELS_NEON)
+    if (isa == PackedIsa::Neon)
+        return blocks32::neon_packed_gemm(type);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON_DOTPROD)
+    if (isa == PackedIsa::NeonDot)
+        return blocks32::neondot_packed_gemm(type);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON_I8MM)
+    if (isa == PackedIsa::NeonI8mm)
+        return blocks32::i8mm_packed_gemm(type);
+#endif
     (void)type;
     (void)isa;
     return {};

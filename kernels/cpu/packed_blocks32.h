@@ -94,10 +94,53 @@ PackedGemmFn avxvnni_packed_gemm(WeightType type);
 #if defined(KVSCOPE_KERNELS_AVX2)
 PackedGemmFn avx2_packed_gemm(WeightType type);
 #endif
+#if defined(KVSCOPE_KERNELS_NEON)
+PackedGemmFn neon_packed_gemm(WeightType type);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON_DOTPROD)
+PackedGemmFn neondot_packed_gemm(WeightType type);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON_I8MM)
+PackedGemmFn i8mm_packed_gemm(WeightType type);
+#endif
 
 } // namespace kvscope::kernels::cpu::detail::blocks32
 
-// The shared pieces and the 256-bit kernel, seen only by files compiled
+// What the kernels of every instruction set share. Internal linkage: each
+// file gets its own copy, compiled with its own instruction set.
+namespace kvscope::kernels::cpu::detail::blocks32 {
+namespace {
+
+// 2^(e - 128) as floats from E8M0 bytes e widened to int32 lanes, exactly
+// as e8m0_half_to_f32 (quant_blocks.h): the bits (e - 1) << 23 for e >= 2;
+// for e < 2 those are negative or 0 and the subnormal 0x200000 << e, which
+// is at most 0x800000 (e clamped to 2) below them, is the larger.
+template <typename Simd>
+inline typename Simd::Reg e8m0_half_bits(typename Simd::Reg e) {
+    const auto normal = Simd::sub32(Simd::shl32(e, 23), Simd::set32(0x00800000));
+    const auto subnormal = Simd::shlv32(Simd::set32(0x00200000), Simd::min_u32(e, Simd::set32(2)));
+    return Simd::max_i32(normal, subnormal);
+}
+
+// A decode step streams the tiles in order (codes, scales, the next tile)
+// and reads each byte once: while on block b, the lines kPrefetchBytes
+// ahead of the walk are requested, a block's share of lines per block.
+// Through matmul at n = 1 on an 8192 x 2048 matrix (not in cache) this
+// measured 5-40% faster than the hardware prefetcher alone (noisy, shared
+// machine); putting the scales before the codes measured no different.
+inline constexpr std::size_t kPrefetchBytes = 4096;
+
+template <WeightType T>
+inline void prefetch_ahead(const std::byte* tile, std::size_t b) {
+    constexpr std::size_t lines = (block_tile_bytes(T) + kPackedAlign - 1) / kPackedAlign;
+    for (std::size_t l = 0; l < lines; ++l) // prefetcht0 on x86, prfm pldl1keep on AArch64
+        __builtin_prefetch(tile + kPrefetchBytes + (b * lines + l) * kPackedAlign, 0, 3);
+}
+
+} // namespace
+} // namespace kvscope::kernels::cpu::detail::blocks32
+
+// The x86 pieces and the 256-bit kernel, seen only by files compiled
 // with AVX2 (the AVX-512 file too). Internal linkage: each file gets its
 // own copy with its own instruction set.
 #if defined(__AVX2__)
@@ -137,33 +180,6 @@ inline constexpr std::array<std::uint8_t, 16> kCodeTable = [] {
 template <WeightType T>
 inline __m128i code_table() {
     return _mm_loadu_si128(reinterpret_cast<const __m128i*>(kCodeTable<T>.data()));
-}
-
-// 2^(e - 128) as floats from E8M0 bytes e widened to int32 lanes, exactly
-// as e8m0_half_to_f32 (quant_blocks.h): the bits (e - 1) << 23 for e >= 2;
-// for e < 2 those are negative or 0 and the subnormal 0x200000 << e, which
-// is at most 0x800000 (e clamped to 2) below them, is the larger.
-template <typename Simd>
-inline typename Simd::Reg e8m0_half_bits(typename Simd::Reg e) {
-    const auto normal = Simd::sub32(Simd::shl32(e, 23), Simd::set32(0x00800000));
-    const auto subnormal = Simd::shlv32(Simd::set32(0x00200000), Simd::min_u32(e, Simd::set32(2)));
-    return Simd::max_i32(normal, subnormal);
-}
-
-// A decode step streams the tiles in order (codes, scales, the next tile)
-// and reads each byte once: while on block b, the lines kPrefetchBytes
-// ahead of the walk are requested, a block's share of lines per block.
-// Through matmul at n = 1 on an 8192 x 2048 matrix (not in cache) this
-// measured 5-40% faster than the hardware prefetcher alone (noisy, shared
-// machine); putting the scales before the codes measured no different.
-inline constexpr std::size_t kPrefetchBytes = 4096;
-
-template <WeightType T>
-inline void prefetch_ahead(const std::byte* tile, std::size_t b) {
-    constexpr std::size_t lines = (block_tile_bytes(T) + kPackedAlign - 1) / kPackedAlign;
-    for (std::size_t l = 0; l < lines; ++l)
-        _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + (b * lines + l) * kPackedAlign),
-                     _MM_HINT_T0);
 }
 
 // Calls f(g, codes) for the 8 groups of a block, each group's unsigned
@@ -314,6 +330,262 @@ PackedGemmFn ymm_packed_gemm(WeightType type) {
     default: return {};
     }
 }
+
+} // namespace
+} // namespace kvscope::kernels::cpu::detail::blocks32
+#endif
+
+// The AArch64 pieces: group decoding and the kernel of the NEON and SDOT
+// files, which differ only in how 4 byte products become an int32 sum
+// (the I8MM file has its own walk over the same decoding). A q register
+// holds 4 rows' int32 lanes, so the kernels walk a tile as two 8-row
+// halves, as the ymm kernels do: half h of group g is bytes
+// [32 h, 32 h + 32) of its 64-byte line, quad i (rows 8 h + 4 i .. + 3)
+// the 16 bytes at 32 h + 16 i.
+#if defined(__ARM_NEON)
+#include <arm_neon.h>
+
+#include <array>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "kernels/cpu/activation_quant.h"
+
+namespace kvscope::kernels::cpu::detail::blocks32 {
+namespace {
+
+inline constexpr std::size_t kNeonHalfRows = kPackedRows / 2;
+inline constexpr std::size_t kNeonHalfBytes = kGroupBytes / 2;
+inline constexpr std::size_t kQuads = kNeonHalfRows / 4; // q registers per half of a group
+
+// One group's codes for the 8 rows of a half.
+struct HalfGroup {
+    uint8x16_t quad[kQuads];
+};
+
+// The code a kernel multiplies. Unsigned kernels (I8MM's USMMLA, like
+// dpbusd) take the stored codes, offset code_offset(T); signed ones (SDOT,
+// SMULL) take Q8_0's code ^ 0x80 and the tables' values themselves, offset
+// 0, and the nibble types' codes as they are (0..31 are valid signed
+// bytes). Either way a block's int32 sum starts at -offset x the
+// activation sum and ends at the same exact integer.
+template <WeightType T, bool Unsigned>
+constexpr std::int32_t neon_offset() {
+    return Unsigned || (T != WeightType::Q8_0 && !is_table(T)) ? code_offset(T) : 0;
+}
+
+// A table type's codes (is_table) for a kernel: its values + neon_offset.
+template <WeightType T, bool Unsigned>
+inline constexpr std::array<std::uint8_t, 16> kNeonTable = [] {
+    const std::int8_t* values = T == WeightType::MXFP4 ? kMxfp4Values : kIq4nlValues;
+    std::array<std::uint8_t, 16> table{};
+    for (std::size_t i = 0; i < 16; ++i)
+        table[i] = static_cast<std::uint8_t>(values[i] + neon_offset<T, Unsigned>());
+    return table;
+}();
+
+// Sets bit 4 of each code of quad i whose fifth bit is set: `bits` holds
+// the half's 32 bits of the group's mask (bit 4 r + j: row 8 h + r, value
+// j) in every int32 lane; quad i's are its bytes 2 i and 2 i + 1, one per
+// 8 codes, spread to the codes' bytes and tested bit by bit.
+inline uint8x16_t add_fifth_bits(uint8x16_t nibbles, uint8x16_t bits, std::size_t i) {
+    static constexpr std::uint8_t spread_index[kQuads][16] = {{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+                                                              {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3}};
+    const uint8x16_t spread = vqtbl1q_u8(bits, vld1q_u8(spread_index[i]));
+    const uint8x16_t set = vtstq_u8(spread, vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201)));
+    return vorrq_u8(nibbles, vandq_u8(set, vdupq_n_u8(0x10)));
+}
+
+inline uint8x16_t half_fifth_bits(const std::byte* p) {
+    std::uint32_t bits;
+    std::memcpy(&bits, p, sizeof bits);
+    return vreinterpretq_u8_u32(vdupq_n_u32(bits));
+}
+
+// Quad i of groups k and k + 4 (k = 0..3) of a block, decoded to the
+// kernel's codes: `codes` is the block's code bytes at the half's first
+// row (+ 32 h), `fifth` Q5_0's / Q5_1's mask of group 0 at the same row
+// (+ 4 h), each next group's 8 bytes on. Q4_0's line k holds both groups.
+template <WeightType T, bool Unsigned>
+inline void decode_quad(const std::byte* codes, const std::byte* fifth, std::size_t k, std::size_t i, uint8x16_t& lo,
+                        uint8x16_t& hi) {
+    const auto load = [&](std::size_t g) { return vld1q_u8(reinterpret_cast<const std::uint8_t*>(codes + g * kGroupBytes) + 16 * i); };
+    if constexpr (T == WeightType::Q8_0) {
+        lo = load(k);
+        hi = load(k + kGroups / 2);
+        if constexpr (!Unsigned) {
+            lo = veorq_u8(lo, vdupq_n_u8(0x80));
+            hi = veorq_u8(hi, vdupq_n_u8(0x80));
+        }
+    } else {
+        const uint8x16_t v = load(k);
+        lo = vandq_u8(v, vdupq_n_u8(0x0F));
+        hi = vshrq_n_u8(v, 4);
+        if constexpr (has_fifth_bit(T)) {
+            lo = add_fifth_bits(lo, half_fifth_bits(fifth + k * sizeof(std::uint64_t)), i);
+            hi = add_fifth_bits(hi, half_fifth_bits(fifth + (k + kGroups / 2) * sizeof(std::uint64_t)), i);
+        }
+        if constexpr (is_table(T)) {
+            const uint8x16_t table = vld1q_u8(kNeonTable<T, Unsigned>.data());
+            lo = vqtbl1q_u8(table, lo);
+            hi = vqtbl1q_u8(table, hi);
+        }
+    }
+}
+
+// Calls f(k, lo, hi) for k = 0..3 (a std::integral_constant: lane
+// operands need constants) with groups k and k + 4 of a block's half.
+template <WeightType T, bool Unsigned, typename F>
+inline void for_each_line(const std::byte* codes, const std::byte* fifth, F f) {
+    const auto line = [&]<std::size_t K>(std::integral_constant<std::size_t, K> k) {
+        HalfGroup lo, hi;
+        for (std::size_t i = 0; i < kQuads; ++i)
+            decode_quad<T, Unsigned>(codes, fifth, K, i, lo.quad[i], hi.quad[i]);
+        f(k, lo, hi);
+    };
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+        (line(std::integral_constant<std::size_t, K>{}), ...);
+    }(std::make_index_sequence<kGroups / 2>());
+}
+
+// int32x4 operations for e8m0_half_bits.
+struct NeonS32 {
+    using Reg = int32x4_t;
+    static Reg set32(std::int32_t v) { return vdupq_n_s32(v); }
+    static Reg shl32(Reg v, int bits) { return vshlq_s32(v, vdupq_n_s32(bits)); }
+    static Reg shlv32(Reg v, Reg bits) { return vshlq_s32(v, bits); }
+    static Reg sub32(Reg a, Reg b) { return vsubq_s32(a, b); }
+    static Reg min_u32(Reg a, Reg b) { return vreinterpretq_s32_u32(vminq_u32(vreinterpretq_u32_s32(a), vreinterpretq_u32_s32(b))); }
+    static Reg max_i32(Reg a, Reg b) { return vmaxq_s32(a, b); }
+};
+
+// The 8 rows' block scales at p as floats, quad by quad: f16 d (or m),
+// or MXFP4's E8M0 e.
+template <WeightType T>
+inline void half_scales(const std::byte* p, float32x4_t (&out)[kQuads]) {
+    if constexpr (T == WeightType::MXFP4) {
+        const uint16x8_t e = vmovl_u8(vld1_u8(reinterpret_cast<const std::uint8_t*>(p)));
+        out[0] = vreinterpretq_f32_s32(e8m0_half_bits<NeonS32>(vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(e)))));
+        out[1] = vreinterpretq_f32_s32(e8m0_half_bits<NeonS32>(vreinterpretq_s32_u32(vmovl_high_u16(e))));
+    } else {
+        const float16x8_t d = vld1q_f16(reinterpret_cast<const float16_t*>(p));
+        out[0] = vcvt_f32_f16(vget_low_f16(d));
+        out[1] = vcvt_high_f32_f16(d);
+    }
+}
+
+// The first `count` of 8 rows' outputs.
+inline void store_half(float* y, const float32x4_t (&v)[kQuads], std::size_t count) {
+    if (count == kNeonHalfRows) {
+        vst1q_f32(y, v[0]);
+        vst1q_f32(y + 4, v[1]);
+        return;
+    }
+    float out[kNeonHalfRows];
+    vst1q_f32(out, v[0]);
+    vst1q_f32(out + 4, v[1]);
+    std::memcpy(y, out, count * sizeof(float));
+}
+
+// Inputs i < N against one half of a tile, each input's int32 sums in
+// the rows' lanes. Dot::Acc holds one input's sums of a block;
+// Dot::start(init) begins them at `init`; Dot::line<K>(acc, lo, hi, x)
+// adds groups K (lo) and K + 4 (hi) against the input's codes x[0]
+// (values 0..15), x[1] (16..31); Dot::total(acc, i) is quad i's int32x4.
+// The float operations per lane are the x86 kernels', in their order:
+// acc = fma(d_w x d_x, float(sum), acc), then Q4_1/Q5_1's
+// acc = fma(m, s_x, acc).
+template <typename Dot, WeightType T, std::size_t N>
+void lanes_gemm_half(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols,
+                     std::size_t h, float* y, std::size_t y_stride, std::size_t rows) {
+    constexpr bool kUnsigned = false;
+    const std::size_t blocks = cols / kQuantBlockValues;
+    const std::byte* scales = tile + scales_offset(T, cols) + h * kNeonHalfRows * scale_size(T);
+    const std::byte* mins = tile + mins_offset(T, cols) + h * kNeonHalfRows * scale_size(T);
+    const ActBlock32Sum* a[N];
+    float32x4_t acc[N][kQuads];
+    for (std::size_t j = 0; j < N; ++j) {
+        a[j] = reinterpret_cast<const ActBlock32Sum*>(act + j * act_stride);
+        for (std::size_t i = 0; i < kQuads; ++i)
+            acc[j][i] = vdupq_n_f32(0.0f);
+    }
+    for (std::size_t b = 0; b < blocks; ++b) {
+        if (h == 0) // the second half finds the tile in cache
+            prefetch_ahead<T>(tile, b);
+        typename Dot::Acc sums[N];
+        int8x16_t x[N][2];
+        for (std::size_t j = 0; j < N; ++j) {
+            sums[j] = Dot::start(-neon_offset<T, kUnsigned>() * a[j][b].sum);
+            x[j][0] = vld1q_s8(a[j][b].qs);
+            x[j][1] = vld1q_s8(a[j][b].qs + 16);
+        }
+        const std::byte* block = tile + b * code_bytes(T);
+        for_each_line<T, kUnsigned>(block + h * kNeonHalfBytes, block + kNibbleBytes + h * sizeof(std::uint32_t),
+                                    [&]<std::size_t K>(std::integral_constant<std::size_t, K>, const HalfGroup& lo,
+                                                       const HalfGroup& hi) {
+                                        for (std::size_t j = 0; j < N; ++j)
+                                            Dot::template line<K>(sums[j], lo, hi, x[j]);
+                                    });
+        float32x4_t dw[kQuads];
+        half_scales<T>(scales + b * scale_bytes(T), dw);
+        for (std::size_t j = 0; j < N; ++j)
+            for (std::size_t i = 0; i < kQuads; ++i)
+                acc[j][i] = vfmaq_f32(acc[j][i], vmulq_n_f32(dw[i], a[j][b].d), vcvtq_f32_s32(Dot::total(sums[j], i)));
+        if constexpr (has_min(T)) {
+            float32x4_t m[kQuads];
+            half_scales<T>(mins + b * scale_bytes(T), m);
+            for (std::size_t j = 0; j < N; ++j)
+                for (std::size_t i = 0; i < kQuads; ++i)
+                    acc[j][i] = vfmaq_n_f32(acc[j][i], m[i], a[j][b].s);
+        }
+    }
+    const std::size_t first = h * kNeonHalfRows, count = rows - first < kNeonHalfRows ? rows - first : kNeonHalfRows;
+    for (std::size_t j = 0; j < N; ++j)
+        store_half(y + j * y_stride + first, acc[j], count);
+}
+
+// Calls Half::template run<N>(tile, act, act_stride, cols, h, y, y_stride,
+// rows) for each half with real rows, N = count (1..MaxInputs).
+template <typename Half, std::size_t MaxInputs>
+void neon_gemm(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t count,
+               std::size_t cols, float* y, std::size_t y_stride, std::size_t rows) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+        using Fn = void (*)(const std::byte*, const std::byte*, std::size_t, std::size_t, std::size_t, float*,
+                            std::size_t, std::size_t);
+        static constexpr Fn by_count[] = {Half::template run<I + 1>...};
+        for (std::size_t h = 0; h * kNeonHalfRows < rows; ++h) // a half of zero rows is skipped
+            by_count[count - 1](tile, act, act_stride, cols, h, y, y_stride, rows);
+    }(std::make_index_sequence<MaxInputs>());
+}
+
+// Half<T> for each type, Half<T>::run<N> being one half's kernel.
+template <template <WeightType> class Half, std::size_t MaxInputs>
+PackedGemmFn neon_packed_gemm_of(WeightType type) {
+    switch (type) {
+    case WeightType::Q8_0: return {neon_gemm<Half<WeightType::Q8_0>, MaxInputs>, MaxInputs};
+    case WeightType::Q4_0: return {neon_gemm<Half<WeightType::Q4_0>, MaxInputs>, MaxInputs};
+    case WeightType::Q5_0: return {neon_gemm<Half<WeightType::Q5_0>, MaxInputs>, MaxInputs};
+    case WeightType::Q4_1: return {neon_gemm<Half<WeightType::Q4_1>, MaxInputs>, MaxInputs};
+    case WeightType::Q5_1: return {neon_gemm<Half<WeightType::Q5_1>, MaxInputs>, MaxInputs};
+    case WeightType::IQ4_NL: return {neon_gemm<Half<WeightType::IQ4_NL>, MaxInputs>, MaxInputs};
+    case WeightType::MXFP4: return {neon_gemm<Half<WeightType::MXFP4>, MaxInputs>, MaxInputs};
+    default: return {};
+    }
+}
+
+// The lanes kernel with Dot for type T.
+template <typename Dot>
+struct LanesHalf {
+    template <WeightType T>
+    struct Of {
+        template <std::size_t N>
+        static void run(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols,
+                        std::size_t h, float* y, std::size_t y_stride, std::size_t rows) {
+            lanes_gemm_half<Dot, T, N>(tile, act, act_stride, cols, h, y, y_stride, rows);
+        }
+    };
+};
 
 } // namespace
 } // namespace kvscope::kernels::cpu::detail::blocks32

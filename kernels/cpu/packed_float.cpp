@@ -61,8 +61,18 @@ PackedGemmFn float_packed_gemm(WeightType type, PackedIsa isa) {
 #else
         return {};
 #endif
-    default: return {};
+    // Float math has no use for SDOT or SMMLA: every NEON path runs the
+    // Advanced SIMD kernel.
+    case PackedIsa::Neon:
+    case PackedIsa::NeonDot:
+    case PackedIsa::NeonI8mm:
+#if defined(KVSCOPE_KERNELS_NEON)
+        return neon_float_packed_gemm(type);
+#else
+        return {};
+#endif
     }
+    return {};
 }
 
 } // namespace kvscope::kernels::cpu::detail

@@ -94,5 +94,9 @@ PackedGemmFn avx512_float_packed_gemm(WeightType type);
 // ymm kernels: a tile is two 8-row halves, each walked over all columns.
 PackedGemmFn avx2_float_packed_gemm(WeightType type);
 #endif
+#if defined(KVSCOPE_KERNELS_NEON)
+// AArch64 Advanced SIMD kernels, as the ymm ones: two 8-row halves.
+PackedGemmFn neon_float_packed_gemm(WeightType type);
+#endif
 
 } // namespace kvscope::kernels::cpu::detail

@@ -1,0 +1,38 @@
+// The blocks-of-32 tile kernels (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL,
+// MXFP4) with the Armv8.2 dot product: the lanes kernel of
+// packed_blocks32.h, one SDOT by element per group, 4 rows and input
+// (each row's 4 codes against the input's 4 codes of the group, a lane of
+// the input's code register: x86's dpbusd against a broadcast, without
+// the broadcast). This file alone is compiled with +dotprod; packed_gemm
+// calls it only on CPUs that report it.
+#include "kernels/cpu/packed_blocks32.h"
+
+namespace kvscope::kernels::cpu::detail::blocks32 {
+namespace {
+
+// 4 x (2 float + 2 int32 accumulators + 2 code registers) + the decoded
+// quads fit 32 q registers.
+constexpr std::size_t kMaxInputs = 4;
+
+struct SdotDot {
+    struct Acc {
+        int32x4_t quad[kQuads];
+    };
+    static Acc start(std::int32_t init) { return {{vdupq_n_s32(init), vdupq_n_s32(init)}}; }
+    template <std::size_t K>
+    static void line(Acc& acc, const HalfGroup& lo, const HalfGroup& hi, const int8x16_t (&x)[2]) {
+        for (std::size_t i = 0; i < kQuads; ++i) {
+            acc.quad[i] = vdotq_laneq_s32(acc.quad[i], vreinterpretq_s8_u8(lo.quad[i]), x[0], K);
+            acc.quad[i] = vdotq_laneq_s32(acc.quad[i], vreinterpretq_s8_u8(hi.quad[i]), x[1], K);
+        }
+    }
+    static int32x4_t total(const Acc& acc, std::size_t i) { return acc.quad[i]; }
+};
+
+} // namespace
+
+PackedGemmFn neondot_packed_gemm(WeightType type) {
+    return neon_packed_gemm_of<LanesHalf<SdotDot>::template Of, kMaxInputs>(type);
+}
+
+} // namespace kvscope::kernels::cpu::detail::blocks32
