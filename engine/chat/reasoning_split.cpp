@@ -116,7 +116,7 @@ ReasoningText& ReasoningText::operator+=(const ReasoningText& more) {
     return *this;
 }
 
-ReasoningSplitter::ReasoningSplitter(ReasoningMode mode) : format_(mode.format) {
+ReasoningSplitter::ReasoningSplitter(ReasoningMode mode) {
     switch (mode.format) {
     case ReasoningFormat::none: state_ = State::answer; break;
     case ReasoningFormat::harmony: state_ = State::header; break;

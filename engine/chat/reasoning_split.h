@@ -107,7 +107,6 @@ private:
     // Reasoning text of the think format: its leading whitespace dropped.
     void add_thought(ReasoningText& out, std::string_view text);
 
-    ReasoningFormat format_;
     State state_;
     std::string held_;             // text not yet given to a part
     bool body_is_reasoning_ = false; // body: the analysis channel's

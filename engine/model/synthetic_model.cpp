@@ -283,8 +283,8 @@ float output_norm_scale(const ModelGeometry& g) {
     return static_cast<float>(spread / (kWeightStd * std::sqrt(double(g.dim))));
 }
 float attn_norm_scale(const ModelGeometry& g) {
-    return g.attn_softcap == 0.0 ? 1.0f
-                                 : static_cast<float>(std::sqrt(g.attn_softcap / 3.0 / (kWeightStd * kWeightStd * g.dim)));
+    const float weight_energy = kWeightStd * kWeightStd * static_cast<float>(g.dim);
+    return g.attn_softcap == 0.0 ? 1.0f : static_cast<float>(std::sqrt(g.attn_softcap / 3.0 / weight_energy));
 }
 
 void write_attention(TensorWriter& t, const ModelGeometry& g, std::uint32_t l) {

@@ -52,8 +52,8 @@ struct ModelGeometry {
     // LongRoPE (Phi-3/4): per rotated pair, the frequency divisors for
     // contexts beyond `rope_original_context` (long) and within it (short);
     // rope_dims / 2 each, or both empty.
-    std::span<const float> rope_factors_long;
-    std::span<const float> rope_factors_short;
+    std::span<const float> rope_factors_long{};
+    std::span<const float> rope_factors_short{};
     std::uint32_t rope_original_context = 0; // rope.scaling.original_context_length; 0: none
     // YaRN RoPE scaling (rope.scaling.type "yarn"): a context stretched by
     // this factor beyond rope_original_context, the low frequencies

@@ -1,6 +1,8 @@
 #include "engine/runtime/shared_models.h"
 
+#include <chrono>
 #include <filesystem>
+#include <string>
 #include <system_error>
 
 #include "engine/core/error.h"
@@ -27,7 +29,7 @@ std::string SharedModels::file_key(const std::string& path) {
     if (error)
         throw Error(path + ": " + error.message());
     return canonical.string() + '\n' + std::to_string(size) + '\n' +
-           std::to_string(modified.time_since_epoch().count());
+           std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(modified.time_since_epoch()).count());
 }
 
 } // namespace kvscope

@@ -5,7 +5,10 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <locale>
 #include <set>
+#include <sstream>
+#include <string>
 
 namespace kvscope::attach {
 
@@ -56,9 +59,15 @@ std::optional<double> PromText::parse_float(std::string_view text) {
     const std::string_view body = text.starts_with('+') ? text.substr(1) : text;
     if (body.empty() || body.starts_with('+'))
         return std::nullopt;
+    // Not std::from_chars: libc++ has no floating-point one before LLVM 20
+    // (Apple clang included). Not strtod: it reads the decimal separator of
+    // the process's locale, which a Qt app sets from the user's. A stream in
+    // the classic locale, which must read every character, does neither.
+    std::istringstream in{std::string(body)};
+    in.imbue(std::locale::classic());
     double v = 0;
-    const auto [end, ec] = std::from_chars(body.data(), body.data() + body.size(), v);
-    if (ec != std::errc{} || end != body.data() + body.size() || !std::isfinite(v))
+    in >> std::noskipws >> v;
+    if (in.fail() || in.peek() != std::char_traits<char>::eof() || !std::isfinite(v))
         return std::nullopt;
     return v;
 }

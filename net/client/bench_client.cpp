@@ -323,14 +323,17 @@ BenchClientReport run_bench_client(const BenchClientOptions& options) {
     std::atomic<std::size_t> next{0};
     const BenchClock::time_point start = BenchClock::now();
     {
-        std::vector<std::jthread> workers;
+        // std::thread, not std::jthread: libc++ before LLVM 18 has no jthread.
+        std::vector<std::thread> workers;
         for (std::size_t i = 0; i < std::min<std::size_t>(options.concurrency, workload.size()); ++i)
             workers.emplace_back([&] {
                 const auto client = connect(address, options.api_key);
                 for (std::size_t k; (k = next.fetch_add(1)) < workload.size();)
                     outcomes[k] = send_request(*client, address, workload[k], options.api, model.id);
             });
-    } // the workers join here
+        for (std::thread& worker : workers)
+            worker.join();
+    }
     BenchClientReport report = summarize(outcomes, seconds(BenchClock::now() - start));
     report.url = options.url;
     report.model = model.id;
