@@ -8,8 +8,8 @@
 # package. --test adds what only `installer/kvscope.sh test` needs: clang and
 # its sanitizer and libFuzzer runtimes (the asan and tsan presets), Python's
 # jinja2 (test_chat_template_jinja compares kvscope's chat-template renders
-# with it), and the package tools but lintian (the package test builds and
-# checks the .deb).
+# with it), the package tools but lintian (the package test builds and
+# checks the .deb), and the arm64 cross build (install_arm64 below).
 #
 # On macOS (uname -s = Darwin) it installs Homebrew formulae instead, by
 # install_homebrew below; the Debian part after it is not reached. Written
@@ -74,14 +74,57 @@ case "${1:-}" in
   --package) packages+=("${package_tools[@]}" lintian) ;;
 esac
 
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+
+# The arm64 cross build (CMakePresets.json's arm64, run by `kvscope.sh
+# test`): Debian's cross compiler, qemu-user to run what it builds, and the
+# arm64 libraries the kernels' and engine's tests load (multiarch). Qt's
+# arm64 development files (CMake packages, headers, mkspecs) are unpacked
+# into build-arm64/qt6-arm64 rather than installed: qt6-base-dev:arm64
+# would pull ~190 arm64 packages, its GUI stack among them.
+arm64_packages=(g++-aarch64-linux-gnu qemu-user libc6:arm64 libqt6core6:arm64 libqt6test6:arm64
+                libspdlog-dev:arm64 libfmt-dev:arm64)
+root="$(cd "$(dirname "$0")/.." && pwd)"
+qt_arm64="$root/build-arm64/qt6-arm64"
+arm64_cross=false
+[ "${1:-}" = --test ] && [ "$(uname -m)" = x86_64 ] && arm64_cross=true
+if $arm64_cross; then
+  packages+=("${arm64_packages[@]}")
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    echo "kvscope: adding the arm64 architecture (dpkg --add-architecture arm64)" >&2
+    $sudo dpkg --add-architecture arm64
+    $sudo apt-get update -qq
+  fi
+fi
+
+# Unpacks the arm64 Qt files build-arm64 configures against, once per Qt
+# version (the stamp names it).
+unpack_qt_arm64() {
+  local version stamp="$qt_arm64/.debian-version" tmp deb
+  version="$(dpkg-query -W -f='${Version}' libqt6core6:arm64)"
+  [ "$(cat "$stamp" 2>/dev/null)" = "$version" ] && return 0
+  echo "kvscope: unpacking Qt $version's arm64 development files into $qt_arm64" >&2
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root \
+     "qt6-base-dev:arm64=$version" "qmake6:arm64=$version" \
+     "libqt6core6:arm64=$version" "libqt6test6:arm64=$version")
+  rm -rf "$qt_arm64"
+  mkdir -p "$qt_arm64"
+  for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$qt_arm64"; done
+  rm -rf "$tmp"
+  echo "$version" >"$stamp"
+}
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-echo "kvscope: installing ${missing[*]}" >&2
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "kvscope: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if $arm64_cross; then
+  unpack_qt_arm64
+fi

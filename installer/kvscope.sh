@@ -6,13 +6,16 @@
 #                               saved as a screenshot mid-generation)
 #   installer/kvscope.sh test   install what is missing (the test tools too),
 #                               build, run all tests; then the unit tests and
-#                               fuzzers under ASan + UBSan and the threaded
-#                               tests under TSan (CMakePresets.json: asan, tsan)
+#                               fuzzers under ASan + UBSan, the threaded
+#                               tests under TSan, and on x86-64 the kernels'
+#                               and engine's tests cross-built for arm64 and
+#                               run under qemu (CMakePresets.json: asan,
+#                               tsan, arm64)
 #   installer/kvscope.sh package  install what is missing (the package tools
 #                               too), build what the .deb installs, make it
 #                               (build/kvscope_VERSION_ARCH.deb) and lintian it
 # Build folder: build/ (override with KVSCOPE_BUILD_DIR); the sanitizer
-# builds: build-asan/, build-tsan/. Extra CMake options for build/:
+# builds: build-asan/, build-tsan/; the arm64 one: build-arm64/. Extra CMake options for build/:
 # KVSCOPE_CMAKE_ARGS (e.g. "-DKVSCOPE_CUDA=OFF").
 #
 # On macOS (uname -s = Darwin; Homebrew, Xcode's command-line tools) the same
@@ -155,7 +158,11 @@ case "${1:-}" in
       run_ctest tsan --preset tsan -j "$(cpu_count)"
       exit 0
     fi
-    for preset in asan tsan; do
+    # On x86-64 also the arm64 cross build's tests under qemu (every NEON
+    # path); an ARM machine ran those natively above.
+    presets=(asan tsan)
+    [ "$(uname -m)" = x86_64 ] && presets+=(arm64)
+    for preset in "${presets[@]}"; do
       cmake --preset "$preset" >/dev/null
       cmake --build --preset "$preset" -j "$(nproc)"
       run_ctest "$preset" --preset "$preset" -j "$(nproc)"
