@@ -359,11 +359,6 @@ inline constexpr std::size_t kNeonHalfRows = kPackedRows / 2;
 inline constexpr std::size_t kNeonHalfBytes = kGroupBytes / 2;
 inline constexpr std::size_t kQuads = kNeonHalfRows / 4; // q registers per half of a group
 
-// One group's codes for the 8 rows of a half.
-struct HalfGroup {
-    uint8x16_t quad[kQuads];
-};
-
 // The code a kernel multiplies. Unsigned kernels (I8MM's USMMLA, like
 // dpbusd) take the stored codes, offset code_offset(T); signed ones (SDOT,
 // SMULL) take Q8_0's code ^ 0x80 and the tables' values themselves, offset
@@ -388,19 +383,37 @@ inline constexpr std::array<std::uint8_t, 16> kNeonTable = [] {
 // Sets bit 4 of each code of quad i whose fifth bit is set: `bits` holds
 // the half's 32 bits of the group's mask (bit 4 r + j: row 8 h + r, value
 // j) in every int32 lane; quad i's are its bytes 2 i and 2 i + 1, one per
-// 8 codes, spread to the codes' bytes and tested bit by bit.
+// 8 codes: spread to the codes' bytes, each byte's own bit shifted to bit
+// 4 and selected in.
 inline uint8x16_t add_fifth_bits(uint8x16_t nibbles, uint8x16_t bits, std::size_t i) {
     static constexpr std::uint8_t spread_index[kQuads][16] = {{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
                                                               {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3}};
+    static constexpr std::int8_t to_bit4[16] = {4, 3, 2, 1, 0, -1, -2, -3, 4, 3, 2, 1, 0, -1, -2, -3};
     const uint8x16_t spread = vqtbl1q_u8(bits, vld1q_u8(spread_index[i]));
-    const uint8x16_t set = vtstq_u8(spread, vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201)));
-    return vorrq_u8(nibbles, vandq_u8(set, vdupq_n_u8(0x10)));
+    return vbslq_u8(vdupq_n_u8(0x10), vshlq_u8(spread, vld1q_s8(to_bit4)), nibbles);
 }
 
 inline uint8x16_t half_fifth_bits(const std::byte* p) {
     std::uint32_t bits;
     std::memcpy(&bits, p, sizeof bits);
     return vreinterpretq_u8_u32(vdupq_n_u32(bits));
+}
+
+// Code bytes of quad i of group (Q4_0: line) g of a block, as stored.
+inline uint8x16_t load_quad(const std::byte* codes, std::size_t g, std::size_t i) {
+    return vld1q_u8(reinterpret_cast<const std::uint8_t*>(codes + g * kGroupBytes) + 16 * i);
+}
+
+// The two groups of nibble bytes v (Q4_0's line k: groups k and k + 4).
+inline void split_nibbles(uint8x16_t v, uint8x16_t& lo, uint8x16_t& hi) {
+    lo = vandq_u8(v, vdupq_n_u8(0x0F));
+    hi = vshrq_n_u8(v, 4);
+}
+
+// A table type's (is_table) codes of nibbles (0..15).
+template <WeightType T, bool Unsigned>
+inline uint8x16_t table_codes(uint8x16_t nibbles) {
+    return vqtbl1q_u8(vld1q_u8(kNeonTable<T, Unsigned>.data()), nibbles);
 }
 
 // Quad i of groups k and k + 4 (k = 0..3) of a block, decoded to the
@@ -410,38 +423,34 @@ inline uint8x16_t half_fifth_bits(const std::byte* p) {
 template <WeightType T, bool Unsigned>
 inline void decode_quad(const std::byte* codes, const std::byte* fifth, std::size_t k, std::size_t i, uint8x16_t& lo,
                         uint8x16_t& hi) {
-    const auto load = [&](std::size_t g) { return vld1q_u8(reinterpret_cast<const std::uint8_t*>(codes + g * kGroupBytes) + 16 * i); };
     if constexpr (T == WeightType::Q8_0) {
-        lo = load(k);
-        hi = load(k + kGroups / 2);
+        lo = load_quad(codes, k, i);
+        hi = load_quad(codes, k + kGroups / 2, i);
         if constexpr (!Unsigned) {
             lo = veorq_u8(lo, vdupq_n_u8(0x80));
             hi = veorq_u8(hi, vdupq_n_u8(0x80));
         }
     } else {
-        const uint8x16_t v = load(k);
-        lo = vandq_u8(v, vdupq_n_u8(0x0F));
-        hi = vshrq_n_u8(v, 4);
+        split_nibbles(load_quad(codes, k, i), lo, hi);
         if constexpr (has_fifth_bit(T)) {
             lo = add_fifth_bits(lo, half_fifth_bits(fifth + k * sizeof(std::uint64_t)), i);
             hi = add_fifth_bits(hi, half_fifth_bits(fifth + (k + kGroups / 2) * sizeof(std::uint64_t)), i);
         }
         if constexpr (is_table(T)) {
-            const uint8x16_t table = vld1q_u8(kNeonTable<T, Unsigned>.data());
-            lo = vqtbl1q_u8(table, lo);
-            hi = vqtbl1q_u8(table, hi);
+            lo = table_codes<T, Unsigned>(lo);
+            hi = table_codes<T, Unsigned>(hi);
         }
     }
 }
 
 // Calls f(k, lo, hi) for k = 0..3 (a std::integral_constant: lane
-// operands need constants) with groups k and k + 4 of a block's half.
+// operands need constants) with quad i of groups k and k + 4 of a block's
+// half.
 template <WeightType T, bool Unsigned, typename F>
-inline void for_each_line(const std::byte* codes, const std::byte* fifth, F f) {
+inline void for_each_line(const std::byte* codes, const std::byte* fifth, std::size_t i, F f) {
     const auto line = [&]<std::size_t K>(std::integral_constant<std::size_t, K> k) {
-        HalfGroup lo, hi;
-        for (std::size_t i = 0; i < kQuads; ++i)
-            decode_quad<T, Unsigned>(codes, fifth, K, i, lo.quad[i], hi.quad[i]);
+        uint8x16_t lo, hi;
+        decode_quad<T, Unsigned>(codes, fifth, K, i, lo, hi);
         f(k, lo, hi);
     };
     [&]<std::size_t... K>(std::index_sequence<K...>) {
@@ -489,13 +498,14 @@ inline void store_half(float* y, const float32x4_t (&v)[kQuads], std::size_t cou
 }
 
 // Inputs i < N against one half of a tile, each input's int32 sums in
-// the rows' lanes. Dot::Acc holds one input's sums of a block;
-// Dot::start(init) begins them at `init`; Dot::line<K>(acc, lo, hi, x)
-// adds groups K (lo) and K + 4 (hi) against the input's codes x[0]
-// (values 0..15), x[1] (16..31); Dot::total(acc, i) is quad i's int32x4.
-// The float operations per lane are the x86 kernels', in their order:
-// acc = fma(d_w x d_x, float(sum), acc), then Q4_1/Q5_1's
-// acc = fma(m, s_x, acc).
+// the rows' lanes, a quad of 4 rows at a time (only that quad's sums are
+// live: the registers go to more inputs). Dot::Acc holds one input's sums
+// of a quad and block; Dot::start(init) begins them at `init`;
+// Dot::line<K>(acc, lo, hi, x) adds groups K (lo) and K + 4 (hi) against
+// the input's codes x[0] (values 0..15), x[1] (16..31); Dot::total(acc)
+// is the int32x4 of sums. The float operations per lane are the x86
+// kernels', in their order: acc = fma(d_w x d_x, float(sum), acc), then
+// Q4_1/Q5_1's acc = fma(m, s_x, acc).
 template <typename Dot, WeightType T, std::size_t N>
 void lanes_gemm_half(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols,
                      std::size_t h, float* y, std::size_t y_stride, std::size_t rows) {
@@ -513,31 +523,31 @@ void lanes_gemm_half(const std::byte* tile, const std::byte* act, std::size_t ac
     for (std::size_t b = 0; b < blocks; ++b) {
         if (h == 0) // the second half finds the tile in cache
             prefetch_ahead<T>(tile, b);
-        typename Dot::Acc sums[N];
         int8x16_t x[N][2];
         for (std::size_t j = 0; j < N; ++j) {
-            sums[j] = Dot::start(-neon_offset<T, kUnsigned>() * a[j][b].sum);
             x[j][0] = vld1q_s8(a[j][b].qs);
             x[j][1] = vld1q_s8(a[j][b].qs + 16);
         }
         const std::byte* block = tile + b * code_bytes(T);
-        for_each_line<T, kUnsigned>(block + h * kNeonHalfBytes, block + kNibbleBytes + h * sizeof(std::uint32_t),
-                                    [&]<std::size_t K>(std::integral_constant<std::size_t, K>, const HalfGroup& lo,
-                                                       const HalfGroup& hi) {
-                                        for (std::size_t j = 0; j < N; ++j)
-                                            Dot::template line<K>(sums[j], lo, hi, x[j]);
-                                    });
-        float32x4_t dw[kQuads];
+        float32x4_t dw[kQuads], m[kQuads];
         half_scales<T>(scales + b * scale_bytes(T), dw);
-        for (std::size_t j = 0; j < N; ++j)
-            for (std::size_t i = 0; i < kQuads; ++i)
-                acc[j][i] = vfmaq_f32(acc[j][i], vmulq_n_f32(dw[i], a[j][b].d), vcvtq_f32_s32(Dot::total(sums[j], i)));
-        if constexpr (has_min(T)) {
-            float32x4_t m[kQuads];
+        if constexpr (has_min(T))
             half_scales<T>(mins + b * scale_bytes(T), m);
+        for (std::size_t i = 0; i < kQuads; ++i) {
+            typename Dot::Acc sums[N];
             for (std::size_t j = 0; j < N; ++j)
-                for (std::size_t i = 0; i < kQuads; ++i)
+                sums[j] = Dot::start(-neon_offset<T, kUnsigned>() * a[j][b].sum);
+            for_each_line<T, kUnsigned>(block + h * kNeonHalfBytes, block + kNibbleBytes + h * sizeof(std::uint32_t), i,
+                                        [&]<std::size_t K>(std::integral_constant<std::size_t, K>, uint8x16_t lo,
+                                                           uint8x16_t hi) {
+                                            for (std::size_t j = 0; j < N; ++j)
+                                                Dot::template line<K>(sums[j], lo, hi, x[j]);
+                                        });
+            for (std::size_t j = 0; j < N; ++j) {
+                acc[j][i] = vfmaq_f32(acc[j][i], vmulq_n_f32(dw[i], a[j][b].d), vcvtq_f32_s32(Dot::total(sums[j])));
+                if constexpr (has_min(T))
                     acc[j][i] = vfmaq_n_f32(acc[j][i], m[i], a[j][b].s);
+            }
         }
     }
     const std::size_t first = h * kNeonHalfRows, count = rows - first < kNeonHalfRows ? rows - first : kNeonHalfRows;

@@ -44,6 +44,53 @@ inline float32x4_t row_pair_lanes(float32x4_t quad, std::size_t p) {
     return p == 0 ? vzip1q_f32(quad, quad) : vzip2q_f32(quad, quad);
 }
 
+// [rows 0-1] (r = 0) or [rows 2-3] (r = 1) of two groups' quads g0, g1:
+// each row's 4 codes of g0 then its 4 of g1.
+inline uint8x16_t zip_rows(uint8x16_t g0, uint8x16_t g1, std::size_t r) {
+    const uint32x4_t a = vreinterpretq_u32_u8(g0), b = vreinterpretq_u32_u8(g1);
+    return vreinterpretq_u8_u32(r == 0 ? vzip1q_u32(a, b) : vzip2q_u32(a, b));
+}
+
+// The USMMLA operands of quad i for groups k, k + 1 (lo) and k + 4, k + 5
+// (hi), k even, row pair r = 0, 1. Decoding is bytewise, so it commutes
+// with the zip: Q4_0's line bytes are zipped first and split after (a line
+// holds both groups), saving a zip per operand; only the fifth bits, one
+// mask per group, go in before the zip.
+struct Operands {
+    uint8x16_t lo[2], hi[2];
+};
+
+template <WeightType T>
+inline Operands operands(const std::byte* codes, const std::byte* fifth, std::size_t k, std::size_t i) {
+    Operands w;
+    if constexpr (T == WeightType::Q8_0) {
+        const uint8x16_t g0 = load_quad(codes, k, i), g1 = load_quad(codes, k + 1, i);
+        const uint8x16_t g4 = load_quad(codes, k + kGroups / 2, i), g5 = load_quad(codes, k + 1 + kGroups / 2, i);
+        for (std::size_t r = 0; r < 2; ++r) {
+            w.lo[r] = zip_rows(g0, g1, r);
+            w.hi[r] = zip_rows(g4, g5, r);
+        }
+    } else if constexpr (has_fifth_bit(T)) {
+        uint8x16_t lo0, hi0, lo1, hi1;
+        decode_quad<T, kUnsigned>(codes, fifth, k, i, lo0, hi0);
+        decode_quad<T, kUnsigned>(codes, fifth, k + 1, i, lo1, hi1);
+        for (std::size_t r = 0; r < 2; ++r) {
+            w.lo[r] = zip_rows(lo0, lo1, r);
+            w.hi[r] = zip_rows(hi0, hi1, r);
+        }
+    } else {
+        const uint8x16_t v0 = load_quad(codes, k, i), v1 = load_quad(codes, k + 1, i);
+        for (std::size_t r = 0; r < 2; ++r) {
+            split_nibbles(zip_rows(v0, v1, r), w.lo[r], w.hi[r]);
+            if constexpr (is_table(T)) {
+                w.lo[r] = table_codes<T, kUnsigned>(w.lo[r]);
+                w.hi[r] = table_codes<T, kUnsigned>(w.hi[r]);
+            }
+        }
+    }
+    return w;
+}
+
 template <WeightType T, std::size_t N>
 void i8mm_gemm_half(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols,
                     std::size_t h, float* y, std::size_t y_stride, std::size_t rows) {
@@ -64,13 +111,15 @@ void i8mm_gemm_half(const std::byte* tile, const std::byte* act, std::size_t act
     for (std::size_t b = 0; b < blocks; ++b) {
         if (h == 0) // the second half finds the tile in cache
             prefetch_ahead<T>(tile, b);
-        int32x4_t sums[P][kQuads][2];
+        int32x4_t init[P];
         int8x16_t x[P][kGroups / 2]; // groups 2 k, 2 k + 1 of both inputs
+        float32x4_t dx[P], sx[P];
         for (std::size_t p = 0; p < P; ++p) {
             const ActBlock32Sum &u = in[p].a[b], &v = in[p].b[b];
-            const int32x4_t init = pair_lanes(-code_offset(T) * u.sum, -code_offset(T) * v.sum);
-            for (auto& quad : sums[p])
-                quad[0] = quad[1] = init;
+            init[p] = pair_lanes(-code_offset(T) * u.sum, -code_offset(T) * v.sum);
+            dx[p] = pair_lanes(u.d, v.d);
+            if constexpr (has_min(T))
+                sx[p] = pair_lanes(u.s, v.s);
             for (std::size_t half = 0; half < 2; ++half) {
                 const int64x2_t xu = vreinterpretq_s64_s8(vld1q_s8(u.qs + 16 * half));
                 const int64x2_t xv = vreinterpretq_s64_s8(vld1q_s8(v.qs + 16 * half));
@@ -81,42 +130,30 @@ void i8mm_gemm_half(const std::byte* tile, const std::byte* act, std::size_t act
         const std::byte* block = tile + b * code_bytes(T);
         const std::byte* codes = block + h * kNeonHalfBytes;
         const std::byte* fifth = block + kNibbleBytes + h * sizeof(std::uint32_t);
-        // Lines k and k + 1 hold groups k, k + 1 (low) and k + 4, k + 5 (high).
-        for (std::size_t k = 0; k < kGroups / 2; k += 2)
-            for (std::size_t i = 0; i < kQuads; ++i) {
-                uint8x16_t lo0, hi0, lo1, hi1;
-                decode_quad<T, kUnsigned>(codes, fifth, k, i, lo0, hi0);
-                decode_quad<T, kUnsigned>(codes, fifth, k + 1, i, lo1, hi1);
-                const auto zip = [](uint8x16_t g0, uint8x16_t g1, std::size_t r) {
-                    const uint32x4_t a = vreinterpretq_u32_u8(g0), c = vreinterpretq_u32_u8(g1);
-                    return vreinterpretq_u8_u32(r == 0 ? vzip1q_u32(a, c) : vzip2q_u32(a, c));
-                };
-                for (std::size_t r = 0; r < 2; ++r) {
-                    const uint8x16_t wlo = zip(lo0, lo1, r), whi = zip(hi0, hi1, r);
-                    for (std::size_t p = 0; p < P; ++p) {
-                        sums[p][i][r] = vusmmlaq_s32(sums[p][i][r], wlo, x[p][k / 2]);
-                        sums[p][i][r] = vusmmlaq_s32(sums[p][i][r], whi, x[p][2 + k / 2]);
-                    }
-                }
-            }
-        float32x4_t dw[kQuads];
+        float32x4_t dw[kQuads], m[kQuads];
         half_scales<T>(scales + b * scale_bytes(T), dw);
-        for (std::size_t p = 0; p < P; ++p) {
-            const float32x4_t dx = pair_lanes(in[p].a[b].d, in[p].b[b].d);
-            for (std::size_t i = 0; i < kQuads; ++i)
-                for (std::size_t r = 0; r < 2; ++r)
-                    acc[p][i][r] = vfmaq_f32(acc[p][i][r], vmulq_f32(row_pair_lanes(dw[i], r), dx),
-                                             vcvtq_f32_s32(sums[p][i][r]));
-        }
-        if constexpr (has_min(T)) {
-            float32x4_t m[kQuads];
+        if constexpr (has_min(T))
             half_scales<T>(mins + b * scale_bytes(T), m);
-            for (std::size_t p = 0; p < P; ++p) {
-                const float32x4_t s = pair_lanes(in[p].a[b].s, in[p].b[b].s);
-                for (std::size_t i = 0; i < kQuads; ++i)
-                    for (std::size_t r = 0; r < 2; ++r)
-                        acc[p][i][r] = vfmaq_f32(acc[p][i][r], row_pair_lanes(m[i], r), s);
+        // A quad at a time (only its sums live): sums[p][r] for row pair r.
+        for (std::size_t i = 0; i < kQuads; ++i) {
+            int32x4_t sums[P][2];
+            for (std::size_t p = 0; p < P; ++p)
+                sums[p][0] = sums[p][1] = init[p];
+            for (std::size_t k = 0; k < kGroups / 2; k += 2) {
+                const Operands w = operands<T>(codes, fifth, k, i);
+                for (std::size_t r = 0; r < 2; ++r)
+                    for (std::size_t p = 0; p < P; ++p) {
+                        sums[p][r] = vusmmlaq_s32(sums[p][r], w.lo[r], x[p][k / 2]);
+                        sums[p][r] = vusmmlaq_s32(sums[p][r], w.hi[r], x[p][2 + k / 2]);
+                    }
             }
+            for (std::size_t p = 0; p < P; ++p)
+                for (std::size_t r = 0; r < 2; ++r) {
+                    acc[p][i][r] = vfmaq_f32(acc[p][i][r], vmulq_f32(row_pair_lanes(dw[i], r), dx[p]),
+                                             vcvtq_f32_s32(sums[p][r]));
+                    if constexpr (has_min(T))
+                        acc[p][i][r] = vfmaq_f32(acc[p][i][r], row_pair_lanes(m[i], r), sx[p]);
+                }
         }
     }
     const std::size_t first = h * kNeonHalfRows, count = rows - first < kNeonHalfRows ? rows - first : kNeonHalfRows;

@@ -10,23 +10,19 @@
 namespace kvscope::kernels::cpu::detail::blocks32 {
 namespace {
 
-// 4 x (2 float + 2 int32 accumulators + 2 code registers) + the decoded
+// 4 x (2 float + 1 int32 accumulators + 2 code registers) + the decoded
 // quads fit 32 q registers.
 constexpr std::size_t kMaxInputs = 4;
 
 struct SdotDot {
-    struct Acc {
-        int32x4_t quad[kQuads];
-    };
-    static Acc start(std::int32_t init) { return {{vdupq_n_s32(init), vdupq_n_s32(init)}}; }
+    using Acc = int32x4_t;
+    static Acc start(std::int32_t init) { return vdupq_n_s32(init); }
     template <std::size_t K>
-    static void line(Acc& acc, const HalfGroup& lo, const HalfGroup& hi, const int8x16_t (&x)[2]) {
-        for (std::size_t i = 0; i < kQuads; ++i) {
-            acc.quad[i] = vdotq_laneq_s32(acc.quad[i], vreinterpretq_s8_u8(lo.quad[i]), x[0], K);
-            acc.quad[i] = vdotq_laneq_s32(acc.quad[i], vreinterpretq_s8_u8(hi.quad[i]), x[1], K);
-        }
+    static void line(Acc& acc, uint8x16_t lo, uint8x16_t hi, const int8x16_t (&x)[2]) {
+        acc = vdotq_laneq_s32(acc, vreinterpretq_s8_u8(lo), x[0], K);
+        acc = vdotq_laneq_s32(acc, vreinterpretq_s8_u8(hi), x[1], K);
     }
-    static int32x4_t total(const Acc& acc, std::size_t i) { return acc.quad[i]; }
+    static int32x4_t total(Acc acc) { return acc; }
 };
 
 } // namespace
