@@ -126,12 +126,85 @@ float block_scale(const std::byte* block) {
 template <typename Block>
 constexpr bool kHasMin = std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>;
 
+// Four per-block floats as one vector, lane k from get(k) for k < count,
+// zero beyond. Lanes set one by one: an array would be assembled in
+// general registers.
+template <typename Get>
+float32x4_t lanes4(std::size_t count, Get get) {
+    float32x4_t v = vdupq_n_f32(0.0f);
+    v = vsetq_lane_f32(get(0), v, 0);
+    if (count > 1)
+        v = vsetq_lane_f32(get(1), v, 1);
+    if (count > 2)
+        v = vsetq_lane_f32(get(2), v, 2);
+    if (count > 3)
+        v = vsetq_lane_f32(get(3), v, 3);
+    return v;
+}
+
+// Four consecutive f16 at `first`, `stride` bytes apart: one widening.
+template <std::size_t Stride>
+float32x4_t halves4(const std::byte* first) {
+    const auto at = [first](std::size_t k) { return reinterpret_cast<const float16_t*>(first + k * Stride); };
+    float16x4_t h = vld1_dup_f16(at(0));
+    h = vld1_lane_f16(at(1), h, 1);
+    h = vld1_lane_f16(at(2), h, 2);
+    h = vld1_lane_f16(at(3), h, 3);
+    return vcvt_f32_f16(h);
+}
+
+// The scales of `count` (1..4) blocks from `first` (kCount: count known
+// to be 4), zero beyond: an f16 d or MXFP4's E8M0 e, and Q4_1/Q5_1's m.
+template <typename Block, bool kFour>
+float32x4_t block_scales4(const std::byte* first, std::size_t count) {
+    if constexpr (kFour && !std::is_same_v<Block, BlockMXFP4>)
+        return halves4<sizeof(Block)>(first);
+    else
+        return lanes4(count, [first](std::size_t k) { return block_scale<Block>(first + k * sizeof(Block)); });
+}
+template <typename Block, bool kFour>
+float32x4_t block_mins4(const std::byte* first, std::size_t count) {
+    if constexpr (kFour)
+        return halves4<sizeof(Block)>(first + offsetof(Block, m));
+    else
+        return lanes4(count, [first](std::size_t k) { return neon_half(first + k * sizeof(Block) + offsetof(Block, m)); });
+}
+
 // Blocks of 32 for N inputs, four blocks per step: each weight block is
 // decoded once for all inputs; its exact integer sum per input lands in one
 // lane (a pairwise-add tree), and one multiply and one FMA per input apply
-// the four blocks' scales (weight d x activation d). A last step of fewer
-// blocks has zero sums and scales in the missing lanes. Per input the
-// operations and their order do not depend on N.
+// the four blocks' scales (weight d x activation d). The last step, of
+// fewer blocks, has zero sums and scales in the missing lanes. Per input
+// the operations and their order do not depend on N.
+template <typename IntDot, typename Block, int N, bool kFour, typename Act, typename Decode>
+void blocks32_step(const std::byte* w, const Act* const* x, std::size_t b, std::size_t count, Decode decode,
+                   float32x4_t* acc) {
+    if constexpr (kFour)
+        count = 4;
+    int32x4_t sums[N][4];
+    for (std::size_t k = 0; k < 4; ++k) {
+        if (k >= count) {
+            for (int j = 0; j < N; ++j)
+                sums[j][k] = vdupq_n_s32(0);
+            continue;
+        }
+        const Codes32 q = decode(w + (b + k) * sizeof(Block));
+        for (int j = 0; j < N; ++j)
+            sums[j][k] = IntDot::dot32(q.lo, q.hi, x[j][b + k].qs);
+    }
+    const std::byte* first = w + b * sizeof(Block);
+    const float32x4_t dw = block_scales4<Block, kFour>(first, count);
+    for (int j = 0; j < N; ++j) {
+        const Act* a = x[j] + b;
+        const float32x4_t da = lanes4(count, [a](std::size_t k) { return a[k].d; });
+        const int32x4_t isum = vpaddq_s32(vpaddq_s32(sums[j][0], sums[j][1]), vpaddq_s32(sums[j][2], sums[j][3]));
+        acc[j] = vfmaq_f32(acc[j], vmulq_f32(dw, da), vcvtq_f32_s32(isum));
+        if constexpr (kHasMin<Block>)
+            acc[j] = vfmaq_f32(acc[j], block_mins4<Block, kFour>(first, count),
+                               lanes4(count, [a](std::size_t k) { return a[k].s; }));
+    }
+}
+
 template <typename IntDot, typename Block, int N, typename Decode>
 void dot_blocks32_n(const std::byte* w, const std::byte* xb, std::size_t x_stride, std::size_t cols,
                     Decode decode, float* out) {
@@ -143,39 +216,11 @@ void dot_blocks32_n(const std::byte* w, const std::byte* xb, std::size_t x_strid
         acc[j] = vdupq_n_f32(0.0f);
     }
     const std::size_t blocks = cols / kActBlockValues;
-    for (std::size_t b = 0; b < blocks; b += 4) {
-        const std::size_t count = blocks - b < 4 ? blocks - b : 4;
-        int32x4_t sums[N][4];
-        float dw[4] = {}, mw[4] = {};
-        for (std::size_t k = 0; k < 4; ++k) {
-            if (k >= count) {
-                for (int j = 0; j < N; ++j)
-                    sums[j][k] = vdupq_n_s32(0);
-                continue;
-            }
-            const std::byte* block = w + (b + k) * sizeof(Block);
-            dw[k] = block_scale<Block>(block);
-            if constexpr (kHasMin<Block>)
-                mw[k] = neon_half(block + offsetof(Block, m));
-            const Codes32 q = decode(block);
-            for (int j = 0; j < N; ++j)
-                sums[j][k] = IntDot::dot32(q.lo, q.hi, x[j][b + k].qs);
-        }
-        const float32x4_t dwv = vld1q_f32(dw);
-        for (int j = 0; j < N; ++j) {
-            float da[4] = {}, sa[4] = {};
-            for (std::size_t k = 0; k < count; ++k) {
-                da[k] = x[j][b + k].d;
-                if constexpr (kHasMin<Block>)
-                    sa[k] = x[j][b + k].s;
-            }
-            const int32x4_t isum =
-                vpaddq_s32(vpaddq_s32(sums[j][0], sums[j][1]), vpaddq_s32(sums[j][2], sums[j][3]));
-            acc[j] = vfmaq_f32(acc[j], vmulq_f32(dwv, vld1q_f32(da)), vcvtq_f32_s32(isum));
-            if constexpr (kHasMin<Block>)
-                acc[j] = vfmaq_f32(acc[j], vld1q_f32(mw), vld1q_f32(sa));
-        }
-    }
+    std::size_t b = 0;
+    for (; b + 4 <= blocks; b += 4)
+        blocks32_step<IntDot, Block, N, true>(w, x, b, 4, decode, acc);
+    if (b < blocks)
+        blocks32_step<IntDot, Block, N, false>(w, x, b, blocks - b, decode, acc);
     for (int j = 0; j < N; ++j)
         out[j] = vaddvq_f32(acc[j]);
 }
@@ -338,8 +383,9 @@ void scaled16_terms(const int8x16_t* q, const int* scale, int s0, const ActBlock
 
 // Q6_K half h (values 128h..128h+127) as 8 vectors of 16 unsigned codes
 // (0..63), in value order: low nibbles of ql[0..63] then high nibbles, with
-// two bits of qh each (quant_blocks.h).
-void q6_k_half(const std::byte* block, int h, int8x16_t* q) {
+// two bits of qh each (quant_blocks.h). Always inlined (called twice per
+// super-block, GCC would call it and pass the codes through memory).
+[[gnu::always_inline]] inline void q6_k_half(const std::byte* block, int h, int8x16_t* q) {
     const std::uint8_t* ql = bytes_at(block + offsetof(BlockQ6_K, ql)) + 64 * h;
     const std::uint8_t* qh = bytes_at(block + offsetof(BlockQ6_K, qh)) + 32 * h;
     const uint8x16_t m3 = vdupq_n_u8(0x03), m30 = vdupq_n_u8(0x30);
@@ -390,8 +436,9 @@ void dot_q6_k_n(const std::byte* w, const std::byte* xb, std::size_t x_stride, s
 }
 
 // Q2_K and Q3_K half h: value 128h + 32k + l (l < 32) is bits 2k of byte
-// 32h + l of qs, as 8 vectors of 16 codes in value order.
-void low2_half(const std::uint8_t* qs, int h, uint8x16_t* q) {
+// 32h + l of qs, as 8 vectors of 16 codes in value order. Always inlined,
+// as q6_k_half.
+[[gnu::always_inline]] inline void low2_half(const std::uint8_t* qs, int h, uint8x16_t* q) {
     const uint8x16_t q0 = vld1q_u8(qs + 32 * h), q1 = vld1q_u8(qs + 32 * h + 16);
     const uint8x16_t m3 = vdupq_n_u8(0x03);
     q[0] = vandq_u8(q0, m3);
