@@ -100,12 +100,16 @@ void dot_floats_n(const std::byte* w, const std::byte* xb, std::size_t x_stride,
             acc[j][k] = vdupq_n_f32(0.0f);
     }
     std::size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (std::size_t k = 0; k < 4; ++k) {
-            const float32x4_t wv = Load4(w, i + 4 * k);
-            for (int j = 0; j < N; ++j)
-                acc[j][k] = vfmaq_f32(acc[j][k], wv, vld1q_f32(x[j] + i + 4 * k));
+    for (; i + 16 <= n; i += 16) {
+        const float32x4_t w0 = Load4(w, i), w1 = Load4(w, i + 4), w2 = Load4(w, i + 8), w3 = Load4(w, i + 12);
+        for (int j = 0; j < N; ++j) {
+            // written out: with a loop over k GCC 12 copied every accumulator twice per step
+            acc[j][0] = vfmaq_f32(acc[j][0], w0, vld1q_f32(x[j] + i));
+            acc[j][1] = vfmaq_f32(acc[j][1], w1, vld1q_f32(x[j] + i + 4));
+            acc[j][2] = vfmaq_f32(acc[j][2], w2, vld1q_f32(x[j] + i + 8));
+            acc[j][3] = vfmaq_f32(acc[j][3], w3, vld1q_f32(x[j] + i + 12));
         }
+    }
     for (; i + 4 <= n; i += 4) {
         const float32x4_t wv = Load4(w, i);
         for (int j = 0; j < N; ++j)
