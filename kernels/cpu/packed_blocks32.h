@@ -359,6 +359,10 @@ inline constexpr std::size_t kNeonHalfRows = kPackedRows / 2;
 inline constexpr std::size_t kNeonHalfBytes = kGroupBytes / 2;
 inline constexpr std::size_t kQuads = kNeonHalfRows / 4; // q registers per half of a group
 
+// Loops over inputs and quads carry "#pragma GCC unroll": GCC 12 keeps
+// arrays of vectors in registers only when their loops are unrolled before
+// its scalarization pass; otherwise it also stores them to the stack at
+// every step (clang reads the pragma too).
 // The code a kernel multiplies. Unsigned kernels (I8MM's USMMLA, like
 // dpbusd) take the stored codes, offset code_offset(T); signed ones (SDOT,
 // SMULL) take Q8_0's code ^ 0x80 and the tables' values themselves, offset
@@ -515,15 +519,16 @@ void lanes_gemm_half(const std::byte* tile, const std::byte* act, std::size_t ac
     const std::byte* mins = tile + mins_offset(T, cols) + h * kNeonHalfRows * scale_size(T);
     const ActBlock32Sum* a[N];
     float32x4_t acc[N][kQuads];
+#pragma GCC unroll 8
     for (std::size_t j = 0; j < N; ++j) {
         a[j] = reinterpret_cast<const ActBlock32Sum*>(act + j * act_stride);
-        for (std::size_t i = 0; i < kQuads; ++i)
-            acc[j][i] = vdupq_n_f32(0.0f);
+        acc[j][0] = acc[j][1] = vdupq_n_f32(0.0f);
     }
     for (std::size_t b = 0; b < blocks; ++b) {
         if (h == 0) // the second half finds the tile in cache
             prefetch_ahead<T>(tile, b);
         int8x16_t x[N][2];
+#pragma GCC unroll 8
         for (std::size_t j = 0; j < N; ++j) {
             x[j][0] = vld1q_s8(a[j][b].qs);
             x[j][1] = vld1q_s8(a[j][b].qs + 16);
@@ -533,16 +538,20 @@ void lanes_gemm_half(const std::byte* tile, const std::byte* act, std::size_t ac
         half_scales<T>(scales + b * scale_bytes(T), dw);
         if constexpr (has_min(T))
             half_scales<T>(mins + b * scale_bytes(T), m);
+#pragma GCC unroll 2
         for (std::size_t i = 0; i < kQuads; ++i) {
             typename Dot::Acc sums[N];
+#pragma GCC unroll 8
             for (std::size_t j = 0; j < N; ++j)
                 sums[j] = Dot::start(-neon_offset<T, kUnsigned>() * a[j][b].sum);
             for_each_line<T, kUnsigned>(block + h * kNeonHalfBytes, block + kNibbleBytes + h * sizeof(std::uint32_t), i,
                                         [&]<std::size_t K>(std::integral_constant<std::size_t, K>, uint8x16_t lo,
                                                            uint8x16_t hi) {
+#pragma GCC unroll 8
                                             for (std::size_t j = 0; j < N; ++j)
                                                 Dot::template line<K>(sums[j], lo, hi, x[j]);
                                         });
+#pragma GCC unroll 8
             for (std::size_t j = 0; j < N; ++j) {
                 acc[j][i] = vfmaq_f32(acc[j][i], vmulq_n_f32(dw[i], a[j][b].d), vcvtq_f32_s32(Dot::total(sums[j])));
                 if constexpr (has_min(T))
@@ -551,6 +560,7 @@ void lanes_gemm_half(const std::byte* tile, const std::byte* act, std::size_t ac
         }
     }
     const std::size_t first = h * kNeonHalfRows, count = rows - first < kNeonHalfRows ? rows - first : kNeonHalfRows;
+#pragma GCC unroll 8
     for (std::size_t j = 0; j < N; ++j)
         store_half(y + j * y_stride + first, acc[j], count);
 }

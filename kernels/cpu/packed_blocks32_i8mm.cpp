@@ -26,6 +26,9 @@ constexpr std::size_t kMaxPairs = 2;
 constexpr std::size_t kMaxInputs = 2 * kMaxPairs;
 constexpr bool kUnsigned = true;
 
+// Loops over pairs, quads and row pairs carry "#pragma GCC unroll" for
+// the reason packed_blocks32.h gives.
+
 // Two inputs' rows: an odd count pairs the last input with itself.
 struct InputPair {
     const ActBlock32Sum* a;
@@ -66,6 +69,7 @@ inline Operands operands(const std::byte* codes, const std::byte* fifth, std::si
     if constexpr (T == WeightType::Q8_0) {
         const uint8x16_t g0 = load_quad(codes, k, i), g1 = load_quad(codes, k + 1, i);
         const uint8x16_t g4 = load_quad(codes, k + kGroups / 2, i), g5 = load_quad(codes, k + 1 + kGroups / 2, i);
+#pragma GCC unroll 2
         for (std::size_t r = 0; r < 2; ++r) {
             w.lo[r] = zip_rows(g0, g1, r);
             w.hi[r] = zip_rows(g4, g5, r);
@@ -74,12 +78,14 @@ inline Operands operands(const std::byte* codes, const std::byte* fifth, std::si
         uint8x16_t lo0, hi0, lo1, hi1;
         decode_quad<T, kUnsigned>(codes, fifth, k, i, lo0, hi0);
         decode_quad<T, kUnsigned>(codes, fifth, k + 1, i, lo1, hi1);
+#pragma GCC unroll 2
         for (std::size_t r = 0; r < 2; ++r) {
             w.lo[r] = zip_rows(lo0, lo1, r);
             w.hi[r] = zip_rows(hi0, hi1, r);
         }
     } else {
         const uint8x16_t v0 = load_quad(codes, k, i), v1 = load_quad(codes, k + 1, i);
+#pragma GCC unroll 2
         for (std::size_t r = 0; r < 2; ++r) {
             split_nibbles(zip_rows(v0, v1, r), w.lo[r], w.hi[r]);
             if constexpr (is_table(T)) {
@@ -101,12 +107,14 @@ void i8mm_gemm_half(const std::byte* tile, const std::byte* act, std::size_t act
     InputPair in[P];
     // acc[p][i][r]: quad i's row pair r (rows 4 i + 2 r, + 1) with pair p.
     float32x4_t acc[P][kQuads][2];
+#pragma GCC unroll 4
     for (std::size_t p = 0; p < P; ++p) {
         const std::size_t second = 2 * p + 1 < N ? 2 * p + 1 : 2 * p;
         in[p] = {reinterpret_cast<const ActBlock32Sum*>(act + 2 * p * act_stride),
                  reinterpret_cast<const ActBlock32Sum*>(act + second * act_stride)};
-        for (auto& quad : acc[p])
-            quad[0] = quad[1] = vdupq_n_f32(0.0f);
+#pragma GCC unroll 2
+        for (std::size_t i = 0; i < kQuads; ++i)
+            acc[p][i][0] = acc[p][i][1] = vdupq_n_f32(0.0f);
     }
     for (std::size_t b = 0; b < blocks; ++b) {
         if (h == 0) // the second half finds the tile in cache
@@ -114,12 +122,14 @@ void i8mm_gemm_half(const std::byte* tile, const std::byte* act, std::size_t act
         int32x4_t init[P];
         int8x16_t x[P][kGroups / 2]; // groups 2 k, 2 k + 1 of both inputs
         float32x4_t dx[P], sx[P];
+#pragma GCC unroll 4
         for (std::size_t p = 0; p < P; ++p) {
             const ActBlock32Sum &u = in[p].a[b], &v = in[p].b[b];
             init[p] = pair_lanes(-code_offset(T) * u.sum, -code_offset(T) * v.sum);
             dx[p] = pair_lanes(u.d, v.d);
             if constexpr (has_min(T))
                 sx[p] = pair_lanes(u.s, v.s);
+#pragma GCC unroll 4
             for (std::size_t half = 0; half < 2; ++half) {
                 const int64x2_t xu = vreinterpretq_s64_s8(vld1q_s8(u.qs + 16 * half));
                 const int64x2_t xv = vreinterpretq_s64_s8(vld1q_s8(v.qs + 16 * half));
@@ -135,19 +145,26 @@ void i8mm_gemm_half(const std::byte* tile, const std::byte* act, std::size_t act
         if constexpr (has_min(T))
             half_scales<T>(mins + b * scale_bytes(T), m);
         // A quad at a time (only its sums live): sums[p][r] for row pair r.
+#pragma GCC unroll 4
         for (std::size_t i = 0; i < kQuads; ++i) {
             int32x4_t sums[P][2];
+#pragma GCC unroll 4
             for (std::size_t p = 0; p < P; ++p)
                 sums[p][0] = sums[p][1] = init[p];
+#pragma GCC unroll 2
             for (std::size_t k = 0; k < kGroups / 2; k += 2) {
                 const Operands w = operands<T>(codes, fifth, k, i);
+#pragma GCC unroll 4
                 for (std::size_t r = 0; r < 2; ++r)
+#pragma GCC unroll 4
                     for (std::size_t p = 0; p < P; ++p) {
                         sums[p][r] = vusmmlaq_s32(sums[p][r], w.lo[r], x[p][k / 2]);
                         sums[p][r] = vusmmlaq_s32(sums[p][r], w.hi[r], x[p][2 + k / 2]);
                     }
             }
+#pragma GCC unroll 4
             for (std::size_t p = 0; p < P; ++p)
+#pragma GCC unroll 4
                 for (std::size_t r = 0; r < 2; ++r) {
                     acc[p][i][r] = vfmaq_f32(acc[p][i][r], vmulq_f32(row_pair_lanes(dw[i], r), dx[p]),
                                              vcvtq_f32_s32(sums[p][r]));
@@ -157,8 +174,10 @@ void i8mm_gemm_half(const std::byte* tile, const std::byte* act, std::size_t act
         }
     }
     const std::size_t first = h * kNeonHalfRows, count = rows - first < kNeonHalfRows ? rows - first : kNeonHalfRows;
+#pragma GCC unroll 4
     for (std::size_t p = 0; p < P; ++p) {
         float32x4_t out0[kQuads], out1[kQuads];
+#pragma GCC unroll 4
         for (std::size_t i = 0; i < kQuads; ++i) {
             out0[i] = vuzp1q_f32(acc[p][i][0], acc[p][i][1]);
             out1[i] = vuzp2q_f32(acc[p][i][0], acc[p][i][1]);
