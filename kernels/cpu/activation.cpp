@@ -34,6 +34,10 @@ void silu_mul_piece(const float* gate, const float* up, float* out, std::size_t 
     if (simd_path() == SimdPath::Avx2)
         return detail::avx2_silu_mul(gate, up, out, n);
 #endif
+#if defined(KVSCOPE_KERNELS_NEON)
+    if (is_neon(simd_path()))
+        return detail::neon_silu_mul(gate, up, out, n);
+#endif
     // For very negative g, exp(-g) overflows to inf and g / inf = -0: the
     // right limit, no NaN.
     for (std::size_t i = 0; i < n; ++i)
@@ -44,6 +48,10 @@ void gelu_mul_piece(const float* gate, const float* up, float* out, std::size_t 
 #if defined(KVSCOPE_KERNELS_AVX2)
     if (simd_path() == SimdPath::Avx2)
         return detail::avx2_gelu_mul(gate, up, out, n);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON)
+    if (is_neon(simd_path()))
+        return detail::neon_gelu_mul(gate, up, out, n);
 #endif
     for (std::size_t i = 0; i < n; ++i)
         out[i] = detail::gelu_f16(gate[i]) * up[i];
@@ -94,6 +102,10 @@ void softcap(float* x, std::size_t n, float cap) {
 #if defined(KVSCOPE_KERNELS_AVX2)
     if (simd_path() == SimdPath::Avx2)
         return detail::avx2_softcap(x, n, cap);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON)
+    if (is_neon(simd_path()))
+        return detail::neon_softcap(x, n, cap);
 #endif
     const float inverse = 1.0f / cap;
     for (std::size_t i = 0; i < n; ++i)

@@ -42,8 +42,8 @@ void gelu_mul(const float* gate, const float* up, float* out, std::size_t n, int
 // the step. out may alias gate or up; up to `threads` threads as silu_mul.
 void swiglu_clamped_mul(const float* gate, const float* up, float* out, std::size_t n, int threads = 1);
 // Soft-capping in place, as llama.cpp's Gemma 2 final logits:
-// x[i] = cap * tanh(x[i] * (1 / cap)). Runs on the SIMD path in use (AVX2:
-// a polynomial tanh within a few ulp of std::tanh). Throws
+// x[i] = cap * tanh(x[i] * (1 / cap)). Runs on the SIMD path in use (AVX2,
+// NEON: a polynomial tanh within a few ulp of std::tanh). Throws
 // std::invalid_argument unless cap is finite and > 0.
 void softcap(float* x, std::size_t n, float cap);
 
@@ -52,6 +52,13 @@ namespace detail {
 void avx2_silu_mul(const float* gate, const float* up, float* out, std::size_t n);
 void avx2_gelu_mul(const float* gate, const float* up, float* out, std::size_t n);
 void avx2_softcap(float* x, std::size_t n, float cap);
+} // namespace detail
+#endif
+#if defined(KVSCOPE_KERNELS_NEON)
+namespace detail {
+void neon_silu_mul(const float* gate, const float* up, float* out, std::size_t n);
+void neon_gelu_mul(const float* gate, const float* up, float* out, std::size_t n);
+void neon_softcap(float* x, std::size_t n, float cap);
 } // namespace detail
 #endif
 

@@ -1,4 +1,5 @@
-// Portable KV row operations, and the choice between them and AVX2's.
+// Portable KV row operations, and the choice between them and the SIMD
+// paths' (AVX2, NEON).
 #include "kernels/cpu/kv_row_ops.h"
 
 #include <algorithm>
@@ -115,6 +116,10 @@ SoftmaxRowFn softmax_row(SimdPath path) {
     if (path == SimdPath::Avx2)
         return avx2_softmax_row;
 #endif
+#if defined(KVSCOPE_KERNELS_NEON)
+    if (is_neon(path))
+        return neon_softmax_row;
+#endif
     (void)path;
     return scalar_softmax_row;
 }
@@ -129,6 +134,10 @@ F16StoreFn store_f16_row(SimdPath path) {
     if (path == SimdPath::Avx2)
         return avx2_store_f16_row;
 #endif
+#if defined(KVSCOPE_KERNELS_NEON)
+    if (is_neon(path))
+        return neon_store_f16_row;
+#endif
     (void)path;
     return scalar_store_f16_row;
 }
@@ -137,6 +146,10 @@ KvRowOps kv_row_ops(RowCode code, SimdPath path) {
 #if defined(KVSCOPE_KERNELS_AVX2)
     if (path == SimdPath::Avx2)
         return avx2_kv_row_ops(code);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON)
+    if (is_neon(path))
+        return neon_kv_row_ops(code);
 #endif
     (void)path;
     return scalar_kv_row_ops(code);

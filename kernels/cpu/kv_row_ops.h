@@ -56,18 +56,24 @@ KvRowOps scalar_kv_row_ops(RowCode code);
 #if defined(KVSCOPE_KERNELS_AVX2)
 KvRowOps avx2_kv_row_ops(RowCode code);
 #endif
+#if defined(KVSCOPE_KERNELS_NEON)
+KvRowOps neon_kv_row_ops(RowCode code);
+#endif
 
 // A decode span's softmax numerators for one query head: each of the
 // `count` (>= 1) dot products becomes its score s = dot * scale (softcap
 // > 0: s = softcap * tanh(dot * scale)), then exp(s - m), m the largest
 // score, which goes to *max; the sum of the results is returned.
-// `scores` must have room for count rounded up to 8 floats: the AVX2
-// version works in whole vectors and leaves zeros past count.
+// `scores` must have room for count rounded up to 8 floats: the AVX2 and
+// NEON versions work in whole 8-float steps and leave zeros past count.
 using SoftmaxRowFn = float (*)(float* scores, std::size_t count, float scale, float softcap, float* max);
 
 float scalar_softmax_row(float* scores, std::size_t count, float scale, float softcap, float* max);
 #if defined(KVSCOPE_KERNELS_AVX2)
 float avx2_softmax_row(float* scores, std::size_t count, float scale, float softcap, float* max);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON)
+float neon_softmax_row(float* scores, std::size_t count, float scale, float softcap, float* max);
 #endif
 
 SoftmaxRowFn softmax_row(SimdPath path);
@@ -78,6 +84,9 @@ using F16StoreFn = void (*)(const float* src, std::size_t n, std::byte* row);
 void scalar_store_f16_row(const float* src, std::size_t n, std::byte* row);
 #if defined(KVSCOPE_KERNELS_AVX2)
 void avx2_store_f16_row(const float* src, std::size_t n, std::byte* row);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON)
+void neon_store_f16_row(const float* src, std::size_t n, std::byte* row);
 #endif
 F16StoreFn store_f16_row(SimdPath path);
 

@@ -262,6 +262,10 @@ PromptOps prompt_ops(SimdPath path) {
     if (path == SimdPath::Avx2)
         return avx2_prompt_ops();
 #endif
+#if defined(KVSCOPE_KERNELS_NEON)
+    if (is_neon(path))
+        return neon_prompt_ops();
+#endif
     (void)path;
     return {portable_product, portable_softmax_step, portable_cap};
 }

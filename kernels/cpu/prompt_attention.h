@@ -111,5 +111,8 @@ PromptOps prompt_ops(SimdPath path);
 #if defined(KVSCOPE_KERNELS_AVX2)
 PromptOps avx2_prompt_ops();
 #endif
+#if defined(KVSCOPE_KERNELS_NEON)
+PromptOps neon_prompt_ops();
+#endif
 
 } // namespace kvscope::kernels::cpu::detail
