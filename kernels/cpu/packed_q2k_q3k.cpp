@@ -98,6 +98,12 @@ PackedGemmFn q2k_q3k_packed_gemm(WeightType type, PackedIsa isa) {
 #if defined(KVSCOPE_KERNELS_AVX2)
     case PackedIsa::Avx2: return q2k_q3k_avx2_gemm(q3);
 #endif
+#if defined(KVSCOPE_KERNELS_NEON_DOTPROD)
+    case PackedIsa::NeonDot: return q2k_q3k_neondot_gemm(q3);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON)
+    case PackedIsa::Neon: return q2k_q3k_neon_gemm(q3);
+#endif
     default: (void)q3; return {};
     }
 }

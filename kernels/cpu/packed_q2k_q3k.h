@@ -56,6 +56,12 @@ PackedGemmFn q2k_q3k_avxvnni_gemm(bool q3);
 #if defined(KVSCOPE_KERNELS_AVX2)
 PackedGemmFn q2k_q3k_avx2_gemm(bool q3);
 #endif
+#if defined(KVSCOPE_KERNELS_NEON)
+PackedGemmFn q2k_q3k_neon_gemm(bool q3);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON_DOTPROD)
+PackedGemmFn q2k_q3k_neondot_gemm(bool q3);
+#endif
 
 namespace q2k_q3k {
 namespace {

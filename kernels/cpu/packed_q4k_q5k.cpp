@@ -148,6 +148,12 @@ PackedGemmFn q4k_q5k_packed_gemm(WeightType type, PackedIsa isa) {
 #if defined(KVSCOPE_KERNELS_AVX2)
     case PackedIsa::Avx2: return q4k_q5k_avx2_gemm(format);
 #endif
+#if defined(KVSCOPE_KERNELS_NEON_DOTPROD)
+    case PackedIsa::NeonDot: return q4k_q5k_neondot_gemm(format);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON)
+    case PackedIsa::Neon: return q4k_q5k_neon_gemm(format);
+#endif
     default: (void)format; return {};
     }
 }

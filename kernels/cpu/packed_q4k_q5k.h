@@ -21,6 +21,9 @@
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
+#if defined(__ARM_NEON)
+#include <arm_neon.h>
+#endif
 
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/packed_kernel.h"
@@ -93,6 +96,12 @@ PackedGemmFn q4k_q5k_avxvnni_gemm(KFormat format);
 #endif
 #if defined(KVSCOPE_KERNELS_AVX2)
 PackedGemmFn q4k_q5k_avx2_gemm(KFormat format);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON)
+PackedGemmFn q4k_q5k_neon_gemm(KFormat format);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON_DOTPROD)
+PackedGemmFn q4k_q5k_neondot_gemm(KFormat format);
 #endif
 
 // Internal linkage: compiled into each instruction set's file (see the
@@ -328,6 +337,79 @@ struct ZmmBase {
     static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
     static void store(float* y, F v, std::size_t valid) {
         _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << valid) - 1), v);
+    }
+};
+#endif
+
+#if defined(__ARM_NEON)
+// 4 rows per 128-bit register: a tile in four passes over the same bytes,
+// each reading its quarter (16 bytes) of every 64-byte run and its 4 rows'
+// scales. The NEON and dot-product kernels derive from this and add dot8,
+// dot8_table, table_start and dot4. The walks shift by a run-time count
+// (vshlq with a negative count shifts right) and mask every shifted byte
+// to bits that came from the same byte, so the byte-wise shifts here give
+// what srli16 / slli16 give on x86.
+struct NeonBase {
+    using I = int32x4_t;
+    using F = float32x4_t;
+    static constexpr std::size_t kRows = 4;
+
+    static I zero_i() { return vdupq_n_s32(0); }
+    static F zero_f() { return vdupq_n_f32(0.0f); }
+    static I set1_i8(char v) { return vreinterpretq_s32_s8(vdupq_n_s8(static_cast<std::int8_t>(v))); }
+    static F set1_f(float v) { return vdupq_n_f32(v); }
+    static I load(const std::byte* p) { return vreinterpretq_s32_u8(vld1q_u8(reinterpret_cast<const std::uint8_t*>(p))); }
+    static F load_f16(const std::byte* p) {
+        return vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(reinterpret_cast<const std::uint8_t*>(p))));
+    }
+    static I u8_to_i32(const std::byte* p) {
+        const uint16x8_t wide = vmovl_u8(vcreate_u8(static_cast<std::uint32_t>(load_i32(p))));
+        return vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(wide)));
+    }
+    static I i8_to_i32(const std::byte* p) {
+        const int16x8_t wide = vmovl_s8(vcreate_s8(static_cast<std::uint32_t>(load_i32(p))));
+        return vmovl_s16(vget_low_s16(wide));
+    }
+    // Signed kIq4nlValues: the NEON products are signed x signed, so no
+    // offset (table_start is 0 on both kernels).
+    static I iq4nl_codes(I nibbles) {
+        return vreinterpretq_s32_s8(vqtbl1q_s8(vld1q_s8(kIq4nlValues), vreinterpretq_u8_s32(nibbles)));
+    }
+    static I table_start(int) { return zero_i(); }
+    static I and_(I a, I b) { return vandq_s32(a, b); }
+    static I or_(I a, I b) { return vorrq_s32(a, b); }
+    static I srli16(I a, int n) {
+        return vreinterpretq_s32_u8(vshlq_u8(vreinterpretq_u8_s32(a), vdupq_n_s8(static_cast<std::int8_t>(-n))));
+    }
+    static I slli16(I a, int n) {
+        return vreinterpretq_s32_u8(vshlq_u8(vreinterpretq_u8_s32(a), vdupq_n_s8(static_cast<std::int8_t>(n))));
+    }
+    static I slli32_16(I a) { return vshlq_n_s32(a, 16); }
+    static I srli32(I a, int n) {
+        return vreinterpretq_s32_u32(vshlq_u32(vreinterpretq_u32_s32(a), vdupq_n_s32(-n)));
+    }
+    static I set1_i32(std::int32_t v) { return vdupq_n_s32(v); }
+    static I add32(I a, I b) { return vaddq_s32(a, b); }
+    static I mullo32(I a, I b) { return vmulq_s32(a, b); }
+    // Each lane: acc + w.lo x pair.lo + w.hi x pair.hi (16-bit halves).
+    // The halves of w narrow once for all inputs; per input two widening
+    // multiply-adds by the pair's lanes.
+    static I dpwssd(I acc, I w, std::int32_t pair) {
+        const int16x4_t p = vreinterpret_s16_s32(vdup_n_s32(pair));
+        acc = vmlal_lane_s16(acc, vmovn_s32(w), p, 0);
+        return vmlal_lane_s16(acc, vshrn_n_s32(w, 16), p, 1);
+    }
+    static F cvt(I a) { return vcvtq_f32_s32(a); }
+    static F neg(F a) { return vsubq_f32(vdupq_n_f32(0.0f), a); } // 0 - a, as x86: +0 for a = 0
+    static F mul(F a, F b) { return vmulq_f32(a, b); }
+    static F fma(F a, F b, F c) { return vfmaq_f32(c, a, b); }
+    static void store(float* y, F v, std::size_t valid) {
+        if (valid == kRows)
+            return vst1q_f32(y, v);
+        float lanes[kRows];
+        vst1q_f32(lanes, v);
+        for (std::size_t r = 0; r < valid; ++r)
+            y[r] = lanes[r];
     }
 };
 #endif

@@ -96,6 +96,12 @@ PackedGemmFn q6k_packed_gemm(WeightType type, PackedIsa isa) {
 #if defined(KVSCOPE_KERNELS_AVX2)
     case PackedIsa::Avx2: return {q6k_gemm_avx2, kQ6kMaxInputs256};
 #endif
+#if defined(KVSCOPE_KERNELS_NEON_DOTPROD)
+    case PackedIsa::NeonDot: return {q6k_gemm_neondot, kQ6kMaxInputsNeon};
+#endif
+#if defined(KVSCOPE_KERNELS_NEON)
+    case PackedIsa::Neon: return {q6k_gemm_neon, kQ6kMaxInputsNeon};
+#endif
     default: return {};
     }
 }

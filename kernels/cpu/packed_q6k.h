@@ -12,6 +12,9 @@
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
+#if defined(__ARM_NEON)
+#include <arm_neon.h>
+#endif
 
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/packed_kernel.h"
@@ -42,6 +45,7 @@ inline constexpr std::size_t kQ6kL1 = 64, kQ6kH = 128;
 // acc), starting from acc = 0.
 inline constexpr std::size_t kQ6kMaxInputs512 = 8; // 8 x 2 accumulators of 32 zmm
 inline constexpr std::size_t kQ6kMaxInputs256 = 4; // 4 x 2 of 16 ymm, per 8-row half
+inline constexpr std::size_t kQ6kMaxInputsNeon = 8; // 8 x 2 of 32 q registers, per 4-row pass
 
 // How far ahead of the sub-block being decoded its lines are prefetched:
 // past the tile's end that is the next tile, which matmul takes next for
@@ -147,6 +151,72 @@ void q6k_offsets(const ActBlock256* const (&a)[N], std::int32_t (&offset)[N][16]
             offset[i][s] = -32 * a[i]->bsums[s];
 }
 
+#if defined(__ARM_NEON)
+// The 4 code vectors (column groups k = 0..3) of sub-block `sub` for rows
+// 4 pass .. 4 pass + 3, as the NEON kernels read them (16 bytes of each
+// part): 15 ALU ops.
+struct Q6kCodesNeon {
+    int8x16_t w[4];
+};
+inline Q6kCodesNeon q6k_decode_neon(const std::uint8_t* sub, std::size_t pass) {
+    const uint8x16_t nibble = vdupq_n_u8(0x0F), high = vdupq_n_u8(0x30);
+    const uint8x16_t l0 = vld1q_u8(sub + 16 * pass), l1 = vld1q_u8(sub + kQ6kL1 + 16 * pass);
+    const uint8x16_t h = vld1q_u8(sub + kQ6kH + 16 * pass);
+    const auto code = [&](uint8x16_t low, uint8x16_t high_bits) {
+        return vreinterpretq_s8_u8(vorrq_u8(low, vandq_u8(high_bits, high)));
+    };
+    return {{code(vandq_u8(l0, nibble), h), code(vshrq_n_u8(l0, 4), vshrq_n_u8(h, 2)),
+             code(vandq_u8(l1, nibble), vshlq_n_u8(h, 4)), code(vshrq_n_u8(l1, 4), vshlq_n_u8(h, 2))}};
+}
+
+// The NEON kernels' walk: each 4-row pass of the tile in turn, N inputs.
+// Per sub-block and input, Dot::add(sum, codes, q) adds the dot products
+// of the 4 code vectors with the input's 16 codes at q to the sum (which
+// starts at -32 x bsums); the exact sums times the rows' scales make the
+// super-block's total, turned into floats as this header says.
+template <std::size_t N, class Dot>
+void q6k_walk_neon(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t cols, float* y,
+                   std::size_t y_stride, std::size_t rows) {
+    for (std::size_t pass = 0; 4 * pass < rows; ++pass) {
+        float32x4_t acc[N];
+        for (std::size_t i = 0; i < N; ++i)
+            acc[i] = vdupq_n_f32(0.0f);
+        for (std::size_t b = 0; b < cols / kActSuperValues; ++b) {
+            const auto* super = reinterpret_cast<const std::uint8_t*>(tile) + b * kQ6kSuperBytes;
+            const ActBlock256* a[N];
+            q6k_inputs_at(act, act_stride, b, a);
+            std::int32_t offset[N][16];
+            q6k_offsets(a, offset);
+            int32x4_t total[N];
+            for (std::size_t i = 0; i < N; ++i)
+                total[i] = vdupq_n_s32(0);
+            for (std::size_t s = 0; s < 16; ++s) {
+                const std::uint8_t* sub = super + kQ6kCodes + s * kQ6kSubBytes;
+                for (std::size_t line = 0; line < kQ6kSubBytes; line += 64)
+                    __builtin_prefetch(sub + kQ6kPrefetchAhead + line);
+                const Q6kCodesNeon c = q6k_decode_neon(sub, pass);
+                std::int32_t sc4;
+                std::memcpy(&sc4, super + kQ6kScales + 16 * s + 4 * pass, sizeof sc4);
+                const int32x4_t sc = vmovl_s16(vget_low_s16(vmovl_s8(vcreate_s8(static_cast<std::uint32_t>(sc4)))));
+                for (std::size_t i = 0; i < N; ++i) {
+                    const int32x4_t sum = Dot::add(vdupq_n_s32(offset[i][s]), c, a[i]->qs + 16 * s);
+                    total[i] = vmlaq_s32(total[i], sum, sc);
+                }
+            }
+            const float32x4_t d = vld1q_f32(reinterpret_cast<const float*>(super + kQ6kD) + 4 * pass);
+            for (std::size_t i = 0; i < N; ++i)
+                acc[i] = vfmaq_f32(acc[i], vcvtq_f32_s32(total[i]), vmulq_f32(d, vdupq_n_f32(a[i]->d)));
+        }
+        const std::size_t valid = std::min<std::size_t>(4, rows - 4 * pass);
+        for (std::size_t i = 0; i < N; ++i) {
+            float lanes[4];
+            vst1q_f32(lanes, acc[i]);
+            std::memcpy(y + i * y_stride + 4 * pass, lanes, valid * sizeof(float));
+        }
+    }
+}
+#endif
+
 } // namespace
 
 #if defined(KVSCOPE_KERNELS_AVX512VNNI)
@@ -155,6 +225,14 @@ void q6k_gemm_avx512(const std::byte* tile, const std::byte* act, std::size_t ac
 #endif
 #if defined(KVSCOPE_KERNELS_AVXVNNI)
 void q6k_gemm_avxvnni(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t count,
+                      std::size_t cols, float* y, std::size_t y_stride, std::size_t rows);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON)
+void q6k_gemm_neon(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t count,
+                   std::size_t cols, float* y, std::size_t y_stride, std::size_t rows);
+#endif
+#if defined(KVSCOPE_KERNELS_NEON_DOTPROD)
+void q6k_gemm_neondot(const std::byte* tile, const std::byte* act, std::size_t act_stride, std::size_t count,
                       std::size_t cols, float* y, std::size_t y_stride, std::size_t rows);
 #endif
 #if defined(KVSCOPE_KERNELS_AVX2)
