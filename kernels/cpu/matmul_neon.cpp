@@ -50,10 +50,10 @@ namespace {
 
 // 16 signed byte products as int32 partial sums with baseline instructions:
 // SMULL/SMLAL2 add products i and i + 8 into 16 bits (at most 2 x 128 x 127),
-// SADALP widens neighbouring pairs into the 32-bit accumulator.
+// SADDLP (SADALP) widens neighbouring pairs into 32 bits (and adds them).
 struct WideningDot {
-    static int32x4_t dot16(int32x4_t acc, int8x16_t w, int8x16_t a) {
-        return vpadalq_s16(acc, vmlal_high_s8(vmull_s8(vget_low_s8(w), vget_low_s8(a)), w, a));
+    static int32x4_t dot16(int8x16_t w, int8x16_t a) {
+        return vpaddlq_s16(vmlal_high_s8(vmull_s8(vget_low_s8(w), vget_low_s8(a)), w, a));
     }
     static int32x4_t dot32(int8x16_t w0, int8x16_t w1, const std::int8_t* a) {
         const int8x16_t a0 = vld1q_s8(a), a1 = vld1q_s8(a + 16);

@@ -15,7 +15,7 @@ namespace kvscope::kernels::cpu::detail {
 namespace {
 
 struct SdotDot {
-    static int32x4_t dot16(int32x4_t acc, int8x16_t w, int8x16_t a) { return vdotq_s32(acc, w, a); }
+    static int32x4_t dot16(int8x16_t w, int8x16_t a) { return vdotq_s32(vdupq_n_s32(0), w, a); }
     static int32x4_t dot32(int8x16_t w0, int8x16_t w1, const std::int8_t* a) {
         return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, vld1q_s8(a)), w1, vld1q_s8(a + 16));
     }

@@ -3,7 +3,9 @@
 // compiled twice. They differ only in how 16 signed byte products become
 // int32 partial sums (`IntDot`): baseline Advanced SIMD's widening
 // multiplies (SMULL/SMLAL2 into 16 bits, SADALP into 32), or the dot-product
-// extension's SDOT. Every integer sum here is exact (|weight code| <= 128,
+// extension's SDOT: IntDot::dot16(w, a) gives the 16 products of w[i] * a[i]
+// as int32 partial sums, IntDot::dot32(w0, w1, a) the 32 of two vectors
+// with the 32 bytes at a. Every integer sum here is exact (|weight code| <= 128,
 // activations avoid -128, so a 16-bit pair of products stays below 2^15),
 // and each block's or super-block's partial sums are reduced to one exact
 // integer before any float arithmetic, so which lanes hold which products
@@ -263,19 +265,30 @@ int mins_dot16(int16x8_t m_lo, int16x8_t m_hi, const ActBlock256& a) {
     return vaddvq_s32(vmlal_high_s16(sum, m_hi, b_hi));
 }
 
+// The exact sums of four sub-blocks' partial sums, one per lane.
+int32x4_t lane_sums(int32x4_t s0, int32x4_t s1, int32x4_t s2, int32x4_t s3) {
+    return vpaddq_s32(vpaddq_s32(s0, s1), vpaddq_s32(s2, s3));
+}
+
 // Q4_K / Q5_K / IQ4_XS: value = d * sc[j] * q (- dmin * m[j]) over sub-block
-// j of 32. `codes(block, j)` gives sub-block j's 32 codes.
+// j of 32. `codes(block, j)` gives sub-block j's 32 codes. Four sub-blocks'
+// sums go into the lanes of one vector, which one multiply-add scales.
 template <typename IntDot, int N>
 void scaled32_terms(const int* scale, const ActBlock256* const* a, std::size_t b, SuperTerms* t,
                     Codes32 (*codes)(const std::byte*, int), const std::byte* block) {
     int32x4_t total[N];
     for (int j = 0; j < N; ++j)
         total[j] = vdupq_n_s32(0);
-    for (int s = 0; s < 8; ++s) {
-        const Codes32 q = codes(block, s);
-        const int32x4_t sc = vdupq_n_s32(scale[s]);
+    for (int g = 0; g < 2; ++g) {
+        int32x4_t sums[N][4];
+        for (int k = 0; k < 4; ++k) {
+            const Codes32 q = codes(block, 4 * g + k);
+            for (int j = 0; j < N; ++j)
+                sums[j][k] = IntDot::dot32(q.lo, q.hi, a[j][b].qs + 32 * (4 * g + k));
+        }
+        const int32x4_t sc = vld1q_s32(scale + 4 * g);
         for (int j = 0; j < N; ++j)
-            total[j] = vmlaq_s32(total[j], IntDot::dot32(q.lo, q.hi, a[j][b].qs + 32 * s), sc);
+            total[j] = vmlaq_s32(total[j], lane_sums(sums[j][0], sums[j][1], sums[j][2], sums[j][3]), sc);
     }
     for (int j = 0; j < N; ++j)
         t[j].scaled = vaddvq_s32(total[j]);
@@ -370,14 +383,21 @@ void dot_iq4_xs_n(const std::byte* w, const std::byte* xb, std::size_t x_stride,
 }
 
 // Sub-blocks of 16 (Q6_K, Q2_K, Q3_K): `q[s]` holds sub-block s's codes;
-// gives each input's sum_s scale[s] (q . a)_s for sub-blocks s0..s0+7.
+// adds each input's sum_s scale[s] (q . a)_s for sub-blocks s0..s0+7 to its
+// total, four sub-blocks per multiply-add as scaled32_terms. Always inlined:
+// called per half super-block, its codes would otherwise go through memory.
 template <typename IntDot, int N>
-void scaled16_terms(const int8x16_t* q, const int* scale, int s0, const ActBlock256* const* a, std::size_t b,
+[[gnu::always_inline]] inline void scaled16_terms(const int8x16_t* q, const int* scale, int s0, const ActBlock256* const* a, std::size_t b,
                     int32x4_t* total) {
-    for (int s = 0; s < 8; ++s) {
-        const int32x4_t sc = vdupq_n_s32(scale[s0 + s]);
-        for (int j = 0; j < N; ++j)
-            total[j] = vmlaq_s32(total[j], IntDot::dot16(vdupq_n_s32(0), q[s], vld1q_s8(a[j][b].qs + 16 * (s0 + s))), sc);
+    for (int g = 0; g < 2; ++g) {
+        const int32x4_t sc = vld1q_s32(scale + s0 + 4 * g);
+        for (int j = 0; j < N; ++j) {
+            const std::int8_t* act = a[j][b].qs + 16 * (s0 + 4 * g);
+            int32x4_t sums[4];
+            for (int k = 0; k < 4; ++k)
+                sums[k] = IntDot::dot16(q[4 * g + k], vld1q_s8(act + 16 * k));
+            total[j] = vmlaq_s32(total[j], lane_sums(sums[0], sums[1], sums[2], sums[3]), sc);
+        }
     }
 }
 
@@ -413,9 +433,12 @@ void dot_q6_k_n(const std::byte* w, const std::byte* xb, std::size_t x_stride, s
     for (std::size_t b = 0; b < cols / kActSuperValues; ++b) {
         const std::byte* block = w + b * sizeof(BlockQ6_K);
         const int8x16_t sc8 = vld1q_s8(reinterpret_cast<const std::int8_t*>(block + offsetof(BlockQ6_K, scales)));
+        const int16x8_t sc_lo = vmovl_s8(vget_low_s8(sc8)), sc_hi = vmovl_high_s8(sc8);
         int scale[16];
-        for (int s = 0; s < 16; ++s)
-            scale[s] = static_cast<std::int8_t>(std::to_integer<std::uint8_t>(block[offsetof(BlockQ6_K, scales) + s]));
+        vst1q_s32(scale, vmovl_s16(vget_low_s16(sc_lo)));
+        vst1q_s32(scale + 4, vmovl_high_s16(sc_lo));
+        vst1q_s32(scale + 8, vmovl_s16(vget_low_s16(sc_hi)));
+        vst1q_s32(scale + 12, vmovl_high_s16(sc_hi));
         int32x4_t total[N];
         for (int j = 0; j < N; ++j)
             total[j] = vdupq_n_s32(0);
@@ -424,7 +447,6 @@ void dot_q6_k_n(const std::byte* w, const std::byte* xb, std::size_t x_stride, s
             q6_k_half(block, h, q);
             scaled16_terms<IntDot, N>(q, scale, 8 * h, x, b, total);
         }
-        const int16x8_t sc_lo = vmovl_s8(vget_low_s8(sc8)), sc_hi = vmovl_high_s8(sc8);
         const float dw = neon_half(block + offsetof(BlockQ6_K, d));
         for (int j = 0; j < N; ++j) {
             const int offset = mins_dot16(sc_lo, sc_hi, x[j][b]);
@@ -464,9 +486,13 @@ void dot_q2_k_n(const std::byte* w, const std::byte* xb, std::size_t x_stride, s
     for (std::size_t b = 0; b < cols / kActSuperValues; ++b) {
         const std::byte* block = w + b * sizeof(BlockQ2_K);
         const std::uint8_t* packed = bytes_at(block + offsetof(BlockQ2_K, scales));
+        const uint8x16_t sc = vandq_u8(vld1q_u8(packed), vdupq_n_u8(0x0F));
+        const uint16x8_t sc_lo = vmovl_u8(vget_low_u8(sc)), sc_hi = vmovl_high_u8(sc);
         int scale[16];
-        for (int s = 0; s < 16; ++s)
-            scale[s] = packed[s] & 0x0F;
+        vst1q_s32(scale, vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(sc_lo))));
+        vst1q_s32(scale + 4, vreinterpretq_s32_u32(vmovl_high_u16(sc_lo)));
+        vst1q_s32(scale + 8, vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(sc_hi))));
+        vst1q_s32(scale + 12, vreinterpretq_s32_u32(vmovl_high_u16(sc_hi)));
         int32x4_t total[N];
         for (int j = 0; j < N; ++j)
             total[j] = vdupq_n_s32(0);
