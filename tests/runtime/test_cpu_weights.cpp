@@ -78,7 +78,7 @@ void TestCpuWeights::packed_once_for_every_caller() {
     const std::vector<const WeightMatrix*> packed = matrices(*seen[0]), file = matrices(model.weights());
     for (std::size_t i = 0; i < packed.size(); ++i) {
         QVERIFY(file[i]->packed == nullptr); // the file's view stays as it was
-        const bool has_kernel = kernels::cpu::detail::best_packed_gemm(packed[i]->type).fn != nullptr;
+        const bool has_kernel = kernels::cpu::detail::best_packed_gemm(packed[i]->type, kernels::cpu::best_simd_path()).fn != nullptr;
         QCOMPARE(packed[i]->packed != nullptr, has_kernel);
         if (packed[i]->packed != nullptr) {
             QCOMPARE(packed[i]->packed->rows(), packed[i]->rows);
