@@ -145,10 +145,13 @@ template <RowCode Code, std::size_t H, std::size_t R>
 void dot8(const float* q, const std::byte* const (&row)[R], const std::byte* const (&scales)[R], std::size_t i,
           std::size_t n, const Affine (&shared)[R], float32x4_t (&acc)[R][H][2]) {
     V8 q8[H];
+#pragma GCC unroll 8
     for (std::size_t h = 0; h < H; ++h)
         q8[h] = load8(q + h * n + i);
+#pragma GCC unroll 8
     for (std::size_t r = 0; r < R; ++r) {
         const V8 v = decode8<Code>(row[r], scales[r], i, n, shared[r]);
+#pragma GCC unroll 8
         for (std::size_t h = 0; h < H; ++h) {
             acc[r][h][0] = vfmaq_f32(acc[r][h][0], q8[h].lo, v.lo);
             acc[r][h][1] = vfmaq_f32(acc[r][h][1], q8[h].hi, v.hi);
@@ -168,19 +171,25 @@ void dot_step(const float* q, const KvRows& rows, std::size_t first_row, std::si
     static_assert(R * H <= 4 && kKvGroup % 16 == 0);
     const std::byte* row[R];
     const std::byte* scales[R];
+#pragma GCC unroll 8
     for (std::size_t r = 0; r < R; ++r) {
         row[r] = rows.first + (first_row + r) * rows.stride;
         scales[r] = rows.scales + (first_row + r) * rows.scale_stride;
     }
-    // The even and the odd 8s of values, in two arrays: GCC kept one
-    // array of V8s in memory, loaded and stored on every step.
+    // The even and the odd 8s of values. The loops over rows and heads
+    // carry "#pragma GCC unroll": GCC 12 keeps arrays of vectors in
+    // registers only when their loops are unrolled before its scalarization
+    // pass, else it also stores them to the stack at every step.
     float32x4_t even[R][H][2], odd[R][H][2];
+#pragma GCC unroll 8
     for (std::size_t r = 0; r < R; ++r)
+#pragma GCC unroll 8
         for (std::size_t h = 0; h < H; ++h)
             even[r][h][0] = even[r][h][1] = odd[r][h][0] = odd[r][h][1] = vdupq_n_f32(0.0f);
     const std::size_t whole = n / 8 * 8;
     for (std::size_t first = 0; first < whole; first += kKvGroup) {
         Affine shared[R];
+#pragma GCC unroll 8
         for (std::size_t r = 0; r < R; ++r)
             shared[r] = affine<Code>(scales[r], first / kKvGroup);
         const std::size_t end = std::min(whole, first + kKvGroup);
@@ -191,15 +200,20 @@ void dot_step(const float* q, const KvRows& rows, std::size_t first_row, std::si
         }
     }
     float dots[R][H];
+#pragma GCC unroll 8
     for (std::size_t r = 0; r < R; ++r)
+#pragma GCC unroll 8
         for (std::size_t h = 0; h < H; ++h)
             dots[r][h] = vaddvq_f32(vaddq_f32(vaddq_f32(even[r][h][0], odd[r][h][0]), vaddq_f32(even[r][h][1], odd[r][h][1])));
+#pragma GCC unroll 8
     for (std::size_t r = 0; r < R; ++r) {
         for (std::size_t i = whole; i < n; ++i) {
             const float x = decode_value<Code>(row[r], scales[r], i, n);
+#pragma GCC unroll 8
             for (std::size_t h = 0; h < H; ++h)
                 dots[r][h] += q[h * n + i] * x;
         }
+#pragma GCC unroll 8
         for (std::size_t h = 0; h < H; ++h)
             out[h * out_stride + first_row + r] = dots[r][h];
     }
@@ -229,26 +243,33 @@ template <RowCode Code, std::size_t H, std::size_t V>
 void axpy_chunk(const float* w, std::size_t w_stride, const KvRows& rows, std::size_t first, float* acc,
                 std::size_t n) {
     V8 sum[H][V];
+#pragma GCC unroll 8
     for (std::size_t h = 0; h < H; ++h)
+#pragma GCC unroll 8
         for (std::size_t v = 0; v < V; ++v)
             sum[h][v] = load8(acc + h * n + first + 8 * v);
     for (std::size_t r = 0; r < rows.count; ++r) {
         const std::byte* row = rows.first + r * rows.stride;
         const std::byte* scales = rows.scales + r * rows.scale_stride;
         float32x4_t weight[H];
+#pragma GCC unroll 8
         for (std::size_t h = 0; h < H; ++h)
             weight[h] = vdupq_n_f32(w[h * w_stride + r]);
         Affine shared{};
+#pragma GCC unroll 8
         for (std::size_t v = 0; v < V; ++v) {
             const std::size_t i = first + 8 * v;
             if (v == 0 || i % kKvGroup == 0)
                 shared = affine<Code>(scales, i / kKvGroup);
             const V8 x = decode8<Code>(row, scales, i, n, shared);
+#pragma GCC unroll 8
             for (std::size_t h = 0; h < H; ++h)
                 sum[h][v] = fma8(sum[h][v], V8{weight[h], weight[h]}, x);
         }
     }
+#pragma GCC unroll 8
     for (std::size_t h = 0; h < H; ++h)
+#pragma GCC unroll 8
         for (std::size_t v = 0; v < V; ++v)
             store8(acc + h * n + first + 8 * v, sum[h][v]);
 }

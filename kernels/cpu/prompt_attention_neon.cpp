@@ -24,22 +24,29 @@ enum class ALoad { Lanes, Broadcast };
 
 // c[i][j] (+)= a(i, k) * b[k][j] for I rows and J vectors of 4 columns;
 // depth >= 1. The walk is a do-while as in the AVX2 product, whose loop
-// that may run zero times GCC compiled with acc in memory.
+// that may run zero times GCC compiled with acc in memory; the loops over
+// rows and columns carry "#pragma GCC unroll" (GCC 12 keeps arrays of
+// vectors in registers only when their loops are unrolled before its
+// scalarization pass).
 template <std::size_t I, std::size_t J, ALoad Load>
 void product_block(const float* a, std::size_t a_row, std::size_t a_depth, const float* b, std::size_t ldb, float* c,
                    std::size_t ldc, std::size_t depth, bool add) {
     static_assert(Load == ALoad::Broadcast || I == 4);
     float32x4_t acc[I][J];
+#pragma GCC unroll 8
     for (std::size_t i = 0; i < I; ++i)
+#pragma GCC unroll 8
         for (std::size_t j = 0; j < J; ++j)
             acc[i][j] = add ? vld1q_f32(c + i * ldc + 4 * j) : vdupq_n_f32(0.0f);
     std::size_t k = 0;
     do {
         float32x4_t bk[J];
+#pragma GCC unroll 8
         for (std::size_t j = 0; j < J; ++j)
             bk[j] = vld1q_f32(b + k * ldb + 4 * j);
         if constexpr (Load == ALoad::Lanes) {
             const float32x4_t x = vld1q_f32(a + k * a_depth);
+#pragma GCC unroll 8
             for (std::size_t j = 0; j < J; ++j) {
                 acc[0][j] = vfmaq_laneq_f32(acc[0][j], bk[j], x, 0);
                 acc[1][j] = vfmaq_laneq_f32(acc[1][j], bk[j], x, 1);
@@ -47,14 +54,18 @@ void product_block(const float* a, std::size_t a_row, std::size_t a_depth, const
                 acc[3][j] = vfmaq_laneq_f32(acc[3][j], bk[j], x, 3);
             }
         } else {
+#pragma GCC unroll 8
             for (std::size_t i = 0; i < I; ++i) {
                 const float32x4_t x = vld1q_dup_f32(a + i * a_row + k * a_depth);
+#pragma GCC unroll 8
                 for (std::size_t j = 0; j < J; ++j)
                     acc[i][j] = vfmaq_f32(acc[i][j], x, bk[j]);
             }
         }
     } while (++k < depth);
+#pragma GCC unroll 8
     for (std::size_t i = 0; i < I; ++i)
+#pragma GCC unroll 8
         for (std::size_t j = 0; j < J; ++j)
             vst1q_f32(c + i * ldc + 4 * j, acc[i][j]);
 }
