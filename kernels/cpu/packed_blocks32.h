@@ -363,6 +363,7 @@ inline constexpr std::size_t kQuads = kNeonHalfRows / 4; // q registers per half
 // arrays of vectors in registers only when their loops are unrolled before
 // its scalarization pass; otherwise it also stores them to the stack at
 // every step (clang reads the pragma too).
+
 // The code a kernel multiplies. Unsigned kernels (I8MM's USMMLA, like
 // dpbusd) take the stored codes, offset code_offset(T); signed ones (SDOT,
 // SMULL) take Q8_0's code ^ 0x80 and the tables' values themselves, offset
@@ -469,7 +470,9 @@ struct NeonS32 {
     static Reg shl32(Reg v, int bits) { return vshlq_s32(v, vdupq_n_s32(bits)); }
     static Reg shlv32(Reg v, Reg bits) { return vshlq_s32(v, bits); }
     static Reg sub32(Reg a, Reg b) { return vsubq_s32(a, b); }
-    static Reg min_u32(Reg a, Reg b) { return vreinterpretq_s32_u32(vminq_u32(vreinterpretq_u32_s32(a), vreinterpretq_u32_s32(b))); }
+    static Reg min_u32(Reg a, Reg b) {
+        return vreinterpretq_s32_u32(vminq_u32(vreinterpretq_u32_s32(a), vreinterpretq_u32_s32(b)));
+    }
     static Reg max_i32(Reg a, Reg b) { return vmaxq_s32(a, b); }
 };
 

@@ -13,6 +13,14 @@
 // input j', row r + 1 input j, row r + 1 input j'], and the float step
 // keeps that order (scales zipped the same way, per lane the x86
 // kernels' operations), unzipped once at the end of the tile.
+//
+// Half the multiply-add instructions of SDOT (16 per 16 rows x 32 values
+// x input against 32), but not fewer instructions: each weight operand
+// takes a ZIP (shared by the call's inputs, 4 here), each input pair its
+// code operands' ZIPs and its scales' lanes, so at 4 inputs a block costs
+// about what the SDOT kernel's does (objdump, GCC 12, per 16 rows x 32
+// values x input: Q8_0 76 both, Q4_0 80 / 79, Q5_0 144 / 136, MXFP4 102 /
+// 95). Faster only where the multiply-adds are the bottleneck.
 // This file alone is compiled with +i8mm; packed_gemm calls it only on
 // CPUs that report it.
 #include "kernels/cpu/packed_blocks32.h"
@@ -20,7 +28,7 @@
 namespace kvscope::kernels::cpu::detail::blocks32 {
 namespace {
 
-// Pairs of inputs; 2 pairs x (4 float + 4 int32 accumulators + 4 code
+// Pairs of inputs; 2 pairs x (4 float + 2 int32 accumulators + 4 code
 // operands) + the decoded quads fit 32 q registers.
 constexpr std::size_t kMaxPairs = 2;
 constexpr std::size_t kMaxInputs = 2 * kMaxPairs;

@@ -8,10 +8,10 @@
 namespace kvscope::kernels::cpu::detail::blocks32 {
 namespace {
 
-// 2 x (2 float + 2 int32 accumulators + 2 code registers + 2 broadcast
-// codes) + the decoded quads and products: 3 inputs spill (GCC 12), so
-// fewer instructions per input come from 2 (objdump: Q8_0 212 per 16 rows
-// x 32 values x input at 2 inputs, 240 at 3, 230 at 1).
+// Inputs per call: GCC 12 spills from 2 on (the products' registers, 8
+// broadcast codes per quad and input), so more inputs share the decoding
+// but cost more each. Per 16 rows x 32 values x input (objdump): Q4_0 216
+// at 1 input, 206 at 2, 259 at 3; Q8_0 220, 225, 247; MXFP4 260, 243, 279.
 constexpr std::size_t kMaxInputs = 2;
 
 // A quad's sums live in two registers: [0] holds rows 0 and 1, [1] rows
