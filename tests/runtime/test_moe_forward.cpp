@@ -102,7 +102,8 @@ void TestMoeForward::one_token_packs_only_its_experts() {
     QCOMPARE(c.experts.count, 16u);
     QCOMPARE(c.experts.used, 4u);
     QVERIFY(model.cpu_weights().expert_packs != nullptr);
-    if (kernels::cpu::detail::best_packed_gemm(model.weights().layers[0].experts.gate[0].type).fn == nullptr)
+    const kernels::cpu::WeightType expert_type = model.weights().layers[0].experts.gate[0].type;
+    if (kernels::cpu::detail::best_packed_gemm(expert_type, kernels::cpu::best_simd_path()).fn == nullptr)
         QSKIP("no tile kernels for Q8_0 on this CPU: experts are read as the file holds them");
     last_logits(model, {{1, {7}}}, 1);
     const ExpertPacks& packs = *model.cpu_weights().expert_packs;
