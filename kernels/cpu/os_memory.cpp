@@ -1,6 +1,7 @@
 #include "kernels/cpu/os_memory.h"
 
 #include <cstdint>
+#include <fstream>
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -25,6 +26,17 @@ PageRange whole_pages(const void* from, std::size_t bytes) {
 
 std::size_t page_size() {
     static const auto size = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); // POSIX: always known
+    return size;
+}
+
+std::size_t huge_page_size() {
+    static const std::size_t size = [] {
+        std::size_t bytes = 0;
+#if defined(__linux__)
+        std::ifstream("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size") >> bytes; // unread: stays 0
+#endif
+        return bytes;
+    }();
     return size;
 }
 

@@ -15,6 +15,12 @@ namespace kvscope::kernels::cpu {
 // Never hard-code 4096 where a page is meant.
 std::size_t page_size();
 
+// The size of one transparent huge page, what advise_huge_pages asks for:
+// Linux says it in /sys/kernel/mm/transparent_hugepage/hpage_pmd_size (2 MiB
+// with 4 KiB pages, 32 MiB with 16 KiB, 512 MiB with 64 KiB). 0 where the
+// system has none or does not say (macOS, the BSDs, a kernel without THP).
+std::size_t huge_page_size();
+
 // Asks for transparent huge pages over [data, data + bytes) (Linux
 // madvise(MADV_HUGEPAGE), which takes effect where the system's THP setting
 // is "madvise" or "always"). A hint: returns whether the system took it;

@@ -15,24 +15,25 @@
 namespace kvscope::kernels::cpu {
 namespace {
 
-// Memory for a packed matrix. One of at least a huge page (2 MiB on x86)
-// starts on one and asks for transparent huge pages over its whole huge
-// pages (where the system's THP setting is "madvise" or "always"): a
-// decode step streams every tile once, and with 4 KiB pages each 4 KiB
-// costs a TLB miss, a page walk that a VM nests in the host's. Measured,
-// tinyllama-1.1b Q8_0 (1.1 GiB of tiles), one sequence decoding 128
-// tokens, 3 alternating runs each: 27.0, 19.2, 26.7 tok/s with 4 KiB
-// pages, 35.0, 35.7, 29.6 with this. No more memory is touched: the last,
-// partial huge page of each matrix is left to small pages (rounding it up
-// measured ~6% faster but touches up to 2 MiB more per matrix).
+// Memory for a packed matrix. One of at least a huge page (2 MiB on x86;
+// huge_page_size(), 0 where there are none) starts on one and asks for
+// transparent huge pages over its whole huge pages (where the system's THP
+// setting is "madvise" or "always"): a decode step streams every tile
+// once, and with 4 KiB pages each 4 KiB costs a TLB miss, a page walk that
+// a VM nests in the host's. Measured, tinyllama-1.1b Q8_0 (1.1 GiB of
+// tiles), one sequence decoding 128 tokens, 3 alternating runs each: 27.0,
+// 19.2, 26.7 tok/s with 4 KiB pages, 35.0, 35.7, 29.6 with this. No more
+// memory is touched: the last, partial huge page of each matrix is left
+// to small pages (rounding it up measured ~6% faster but touches up to
+// 2 MiB more per matrix).
 std::byte* allocate_tiles(std::size_t bytes) {
-    constexpr std::size_t kHugePage = std::size_t{2} << 20;
-    const std::size_t align = bytes >= kHugePage ? kHugePage : detail::kPackedAlign;
+    const std::size_t huge = huge_page_size();
+    const bool advise = huge != 0 && bytes >= huge;
     void* data = nullptr;
-    if (posix_memalign(&data, align, bytes) != 0)
+    if (posix_memalign(&data, advise ? huge : detail::kPackedAlign, bytes) != 0)
         throw std::bad_alloc();
-    if (bytes >= kHugePage)
-        advise_huge_pages(data, bytes / kHugePage * kHugePage); // a hint: failure changes nothing
+    if (advise)
+        advise_huge_pages(data, bytes / huge * huge); // a hint: failure changes nothing
     return static_cast<std::byte*>(data);
 }
 

@@ -85,18 +85,21 @@ void TestOsMemory::page_size_is_the_systems() {
 }
 
 void TestOsMemory::huge_page_hint_keeps_the_bytes() {
-    constexpr std::size_t kHuge = std::size_t{2} << 20;
+    const bool thp = std::filesystem::exists("/sys/kernel/mm/transparent_hugepage");
+    // Linux kernels built with transparent huge pages list their setting
+    // and size there; a power of two, whole small pages.
+    const std::size_t huge = thp ? huge_page_size() : std::size_t{2} << 20;
+    QVERIFY(!thp || (huge >= page_size() && (huge & (huge - 1)) == 0 && huge % page_size() == 0));
     void* data = nullptr;
-    QCOMPARE(posix_memalign(&data, kHuge, 2 * kHuge), 0);
-    std::memset(data, 0x5a, 2 * kHuge);
-    const bool taken = advise_huge_pages(data, 2 * kHuge);
+    QCOMPARE(posix_memalign(&data, huge, 2 * huge), 0);
+    std::memset(data, 0x5a, 2 * huge);
+    const bool taken = advise_huge_pages(data, 2 * huge);
     const auto* bytes = static_cast<const unsigned char*>(data);
-    const bool kept = bytes[0] == 0x5a && bytes[kHuge] == 0x5a && bytes[2 * kHuge - 1] == 0x5a;
+    const bool kept = bytes[0] == 0x5a && bytes[huge] == 0x5a && bytes[2 * huge - 1] == 0x5a;
     std::free(data);
     QVERIFY(kept);
-    // Linux kernels built with transparent huge pages list their setting
-    // here; such a kernel takes the hint whatever the setting says.
-    if (std::filesystem::exists("/sys/kernel/mm/transparent_hugepage"))
+    // Such a kernel takes the hint whatever the setting says.
+    if (thp)
         QVERIFY(taken);
     else
         qInfo("no transparent huge pages here: the hint was %s", taken ? "taken" : "not taken");
