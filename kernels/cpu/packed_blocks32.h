@@ -610,6 +610,21 @@ struct LanesHalf {
     };
 };
 
+#if defined(__ARM_FEATURE_DOTPROD)
+// The lanes kernel's Dot with SDOT by element (files compiled with
+// +dotprod: the SDOT tiles, and the I8MM ones for a single input).
+struct SdotDot {
+    using Acc = int32x4_t;
+    static Acc start(std::int32_t init) { return vdupq_n_s32(init); }
+    template <std::size_t K>
+    static void line(Acc& acc, uint8x16_t lo, uint8x16_t hi, const int8x16_t (&x)[2]) {
+        acc = vdotq_laneq_s32(acc, vreinterpretq_s8_u8(lo), x[0], K);
+        acc = vdotq_laneq_s32(acc, vreinterpretq_s8_u8(hi), x[1], K);
+    }
+    static int32x4_t total(Acc acc) { return acc; }
+};
+#endif
+
 } // namespace
 } // namespace kvscope::kernels::cpu::detail::blocks32
 #endif

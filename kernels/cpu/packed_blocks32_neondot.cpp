@@ -14,17 +14,6 @@ namespace {
 // quads fit 32 q registers.
 constexpr std::size_t kMaxInputs = 4;
 
-struct SdotDot {
-    using Acc = int32x4_t;
-    static Acc start(std::int32_t init) { return vdupq_n_s32(init); }
-    template <std::size_t K>
-    static void line(Acc& acc, uint8x16_t lo, uint8x16_t hi, const int8x16_t (&x)[2]) {
-        acc = vdotq_laneq_s32(acc, vreinterpretq_s8_u8(lo), x[0], K);
-        acc = vdotq_laneq_s32(acc, vreinterpretq_s8_u8(hi), x[1], K);
-    }
-    static int32x4_t total(Acc acc) { return acc; }
-};
-
 } // namespace
 
 PackedGemmFn neondot_packed_gemm(WeightType type) {
