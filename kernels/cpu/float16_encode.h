@@ -1,7 +1,7 @@
 // float -> IEEE binary16, rounding to nearest even, bit-identical to x86's
 // F16C vcvtps2ph with _MM_FROUND_TO_NEAREST_INT (including subnormals,
-// overflow to infinity and quiet NaNs), on any C++20 compiler. The
-// decoding direction is float16.h.
+// overflow to infinity and quiet NaNs), on any C++20 compiler; AArch64's
+// FCVT gives the same bits. The decoding direction is float16.h.
 #pragma once
 
 #include <bit>
@@ -13,7 +13,8 @@
 namespace kvscope::kernels::cpu {
 namespace {
 
-inline std::uint16_t f32_to_f16(float value) {
+// The definition, and what CPUs without a scalar f16 conversion run.
+inline std::uint16_t f32_to_f16_portable(float value) {
     const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
     const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
     const std::uint32_t magnitude = bits & 0x7FFFFFFFu;
@@ -32,6 +33,16 @@ inline std::uint16_t f32_to_f16(float value) {
     // resolution f16 subnormals have (a result of 0x400 is the smallest normal).
     const float aligned = std::bit_cast<float>(magnitude) + 0.5f;
     return static_cast<std::uint16_t>(sign | (std::bit_cast<std::uint32_t>(aligned) - 0x3F000000u));
+}
+
+inline std::uint16_t f32_to_f16(float value) {
+#if defined(__aarch64__)
+    // One FCVT on every AArch64 CPU: rounds to nearest even (FPCR's
+    // default), NaNs quieted with the top payload bits kept, as F16C does.
+    return std::bit_cast<std::uint16_t>(static_cast<__fp16>(value));
+#else
+    return f32_to_f16_portable(value);
+#endif
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 // definition, kernel_test_support.h, and, where present, F16C).
 #include <QTest>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -105,6 +106,7 @@ private slots:
     void gelu_mul_matches_rounded_formula();
     void threaded_calls_match_one_thread();
     void softcap_matches_formula();
+    void f16_decoding_matches_definition();
     void f16_rounding_matches_definition();
     void f16_rounding_edge_cases();
 };
@@ -495,6 +497,26 @@ void TestKernelOps::softcap_matches_formula() {
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, softcap(&y, 1, bad));
 }
 
+// Every f16 value, decoded (AArch64: FCVT) against binary16's definition
+// computed in double: (-1)^s x 2^(e - 15) x 1.m, or 2^-14 x 0.m for e = 0;
+// infinities and NaNs keep their payload bits.
+void TestKernelOps::f16_decoding_matches_definition() {
+    for (std::uint32_t h = 0; h < 0x10000; ++h) {
+        const auto bits = static_cast<std::uint16_t>(h);
+        const std::uint32_t exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu;
+        const double sign = (h & 0x8000u) != 0 ? -1.0 : 1.0;
+        const std::uint32_t expected =
+            exponent == 0x1F ? ((h & 0x8000u) << 16) | 0x7F800000u | (mantissa << 13)
+            : std::bit_cast<std::uint32_t>(static_cast<float>(
+                  exponent == 0 ? sign * std::ldexp(double(mantissa), -24)
+                                : sign * std::ldexp(double(mantissa + 1024), int(exponent) - 25)));
+        const std::uint32_t got = std::bit_cast<std::uint32_t>(f16_to_f32(bits));
+        if (got != expected || got != std::bit_cast<std::uint32_t>(f16_to_f32_portable(bits)))
+            QFAIL(qPrintable(QStringLiteral("f16 %1: got %2, expected %3").arg(h, 4, 16).arg(got, 8, 16)
+                                 .arg(expected, 8, 16)));
+    }
+}
+
 void TestKernelOps::f16_rounding_matches_definition() {
     // Every f16 value, every midpoint between neighbours (ties to even) and
     // its float neighbours, then random floats over the whole range.
@@ -517,7 +539,7 @@ void TestKernelOps::f16_rounding_matches_definition() {
         if (std::isnan(v))
             continue;
         const std::uint16_t expected = kernel_test::f16_bits(v);
-        if (f32_to_f16(v) != expected)
+        if (f32_to_f16(v) != expected || f32_to_f16_portable(v) != expected)
             QFAIL(qPrintable(QStringLiteral("%1: got %2, expected %3").arg(static_cast<double>(v), 0, 'g', 9)
                                  .arg(f32_to_f16(v), 4, 16).arg(expected, 4, 16)));
     }
