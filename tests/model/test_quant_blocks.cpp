@@ -421,7 +421,7 @@ private slots:
     }
     void matchesLlamaCppBitForBit() {
         QFETCH(QString, file);
-        std::ifstream in(std::string(KVSCOPE_TEST_DATA) + "/quant_reference/" + file.toStdString() + ".txt");
+        std::ifstream in((QStringLiteral(KVSCOPE_TEST_DATA "/quant_reference/") + file + ".txt").toStdString());
         QVERIFY2(in, "reference file missing");
         std::string line, type_name, bytes;
         std::vector<std::uint32_t> expected, input;

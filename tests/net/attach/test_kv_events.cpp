@@ -49,8 +49,8 @@ KvEventBatch sample_batch() {
     KvEventBatch b;
     b.ts = 1765432109.25;
     b.data_parallel_rank = 1;
-    b.events.emplace_back(BlockStored{{11, 12, kHigh}, std::nullopt, 48, 16, "GPU", std::nullopt, std::nullopt});
-    b.events.emplace_back(BlockStored{{13}, kHigh, 16, 16, std::nullopt, "adapter-a", 0, "full_attention"});
+    b.events.emplace_back(BlockStored{{11, 12, kHigh}, std::nullopt, 48, 16, "GPU", std::nullopt, std::nullopt, std::nullopt, std::nullopt});
+    b.events.emplace_back(BlockStored{{13}, kHigh, 16, 16, std::nullopt, "adapter-a", 0, "full_attention", std::nullopt});
     b.events.emplace_back(BlockStored{{13}, kHigh, 16, 16, std::nullopt, "adapter-a", 1, "sliding_window", 512});
     b.events.emplace_back(BlockRemoved{{11, ~BlockHash{0}}, "GPU", std::nullopt});
     b.events.emplace_back(AllBlocksCleared{});

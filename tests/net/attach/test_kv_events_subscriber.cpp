@@ -31,7 +31,7 @@ KvEventBatch stores(std::vector<BlockHash> hashes, std::optional<BlockHash> pare
     KvEventBatch b;
     b.ts = 1.0;
     b.data_parallel_rank = kRank;
-    b.events.emplace_back(BlockStored{std::move(hashes), parent, 32, 16, "GPU", std::nullopt, std::nullopt});
+    b.events.emplace_back(BlockStored{std::move(hashes), parent, 32, 16, "GPU", std::nullopt, std::nullopt, std::nullopt, std::nullopt});
     return b;
 }
 

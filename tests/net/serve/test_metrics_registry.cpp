@@ -68,7 +68,8 @@ std::shared_ptr<const PoolSnapshot> hybrid_pool() {
     auto pool = std::make_shared<PoolSnapshot>(
         PoolSnapshot{.mode = AllocationMode::Paged,
                      .layout = KvLayout({.n_layers = 6, .n_kv_heads = 2, .head_dim = 8}, KvDtype::F16, kBlockSize,
-                                        KvGroups::from_windows(windows))});
+                                        KvGroups::from_windows(windows)),
+                     .blocks = {}, .owners = {}, .sequences = {}, .fragmentation = {}});
     pool->blocks = {group_block(BlockState::Used, 1, 1), group_block(BlockState::Used, 1, 2),
                     group_block(BlockState::Shared, 2, 0), group_block(BlockState::CachedFree, 0, 1),
                     group_block(BlockState::Used, 1, 0)};

@@ -163,7 +163,7 @@ void TestOpenaiLogprobs::completion_shape() {
     const std::vector<TokenId> words = tok_->encode("Once upon", {.add_special = false}); // " Once", " upon"
     const TokenId once = words.at(0), upon = words.at(1);
     const float inf = std::numeric_limits<float>::infinity();
-    ChoiceContent content{true, {tok_.get(), false}, Echo::PromptAndCompletion, "Once", {tok_->bos(), once}};
+    ChoiceContent content{true, {tok_.get(), false}, Echo::PromptAndCompletion, "Once", {tok_->bos(), once}, {}};
     ResponseCollector collector({Api::Completions, "cmpl-1", "stories", 1}, 1, 2, content);
     RequestOutput out = output({upon}, " upon", {position(upon, -inf, {{once, -0.5f}})}, FinishReason::Length);
     out.prompt_logprobs = {position(once, -1.25f, {{once, -1.25f}})};
@@ -188,7 +188,7 @@ void TestOpenaiLogprobs::completion_shape() {
 // Chat: top_logprobs is the top list alone; bytes are the token's own bytes.
 void TestOpenaiLogprobs::chat_shape() {
     const TokenId upon = tok_->encode("Once upon", {.add_special = false}).at(1);
-    ChoiceContent content{true, {tok_.get(), false}, Echo::None, {}, {}};
+    ChoiceContent content{true, {tok_.get(), false}, Echo::None, {}, {}, {}};
     ResponseCollector collector({Api::Chat, "chatcmpl-1", "stories", 1}, 1, 2, content);
     collector.on_output(output({upon, tok_->eos()}, " upon",
                                {position(upon, -0.25f, {{upon, -0.25f}}), position(tok_->eos(), -3.0f, {{upon, -0.1f}})},
@@ -213,13 +213,13 @@ void TestOpenaiLogprobs::chat_shape() {
 // last chunk stopped, and a token whose text is not out yet still comes.
 void TestOpenaiLogprobs::stream_offsets_continue() {
     const TokenId once = tok_->encode("Once", {.add_special = false}).at(0);
-    ChoiceContent content{true, {tok_.get(), false}, Echo::None, {}, {}};
+    ChoiceContent content{true, {tok_.get(), false}, Echo::None, {}, {}, {}};
     ResponseStream stream({Api::Completions, "cmpl-3", "stories", 1}, 1, false, 2, content);
     std::string sse = stream.on_output(output({once}, " Once", {position(once, -1.0f, {})}));
     sse += stream.on_output(output({tok_->eos()}, "", {position(tok_->eos(), -2.0f, {})}, FinishReason::Stop));
     const std::vector<json> chunks = chunks_of(sse + stream.end());
     QCOMPARE(chunks.size(), 3u); // " Once", the EOS token (no text), the finish
-    QCOMPARE(chunks[0]["choices"][0]["logprobs"]["text_offset"], json({0}));
+    QCOMPARE(chunks[0]["choices"][0]["logprobs"]["text_offset"], json::array({0}));
     QCOMPARE(chunks[1]["choices"][0]["text"], json(""));
     QCOMPARE(chunks[1]["choices"][0]["logprobs"]["tokens"], json({"</s>"}));
     QCOMPARE(chunks[1]["choices"][0]["logprobs"]["text_offset"], json({5}));
