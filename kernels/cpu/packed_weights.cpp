@@ -42,15 +42,14 @@ std::byte* allocate_tiles(std::size_t bytes) {
 namespace detail {
 
 bool packed_isa_available(PackedIsa isa) {
-    const auto runs = [](SimdPath path) { return std::ranges::count(available_simd_paths(), path) != 0; };
     const CpuFeatures& cpu = cpu_features();
     switch (isa) {
-    case PackedIsa::Avx2: return runs(SimdPath::Avx2);
-    case PackedIsa::AvxVnni: return runs(SimdPath::Avx2) && cpu.avx_vnni;
-    case PackedIsa::Avx512Vnni: return runs(SimdPath::Avx2) && cpu.avx512_vnni;
-    case PackedIsa::Neon: return runs(SimdPath::Neon);
-    case PackedIsa::NeonDot: return runs(SimdPath::NeonDot);
-    case PackedIsa::NeonI8mm: return runs(SimdPath::NeonI8mm);
+    case PackedIsa::Avx2: return simd_path_available(SimdPath::Avx2);
+    case PackedIsa::AvxVnni: return simd_path_available(SimdPath::Avx2) && cpu.avx_vnni;
+    case PackedIsa::Avx512Vnni: return simd_path_available(SimdPath::Avx2) && cpu.avx512_vnni;
+    case PackedIsa::Neon: return simd_path_available(SimdPath::Neon);
+    case PackedIsa::NeonDot: return simd_path_available(SimdPath::NeonDot);
+    case PackedIsa::NeonI8mm: return simd_path_available(SimdPath::NeonI8mm);
     }
     return false;
 }

@@ -11,13 +11,8 @@
 #include "kernels/cpu/cpu_features.h"
 
 namespace kvscope::kernels::cpu {
-namespace {
 
-constexpr SimdPath kAllPaths[] = {SimdPath::Scalar, SimdPath::Avx2, SimdPath::Neon, SimdPath::NeonDot,
-                                  SimdPath::NeonI8mm};
-
-// Whether this build has the path's kernels and this CPU can run them.
-bool runs(SimdPath path) {
+bool simd_path_available(SimdPath path) {
     [[maybe_unused]] const CpuFeatures& cpu = cpu_features();
     switch (path) {
     case SimdPath::Scalar: return true;
@@ -37,10 +32,15 @@ bool runs(SimdPath path) {
     }
 }
 
+namespace {
+
+constexpr SimdPath kAllPaths[] = {SimdPath::Scalar, SimdPath::Avx2, SimdPath::Neon, SimdPath::NeonDot,
+                                  SimdPath::NeonI8mm};
+
 const std::vector<SimdPath>& available() {
     static const std::vector<SimdPath> paths = [] {
         std::vector<SimdPath> p;
-        std::ranges::copy_if(kAllPaths, std::back_inserter(p), runs);
+        std::ranges::copy_if(kAllPaths, std::back_inserter(p), simd_path_available);
         return p;
     }();
     return paths;
@@ -59,7 +59,7 @@ SimdPath initial_path() {
     if (env == nullptr || *env == '\0')
         return best_simd_path();
     const auto named = std::ranges::find_if(kAllPaths, [env](SimdPath p) { return std::string_view(env) == to_string(p); });
-    if (named == std::end(kAllPaths) || !runs(*named))
+    if (named == std::end(kAllPaths) || !simd_path_available(*named))
         throw std::invalid_argument("KVSCOPE_SIMD=" + std::string(env) + ": this build and CPU run " +
                                     available_names());
     return *named;
@@ -79,7 +79,7 @@ std::span<const SimdPath> available_simd_paths() { return available(); }
 SimdPath simd_path() { return current().load(std::memory_order_relaxed); }
 
 void set_simd_path(SimdPath path) {
-    if (!runs(path))
+    if (!simd_path_available(path))
         throw std::invalid_argument(std::string("the ") + to_string(path) +
                                     " kernels are not in this build or this CPU lacks them; it runs " +
                                     available_names());

@@ -23,18 +23,20 @@ enum class SimdPath {
 };
 
 // Whether a path is one of the AArch64 ones, and whether it includes the
-// dot-product or matrix-multiply extension.
+// dot-product extension.
 constexpr bool is_neon(SimdPath path) {
     return path == SimdPath::Neon || path == SimdPath::NeonDot || path == SimdPath::NeonI8mm;
 }
 constexpr bool has_neon_dot(SimdPath path) { return path == SimdPath::NeonDot || path == SimdPath::NeonI8mm; }
-constexpr bool has_neon_i8mm(SimdPath path) { return path == SimdPath::NeonI8mm; }
 
 // The best path this build and CPU support.
 SimdPath best_simd_path();
 
 // Every path this build and CPU can run, Scalar first, best last.
 std::span<const SimdPath> available_simd_paths();
+
+// Whether this build has the path's kernels and this CPU can run them.
+bool simd_path_available(SimdPath path);
 
 // The path in use: the one the environment variable KVSCOPE_SIMD names
 // (scalar, avx2, neon, neon-dotprod, neon-i8mm) if set, else
